@@ -1,0 +1,37 @@
+"""spmbpe: SentencePiece-BPE tokenization, exact and fast.
+
+>>> import spmbpe
+>>> tok = spmbpe.load("ggml-vocab-llama-spm.gguf")   # doctest: +SKIP
+>>> tok.encode("Hello world")                          # doctest: +SKIP
+[15043, 3186]
+"""
+
+from .errors import (
+    DisallowedSpecialError,
+    InvalidTokenIdError,
+    ModelFormatError,
+    SpmbpeError,
+    UnsupportedModelError,
+    VocabularyError,
+)
+from .loading import load
+from .tokenizer import PREFIX_SCHEMES, SpmTokenizer
+from .tokens import NEVER_MERGE, AddedToken, TokenType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SpmTokenizer",
+    "AddedToken",
+    "TokenType",
+    "load",
+    "NEVER_MERGE",
+    "PREFIX_SCHEMES",
+    "SpmbpeError",
+    "VocabularyError",
+    "ModelFormatError",
+    "UnsupportedModelError",
+    "DisallowedSpecialError",
+    "InvalidTokenIdError",
+    "__version__",
+]

@@ -1,0 +1,151 @@
+"""Splitting added tokens out of the text before merging (pyahocorasick).
+
+The partition follows llama.cpp's ``tokenizer_st_partition``: candidates are
+taken longest text first (then lowest id); each one splits every remaining
+text fragment at all its non-overlapping occurrences, left to right.  That is
+not leftmost-longest matching: in ``"abcd"`` with tokens ``ab`` and ``bcd``,
+``bcd`` wins because it is longer, although ``ab`` starts first.
+
+One Aho-Corasick pass finds every occurrence of every candidate; the
+priority-ordered splitting then runs over those positions only, so a text
+without added tokens costs one automaton scan.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+
+import ahocorasick
+
+from .errors import DisallowedSpecialError
+from .tokens import AddedToken
+
+__all__ = ["AddedTokenMatcher", "TextSpan", "TokenAt"]
+
+# llama.cpp strips with C isspace() on bytes: the six ASCII whitespace
+# characters; UTF-8 continuation bytes never count.
+_STRIP_CHARS = frozenset(" \t\n\v\f\r")
+
+#: A text fragment: (start, end) character offsets into the text.
+TextSpan = Tuple[int, int]
+
+
+class TokenAt:
+    """A matched added token inside the text."""
+
+    __slots__ = ("token", "start")
+
+    def __init__(self, token: AddedToken, start: int) -> None:
+        self.token = token
+        self.start = start
+
+    def __repr__(self) -> str:
+        return f"TokenAt({self.token.content!r}, id={self.token.id}, start={self.start})"
+
+
+Fragment = Union[TextSpan, TokenAt]
+
+
+class AddedTokenMatcher:
+    """Finds added tokens in text and partitions it around them."""
+
+    def __init__(self, tokens: Sequence[AddedToken]) -> None:
+        # Priority: longest content first, then lowest id (llama.cpp sorts by
+        # length only; its order among equal lengths is unspecified).
+        self.tokens: List[AddedToken] = sorted(
+            (t for t in tokens if t.content), key=lambda t: (-len(t.content), t.id)
+        )
+        self.by_content: Dict[str, AddedToken] = {t.content: t for t in self.tokens}
+        self.special_contents: FrozenSet[str] = frozenset(
+            t.content for t in self.tokens if t.special
+        )
+        self.has_plain = any(not t.special for t in self.tokens)
+        self._automaton: Optional[ahocorasick.Automaton] = None
+        if self.tokens:
+            automaton = ahocorasick.Automaton()
+            for rank, token in enumerate(self.tokens):
+                automaton.add_word(token.content, rank)
+            automaton.make_automaton()
+            self._automaton = automaton
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def partition(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
+    ) -> Optional[List[Fragment]]:
+        """The fragments of `text`, in order, or None when no added token
+        occurs (the whole text is one fragment).
+
+        `include_special`: special tokens take part (else only the
+        ``special=False`` ones do).  `allowed`: with `include_special`, the
+        special tokens that may appear; any other one raises
+        DisallowedSpecialError naming it and its offset.
+        """
+        if self._automaton is None or (not include_special and not self.has_plain):
+            return None
+        occurrences: Dict[int, List[int]] = {}
+        tokens = self.tokens
+        for end, rank in self._automaton.iter(text):
+            token = tokens[rank]
+            if not include_special and token.special:
+                continue
+            starts = occurrences.get(rank)
+            if starts is None:
+                occurrences[rank] = [end - len(token.content) + 1]
+            else:
+                starts.append(end - len(token.content) + 1)
+        if not occurrences:
+            return None
+
+        fragments: List[Fragment] = [(0, len(text))]
+        for rank in sorted(occurrences):
+            fragments = _split(text, fragments, tokens[rank], occurrences[rank])
+
+        if allowed is not None:
+            for fragment in fragments:
+                if (
+                    isinstance(fragment, TokenAt)
+                    and fragment.token.special
+                    and fragment.token.content not in allowed
+                ):
+                    raise DisallowedSpecialError(fragment.token.content, fragment.start)
+        return fragments
+
+
+def _split(
+    text: str, fragments: List[Fragment], token: AddedToken, starts: List[int]
+) -> List[Fragment]:
+    """Splits every text fragment at the non-overlapping occurrences of one
+    token, left to right (llama.cpp: find() from the end of the last match)."""
+    size = len(token.content)
+    out: List[Fragment] = []
+    for fragment in fragments:
+        if isinstance(fragment, TokenAt):
+            out.append(fragment)
+            continue
+        begin, end = fragment
+        cursor = begin
+        i = bisect_left(starts, begin)
+        while i < len(starts):
+            at = starts[i]
+            i += 1
+            if at + size > end:
+                break
+            if at < cursor:
+                continue
+            left_end = at
+            if token.lstrip:
+                while left_end > cursor and text[left_end - 1] in _STRIP_CHARS:
+                    left_end -= 1
+            if left_end > cursor:
+                out.append((cursor, left_end))
+            out.append(TokenAt(token, at))
+            cursor = at + size
+            if token.rstrip:
+                while cursor < end and text[cursor] in _STRIP_CHARS:
+                    cursor += 1
+        if cursor < end:
+            out.append((cursor, end))
+    return out

@@ -1,0 +1,53 @@
+# C-level layout of the compiled core: the merge workspace and SpmCore.
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+from spmbpe._csrc cimport spm_heap, spm_vocab
+
+
+# Per-id flags (SpmCore.flags).
+cdef enum:
+    FLAG_MERGEABLE = 1   # the merger may build this piece from two symbols
+
+
+ctypedef struct Symbol:
+    int32_t prev      # index of the previous live symbol, -1 at the start
+    int32_t next      # index of the next live symbol, -1 at the end
+    int32_t start     # byte offset in the escaped segment
+    int32_t n         # byte length; 0 once absorbed by its left neighbour
+
+
+# Scratch memory for one encoding thread: reused across segments so the merge
+# loop allocates only when a segment is larger than any seen before.
+ctypedef struct Workspace:
+    char *text            # the escaped segment ("▁" for spaces, dummy prefix)
+    size_t text_cap
+    Symbol *symbols
+    size_t symbols_cap
+    spm_heap heap
+    int32_t *ids          # output ids
+    size_t ids_len
+    size_t ids_cap
+    int64_t bad_start     # where an unencodable character sits in `text`
+    int64_t bad_len
+
+
+cdef class SpmCore:
+    cdef spm_vocab *vocab
+    cdef const float[::1] scores
+    cdef const uint8_t[::1] flags
+    cdef int32_t n_pieces
+    cdef int32_t unk_id               # -1 when the vocabulary has none
+    cdef int32_t byte_ids[256]
+    cdef bint byte_fallback           # all 256 <0xNN> pieces exist
+    cdef bint collapse_unknown        # consecutive unknown characters -> one unk
+    cdef bytes decoded_arena          # decode table: the bytes each id renders to
+    cdef int64_t[::1] decoded_offsets
+
+    cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
+                            Workspace *w) noexcept nogil
+    cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil
+    cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil
+    cdef int emit_symbol(self, Workspace *w, const Symbol *s,
+                         bint *prev_unknown) noexcept nogil
+    cdef _encode_parts(self, list parts, Workspace *w)
+    cdef _check(self, int rc, Workspace *w, str text)

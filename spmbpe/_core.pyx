@@ -1,0 +1,478 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled SentencePiece-BPE merger.
+
+`SpmCore` owns the vocabulary (a C hash table from piece bytes to id), the
+merge ranks and the decode table.  It encodes *segments*: stretches of text
+between added tokens, each escaped (spaces -> U+2581, optional dummy prefix)
+and merged best-scoring pair first over a C binary heap, with the GIL released.
+Policy (added tokens, where the dummy prefix goes, BOS/EOS) is the Python
+layer's; this module knows nothing of it.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from spmbpe._csrc cimport (
+    spm_bigram,
+    spm_heap_free,
+    spm_heap_init,
+    spm_heap_pop,
+    spm_heap_push,
+    spm_heap_reserve,
+    spm_vocab_find,
+    spm_vocab_free,
+    spm_vocab_new,
+)
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+
+from spmbpe.errors import InvalidTokenIdError
+
+# The longest segment (in UTF-8 bytes) one merge can take: every symbol index
+# and byte offset of the escaped text (up to 3 bytes per input byte, plus the
+# prefix) must fit in an int32.
+cdef Py_ssize_t MAX_SEGMENT_BYTES_C = (INT32_MAX - 3) // 3
+MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
+
+cdef enum:
+    OK = 0
+    ERR_NOMEM = -1
+    ERR_UNENCODABLE = -2
+    ERR_TOO_LONG = -3
+
+# U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's whitespace marker, in UTF-8.
+cdef const char *MARKER = b"\xe2\x96\x81"
+
+
+# ---------------------------------------------------------------- workspace
+
+cdef inline void ws_init(Workspace *w) noexcept nogil:
+    w.text = NULL
+    w.text_cap = 0
+    w.symbols = NULL
+    w.symbols_cap = 0
+    spm_heap_init(&w.heap)
+    w.ids = NULL
+    w.ids_len = 0
+    w.ids_cap = 0
+    w.bad_start = -1
+    w.bad_len = 0
+
+
+cdef inline void ws_free(Workspace *w) noexcept nogil:
+    free(w.text)
+    free(w.symbols)
+    spm_heap_free(&w.heap)
+    free(w.ids)
+    ws_init(w)
+
+
+cdef inline int ws_push_id(Workspace *w, int32_t token_id) noexcept nogil:
+    cdef size_t cap
+    cdef int32_t *grown
+    if w.ids_len == w.ids_cap:
+        cap = w.ids_cap * 2 if w.ids_cap else 256
+        grown = <int32_t *>realloc(w.ids, cap * sizeof(int32_t))
+        if grown == NULL:
+            return ERR_NOMEM
+        w.ids = grown
+        w.ids_cap = cap
+    w.ids[w.ids_len] = token_id
+    w.ids_len += 1
+    return OK
+
+
+cdef inline int ws_reserve(Workspace *w, size_t text_bytes) noexcept nogil:
+    """Room for an escaped segment of text_bytes and its symbols."""
+    cdef char *text
+    cdef Symbol *symbols
+    if text_bytes > w.text_cap:
+        text = <char *>realloc(w.text, text_bytes)
+        if text == NULL:
+            return ERR_NOMEM
+        w.text = text
+        w.text_cap = text_bytes
+    if text_bytes > w.symbols_cap:
+        symbols = <Symbol *>realloc(w.symbols, text_bytes * sizeof(Symbol))
+        if symbols == NULL:
+            return ERR_NOMEM
+        w.symbols = symbols
+        w.symbols_cap = text_bytes
+    return OK
+
+
+cdef inline int32_t utf8_len(uint8_t lead) noexcept nogil:
+    # By the high nibble of the lead byte, as llama.cpp's utf8_len does; the
+    # input comes from a Python str, so it is valid UTF-8.
+    cdef uint8_t high = lead >> 4
+    if high < 0xC:
+        return 1
+    if high < 0xE:
+        return 2
+    if high == 0xE:
+        return 3
+    return 4
+
+
+cdef inline object list_from_ids(const int32_t *ids, size_t n):
+    cdef list out = PyList_New(n)
+    cdef size_t i
+    cdef object item
+    for i in range(n):
+        item = ids[i]
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, i, item)
+    return out
+
+
+# ---------------------------------------------------------------- the core
+
+cdef class SpmCore:
+    """Vocabulary table, merge ranks and decode table of one tokenizer.
+
+    SpmCore(pieces, scores, flags, unk_id, byte_ids, collapse_unknown, decoded)
+
+    pieces: list of bytes, the UTF-8 of each piece, by id.
+    scores: float32 buffer (array('f')), the merge rank of each piece.
+    flags: uint8 buffer, FLAG_* bits per piece.
+    unk_id: the id unknown characters become without byte fallback, or -1.
+    byte_ids: 256 ids of the <0xNN> pieces, or None (no byte fallback).
+    collapse_unknown: a run of unknown characters gives one unk_id.
+    decoded: list of bytes, what each id decodes to.
+    """
+
+    def __cinit__(self):
+        self.vocab = NULL
+        self.n_pieces = 0
+        self.unk_id = -1
+        self.byte_fallback = False
+        self.collapse_unknown = False
+
+    def __init__(self, list pieces, scores, flags, int unk_id, byte_ids,
+                 bint collapse_unknown, list decoded):
+        cdef Py_ssize_t n = len(pieces)
+        cdef Py_ssize_t i
+        cdef bytes arena
+        cdef int64_t[::1] offsets
+        if n < 1:
+            raise ValueError("a vocabulary needs at least one piece")
+        if n >= INT32_MAX:
+            raise ValueError(f"too many pieces ({n}); at most {INT32_MAX - 1}")
+        if len(scores) != n or len(flags) != n or len(decoded) != n:
+            raise ValueError("pieces, scores, flags and decoded differ in length")
+        if unk_id >= n:
+            raise ValueError(f"unk_id {unk_id} is not a piece id")
+
+        self.scores = scores
+        self.flags = flags
+        self.n_pieces = <int32_t>n
+        self.unk_id = unk_id if unk_id >= 0 else -1
+        self.collapse_unknown = collapse_unknown
+        if byte_ids is not None:
+            if len(byte_ids) != 256:
+                raise ValueError("byte_ids must hold 256 ids")
+            for i in range(256):
+                if not 0 <= byte_ids[i] < n:
+                    raise ValueError(f"byte id {byte_ids[i]} is not a piece id")
+                self.byte_ids[i] = byte_ids[i]
+            self.byte_fallback = True
+
+        arena = b"".join(pieces)
+        offsets = _offsets_of(pieces)
+        if self.vocab != NULL:
+            spm_vocab_free(self.vocab)
+        self.vocab = spm_vocab_new(<int32_t>n, PyBytes_AS_STRING(arena), &offsets[0])
+        if self.vocab == NULL:
+            raise MemoryError("cannot allocate the vocabulary table")
+
+        self.decoded_arena = b"".join(decoded)
+        self.decoded_offsets = _offsets_of(decoded)
+
+    def __dealloc__(self):
+        if self.vocab != NULL:
+            spm_vocab_free(self.vocab)
+            self.vocab = NULL
+
+    @property
+    def vocab_size(self):
+        return self.n_pieces
+
+    def find(self, bytes piece):
+        """The lowest id of a piece given as UTF-8 bytes, or -1."""
+        return spm_vocab_find(self.vocab, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+
+    # ------------------------------------------------------------ encoding
+
+    def encode(self, str text, bint prefix):
+        """Ids of one segment: text escaped (with the dummy prefix when
+        `prefix`) and merged."""
+        cdef Workspace w
+        cdef Py_ssize_t n
+        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+        cdef int rc
+        ws_init(&w)
+        try:
+            with nogil:
+                rc = self.encode_segment(src, n, prefix, &w)
+            self._check(rc, &w, text)
+            return list_from_ids(w.ids, w.ids_len)
+        finally:
+            ws_free(&w)
+
+    def encode_parts(self, list parts):
+        """Ids of a partitioned text.
+
+        Each part is a token id (emitted as is) or a tuple (text, prefix):
+        a segment to escape and merge.
+        """
+        cdef Workspace w
+        ws_init(&w)
+        try:
+            self._encode_parts(parts, &w)
+            return list_from_ids(w.ids, w.ids_len)
+        finally:
+            ws_free(&w)
+
+    def encode_parts_batch(self, list batch):
+        """encode_parts over a list of partitioned texts, one workspace."""
+        cdef Workspace w
+        cdef list out = []
+        cdef list parts
+        cdef size_t mark
+        ws_init(&w)
+        try:
+            for parts in batch:
+                mark = w.ids_len
+                self._encode_parts(parts, &w)
+                out.append(list_from_ids(w.ids + mark, w.ids_len - mark))
+                w.ids_len = mark
+            return out
+        finally:
+            ws_free(&w)
+
+    cdef _encode_parts(self, list parts, Workspace *w):
+        cdef object part
+        cdef str text
+        cdef bint prefix
+        cdef Py_ssize_t n
+        cdef const char *src
+        cdef int rc
+        cdef int64_t token_id
+        for part in parts:
+            if type(part) is tuple:
+                text = (<tuple>part)[0]
+                prefix = (<tuple>part)[1]
+                src = PyUnicode_AsUTF8AndSize(text, &n)
+                with nogil:
+                    rc = self.encode_segment(src, n, prefix, w)
+                self._check(rc, w, text)
+            else:
+                token_id = part
+                if not 0 <= token_id < self.n_pieces:
+                    raise ValueError(f"token id {token_id} is not a piece id")
+                if ws_push_id(w, <int32_t>token_id) != OK:
+                    raise MemoryError()
+
+    cdef _check(self, int rc, Workspace *w, str text):
+        cdef bytes bad
+        if rc == OK:
+            return
+        if rc == ERR_NOMEM:
+            raise MemoryError("out of memory while merging")
+        if rc == ERR_TOO_LONG:
+            raise ValueError(
+                f"a text segment of {len(text.encode('utf-8', 'surrogatepass'))} UTF-8 bytes "
+                f"is longer than the {MAX_SEGMENT_BYTES} bytes one merge can take"
+            )
+        bad = PyBytes_FromStringAndSize(w.text + w.bad_start, w.bad_len)
+        shown = bad.decode("utf-8", "replace").replace("\u2581", " ")
+        raise ValueError(
+            f"cannot encode the character {shown!r}: it is not in the vocabulary, "
+            f"and the vocabulary has neither the 256 <0xNN> byte pieces nor an unknown piece"
+        )
+
+    cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
+                            Workspace *w) noexcept nogil:
+        """Escapes src[0:n] into the workspace, merges it and appends the ids."""
+        cdef Py_ssize_t i, m = 0
+        cdef char c
+        if n == 0 and not prefix:
+            return OK
+        if n > MAX_SEGMENT_BYTES_C:
+            return ERR_TOO_LONG
+        if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
+            return ERR_NOMEM
+        # llama.cpp (llama_escape_whitespace) and sentencepiece's identity
+        # normalizer both turn only U+0020 into the marker.
+        if prefix:
+            memcpy(w.text, MARKER, 3)
+            m = 3
+        for i in range(n):
+            c = src[i]
+            if c == b' ':
+                memcpy(w.text + m, MARKER, 3)
+                m += 3
+            else:
+                w.text[m] = c
+                m += 1
+        return self.merge(w, m)
+
+    cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil:
+        cdef Symbol *sym = w.symbols
+        cdef const char *text = w.text
+        cdef int32_t count = 0
+        cdef int32_t offset = 0
+        cdef int32_t length, i, left, right, nxt, token_id
+        cdef spm_bigram top
+        cdef bint prev_unknown = False
+        cdef int rc
+
+        # One symbol per UTF-8 character, linked in order.
+        while offset < m:
+            length = utf8_len(<uint8_t>text[offset])
+            if length > m - offset:
+                length = <int32_t>(m - offset)
+            sym[count].prev = count - 1
+            sym[count].next = count + 1
+            sym[count].start = offset
+            sym[count].n = length
+            offset += length
+            count += 1
+        if count == 0:
+            return OK
+        sym[count - 1].next = -1
+
+        w.heap.len = 0
+        if spm_heap_reserve(&w.heap, <size_t>count) != 0:
+            return ERR_NOMEM
+        for i in range(1, count):
+            if self.push_pair(w, i - 1, i) != OK:
+                return ERR_NOMEM
+
+        # Best-scoring pair first; stale entries (a side already absorbed or
+        # grown) are skipped rather than removed, as both references do.
+        while spm_heap_pop(&w.heap, &top) == 0:
+            left = top.left
+            right = top.right
+            if sym[left].n == 0 or sym[right].n == 0 or sym[left].n + sym[right].n != top.size:
+                continue
+            sym[left].n += sym[right].n
+            sym[right].n = 0
+            nxt = sym[right].next
+            sym[left].next = nxt
+            if nxt >= 0:
+                sym[nxt].prev = left
+            if self.push_pair(w, sym[left].prev, left) != OK:
+                return ERR_NOMEM
+            if self.push_pair(w, left, nxt) != OK:
+                return ERR_NOMEM
+
+        i = 0
+        while i >= 0:
+            rc = self.emit_symbol(w, &sym[i], &prev_unknown)
+            if rc != OK:
+                return rc
+            i = sym[i].next
+        return OK
+
+    cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil:
+        """Queues the merge of two adjacent symbols when the result is a
+        piece the merger may build."""
+        cdef Symbol *sym = w.symbols
+        cdef spm_bigram b
+        cdef int32_t token_id
+        if left < 0 or right < 0:
+            return OK
+        b.size = sym[left].n + sym[right].n
+        token_id = spm_vocab_find(self.vocab, w.text + sym[left].start, <size_t>b.size)
+        if token_id < 0 or not (self.flags[token_id] & FLAG_MERGEABLE):
+            return OK
+        b.score = self.scores[token_id]
+        b.left = left
+        b.right = right
+        if spm_heap_push(&w.heap, b) != 0:
+            return ERR_NOMEM
+        return OK
+
+    cdef int emit_symbol(self, Workspace *w, const Symbol *s,
+                         bint *prev_unknown) noexcept nogil:
+        cdef int32_t token_id = spm_vocab_find(self.vocab, w.text + s.start, <size_t>s.n)
+        cdef int32_t j
+        if token_id >= 0:
+            prev_unknown[0] = False
+            return ws_push_id(w, token_id)
+        # Only a single character reaches here: every merge builds a piece.
+        # Its UTF-8 bytes as <0xNN> pieces when all 256 exist, else <unk>.
+        if self.byte_fallback:
+            for j in range(s.n):
+                if ws_push_id(w, self.byte_ids[<uint8_t>w.text[s.start + j]]) != OK:
+                    return ERR_NOMEM
+            return OK
+        if self.unk_id < 0:
+            w.bad_start = s.start
+            w.bad_len = s.n
+            return ERR_UNENCODABLE
+        if self.collapse_unknown and prev_unknown[0]:
+            return OK
+        prev_unknown[0] = True
+        return ws_push_id(w, self.unk_id)
+
+    # ------------------------------------------------------------ decoding
+
+    def decode_bytes(self, ids, const uint8_t[::1] skip, bint strip_prefix):
+        """The bytes of `ids`, each id rendered by the decode table.
+
+        Ids whose `skip` byte is nonzero are left out.  With `strip_prefix`,
+        one leading space of the first rendered piece is removed: the dummy
+        prefix the encoder added.
+        """
+        cdef bytearray out = bytearray()
+        cdef const char *arena = PyBytes_AS_STRING(self.decoded_arena)
+        cdef int64_t a, b
+        cdef Py_ssize_t token_id
+        cdef bint first = True
+        for item in ids:
+            token_id = _as_id(item, self.n_pieces)
+            if skip[token_id]:
+                continue
+            a = self.decoded_offsets[token_id]
+            b = self.decoded_offsets[token_id + 1]
+            if first:
+                first = False
+                if strip_prefix and b > a and arena[a] == b' ':
+                    a += 1
+            out += arena[a:b]
+        return bytes(out)
+
+
+cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:
+    cdef Py_ssize_t token_id
+    try:
+        token_id = item
+    except TypeError:
+        raise TypeError(f"token ids must be integers, not {type(item).__name__}") from None
+    except OverflowError:
+        raise InvalidTokenIdError(item, n) from None
+    if token_id < 0 or token_id >= n:
+        raise InvalidTokenIdError(item, n)
+    return token_id
+
+
+cdef int64_t[::1] _offsets_of(list chunks):
+    """Prefix sums of the byte lengths of `chunks` (len(chunks) + 1 values)."""
+    from array import array
+    cdef int64_t[::1] offsets = array("q", bytes(8 * (len(chunks) + 1)))
+    cdef Py_ssize_t i
+    cdef int64_t total = 0
+    cdef bytes chunk
+    for i in range(len(chunks)):
+        chunk = chunks[i]
+        offsets[i] = total
+        total += PyBytes_GET_SIZE(chunk)
+    offsets[len(chunks)] = total
+    return offsets

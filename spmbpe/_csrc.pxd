@@ -1,0 +1,30 @@
+# Declarations of the C data structures in csrc/ (one place, as uvloop and
+# datrie declare their C libraries).
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+
+
+cdef extern from "spm_vocab.h" nogil:
+    ctypedef struct spm_vocab:
+        int32_t n
+
+    spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets)
+    void spm_vocab_free(spm_vocab *v)
+    int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t length)
+    const char *spm_vocab_piece(const spm_vocab *v, int32_t id, size_t *length)
+
+
+cdef extern from "spm_heap.h" nogil:
+    ctypedef struct spm_bigram:
+        float score
+        int32_t left
+        int32_t right
+        int32_t size
+
+    ctypedef struct spm_heap:
+        size_t len
+
+    void spm_heap_init(spm_heap *h)
+    void spm_heap_free(spm_heap *h)
+    int spm_heap_reserve(spm_heap *h, size_t cap)
+    int spm_heap_push(spm_heap *h, spm_bigram b)
+    int spm_heap_pop(spm_heap *h, spm_bigram *out)

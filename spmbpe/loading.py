@@ -1,0 +1,42 @@
+"""spmbpe.load: one entry point that recognises a tokenizer file's format."""
+
+from __future__ import annotations
+
+import os
+from typing import Union
+
+from .errors import UnsupportedModelError
+from .tokenizer import SpmTokenizer
+
+__all__ = ["load", "KNOWN_FORMATS"]
+
+#: The formats load() recognises, as named in its error messages.
+KNOWN_FORMATS = ("GGUF (.gguf, tokenizer.ggml.model = 'llama')",)
+
+_GGUF_MAGIC = b"GGUF"
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
+    """A tokenizer from a file, its format detected from its contents.
+
+    GGUF files give llama.cpp's behaviour (``tokenizer.ggml.model`` must be
+    ``"llama"``, the SentencePiece-BPE vocabulary type).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such tokenizer file or folder: {path!r}")
+    if os.path.isdir(path):
+        raise UnsupportedModelError(
+            f"{path}: is a folder; spmbpe.load reads a tokenizer file of one of these "
+            f"formats: {'; '.join(KNOWN_FORMATS)}"
+        )
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == _GGUF_MAGIC:
+        from .gguf import load_gguf
+
+        return load_gguf(path)
+    raise UnsupportedModelError(
+        f"{path}: not a tokenizer file spmbpe knows (it starts with {head!r}); "
+        f"known formats: {'; '.join(KNOWN_FORMATS)}"
+    )

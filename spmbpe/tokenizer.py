@@ -1,0 +1,529 @@
+"""SpmTokenizer: the public tokenizer, policy over the compiled merger."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from array import array
+from concurrent.futures import ThreadPoolExecutor
+from typing import (
+    AbstractSet,
+    Collection,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from ._added import AddedTokenMatcher, TokenAt
+from ._core import SpmCore
+from .errors import InvalidTokenIdError, VocabularyError
+from .tokens import AddedToken, TokenType
+
+__all__ = ["SpmTokenizer", "PREFIX_SCHEMES"]
+
+#: Where the dummy prefix goes once the text is split around added tokens.
+#: "after_each_special": llama.cpp; every text fragment that starts the input
+#: or follows an added token is prefixed.  "once": sentencepiece and
+#: HuggingFace with ``legacy: false``; only the start of the input is.
+PREFIX_SCHEMES = ("after_each_special", "once")
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
+_MERGEABLE = 1  # FLAG_MERGEABLE in _core.pxd
+
+SpecialPolicy = Union[str, Collection[str]]
+Part = Union[int, Tuple[str, bool]]
+
+
+class SpmTokenizer:
+    """A SentencePiece-BPE tokenizer.
+
+    Merges the best-scoring adjacent pair first (the score is a merge rank,
+    higher merges earlier; ties go to the leftmost pair), exactly as
+    llama.cpp's SPM tokenizer does.
+
+    >>> tok = spmbpe.load("ggml-vocab-llama-spm.gguf")      # doctest: +SKIP
+    >>> tok.encode("Hello world")                             # doctest: +SKIP
+    [15043, 3186]
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        scores: Optional[Sequence[float]] = None,
+        *,
+        token_types: Optional[Sequence[int]] = None,
+        bos_id: Optional[int] = None,
+        eos_id: Optional[int] = None,
+        unk_id: Optional[int] = None,
+        pad_id: Optional[int] = None,
+        add_prefix_space: bool = True,
+        prefix_scheme: str = "after_each_special",
+        added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None] = None,
+        add_bos: bool = False,
+        add_eos: bool = False,
+    ) -> None:
+        pieces = [_piece_str(t, i) for i, t in enumerate(tokens)]
+        n = len(pieces)
+        if n == 0:
+            raise VocabularyError("the vocabulary is empty: it needs at least one piece")
+        if scores is None or len(scores) == 0:
+            # No scores: id order is the merge order (lower id merges first),
+            # the convention these vocabularies follow.
+            rank = array("f", [-float(i) for i in range(n)])
+        elif len(scores) != n:
+            raise VocabularyError(
+                f"scores has {len(scores)} entries but there are {n} pieces"
+            )
+        else:
+            rank = scores if isinstance(scores, array) and scores.typecode == "f" else array("f", scores)
+
+        if token_types is None:
+            types = [
+                TokenType.BYTE if _BYTE_PIECE.match(p) else TokenType.NORMAL for p in pieces
+            ]
+        else:
+            if len(token_types) != n:
+                raise VocabularyError(
+                    f"token_types has {len(token_types)} entries but there are {n} pieces"
+                )
+            types = []
+            for i, t in enumerate(token_types):
+                try:
+                    types.append(TokenType(int(t)))
+                except ValueError:
+                    raise VocabularyError(f"piece {i} has an unknown token type {t!r}") from None
+
+        if prefix_scheme not in PREFIX_SCHEMES:
+            raise ValueError(
+                f"prefix_scheme must be one of {', '.join(map(repr, PREFIX_SCHEMES))}, "
+                f"not {prefix_scheme!r}"
+            )
+
+        self._pieces: List[str] = pieces
+        self._types: List[TokenType] = types
+        self._add_prefix_space = bool(add_prefix_space)
+        self._prefix_scheme = prefix_scheme
+        self._add_bos = bool(add_bos)
+        self._add_eos = bool(add_eos)
+
+        encoded = [p.encode("utf-8") for p in pieces]
+        self._piece_ids: Dict[str, int] = {}
+        for i, p in enumerate(pieces):
+            # First id wins: a duplicated piece resolves to its lowest id.
+            self._piece_ids.setdefault(p, i)
+
+        if unk_id is None:
+            unk_id = self._piece_ids.get("<unk>", self._piece_ids.get("<UNK>"))
+        self._bos_id = _check_id("bos_id", bos_id, n)
+        self._eos_id = _check_id("eos_id", eos_id, n)
+        self._unk_id = _check_id("unk_id", unk_id, n)
+        self._pad_id = _check_id("pad_id", pad_id, n)
+        if self._add_bos and self._bos_id is None:
+            raise VocabularyError("add_bos=True needs a bos_id")
+        if self._add_eos and self._eos_id is None:
+            raise VocabularyError("add_eos=True needs an eos_id")
+
+        # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
+        # every character, so without all 256 unknown characters become <unk>.
+        byte_ids: Optional[List[int]] = []
+        for b in range(256):
+            found = self._piece_ids.get(f"<0x{b:02X}>")
+            if found is None:
+                byte_ids = None
+                break
+            byte_ids.append(found)
+
+        # llama.cpp queues a merge whenever the two symbols spell any piece.
+        flags = bytes([_MERGEABLE]) * n
+        decoded = [_decoded_bytes(p, t) for p, t in zip(pieces, types)]
+        self._core = SpmCore(
+            encoded,
+            rank,
+            flags,
+            -1 if self._unk_id is None else self._unk_id,
+            byte_ids,
+            False,
+            decoded,
+        )
+
+        self._matcher = AddedTokenMatcher(self._collect_added(added_tokens))
+        sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
+        self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
+
+        skip = bytearray(n)
+        for i, t in enumerate(types):
+            if t in (TokenType.CONTROL, TokenType.UNKNOWN):
+                skip[i] = 1
+        for token in self._matcher.tokens:
+            if token.special:
+                skip[token.id] = 1
+        self._skip_special = bytes(skip)
+        self._skip_none = bytes(n)
+        self._pool_lock = threading.Lock()
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool_size = 0
+
+    def _collect_added(
+        self, added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None]
+    ) -> List[AddedToken]:
+        """Added tokens: every CONTROL, UNKNOWN and USER_DEFINED piece (the
+        candidates of llama.cpp's partition), then the explicit ones, which
+        override a piece of the same text."""
+        n = len(self._pieces)
+        by_content: Dict[str, AddedToken] = {}
+        for i, (piece, kind) in enumerate(zip(self._pieces, self._types)):
+            if kind in (TokenType.CONTROL, TokenType.UNKNOWN, TokenType.USER_DEFINED):
+                if piece not in by_content:
+                    by_content[piece] = AddedToken(
+                        piece, i, special=kind != TokenType.USER_DEFINED
+                    )
+        if added_tokens is not None:
+            items: Iterable[AddedToken]
+            if isinstance(added_tokens, Mapping):
+                items = [AddedToken(str(c), int(i)) for c, i in added_tokens.items()]
+            else:
+                items = list(added_tokens)
+            for token in items:
+                if not isinstance(token, AddedToken):
+                    raise TypeError(
+                        f"added_tokens must be a mapping of text to id or AddedToken "
+                        f"objects, not {type(token).__name__}"
+                    )
+                if not token.content:
+                    raise VocabularyError(f"added token {token.id} has empty content")
+                if not 0 <= token.id < n:
+                    raise VocabularyError(
+                        f"added token {token.content!r} has id {token.id}, outside the "
+                        f"vocabulary of {n} pieces"
+                    )
+                by_content[token.content] = token
+        return list(by_content.values())
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (pieces) in the vocabulary."""
+        return len(self._pieces)
+
+    @property
+    def bos_id(self) -> Optional[int]:
+        return self._bos_id
+
+    @property
+    def eos_id(self) -> Optional[int]:
+        return self._eos_id
+
+    @property
+    def unk_id(self) -> Optional[int]:
+        return self._unk_id
+
+    @property
+    def pad_id(self) -> Optional[int]:
+        return self._pad_id
+
+    @property
+    def add_bos(self) -> bool:
+        """Whether ``encode(..., add_special_tokens=True)`` prepends BOS."""
+        return self._add_bos
+
+    @property
+    def add_eos(self) -> bool:
+        """Whether ``encode(..., add_special_tokens=True)`` appends EOS."""
+        return self._add_eos
+
+    @property
+    def add_prefix_space(self) -> bool:
+        """Whether a dummy ``▁`` prefix is added (sentencepiece ``add_dummy_prefix``)."""
+        return self._add_prefix_space
+
+    @property
+    def prefix_scheme(self) -> str:
+        """``"after_each_special"`` (llama.cpp) or ``"once"`` (HF non-legacy)."""
+        return self._prefix_scheme
+
+    @property
+    def added_tokens(self) -> List[AddedToken]:
+        """The tokens split out of the text before merging, longest first."""
+        return list(self._matcher.tokens)
+
+    @property
+    def special_tokens(self) -> FrozenSet[str]:
+        """Texts of the special tokens that ``special=`` governs."""
+        return self._matcher.special_contents
+
+    def __len__(self) -> int:
+        return len(self._pieces)
+
+    def __repr__(self) -> str:
+        return (
+            f"<SpmTokenizer vocab_size={self.vocab_size} prefix_scheme={self._prefix_scheme!r} "
+            f"add_prefix_space={self._add_prefix_space}>"
+        )
+
+    # ------------------------------------------------------------ pieces
+
+    def id_to_piece(self, id: int) -> str:
+        """The piece of an id, as spelled in the vocabulary (``▁`` kept)."""
+        return self._pieces[self._valid_id(id)]
+
+    def piece_to_id(self, piece: str) -> int:
+        """The (lowest) id of a piece; the unknown id when absent, as
+        sentencepiece's ``piece_to_id`` does (KeyError without one)."""
+        found = self._piece_ids.get(piece)
+        if found is not None:
+            return found
+        if self._unk_id is None:
+            raise KeyError(f"{piece!r} is not a piece of this vocabulary, which has no unknown piece")
+        return self._unk_id
+
+    def token_type(self, id: int) -> TokenType:
+        """The kind of piece an id is."""
+        return self._types[self._valid_id(id)]
+
+    def _valid_id(self, id: int) -> int:
+        try:
+            i = int(id.__index__())
+        except AttributeError:
+            raise TypeError(f"token ids must be integers, not {type(id).__name__}") from None
+        if not 0 <= i < len(self._pieces):
+            raise InvalidTokenIdError(id, len(self._pieces))
+        return i
+
+    # ------------------------------------------------------------ encoding
+
+    def encode(
+        self,
+        text: str,
+        *,
+        special: SpecialPolicy = "all",
+        add_special_tokens: bool = False,
+    ) -> List[int]:
+        """Token ids of `text`.
+
+        `special`: ``"all"`` matches every special (control, unknown, special
+        added) token spelled in the text; ``"none"`` treats them as plain
+        text (user-defined pieces are still split out, as llama.cpp and
+        sentencepiece do); a collection of token texts allows those and
+        raises DisallowedSpecialError for any other one in the text.
+        `add_special_tokens`: add BOS/EOS as the vocabulary says
+        (``add_bos``/``add_eos``); ``encode`` never adds them otherwise.
+
+        >>> tok.encode("Hello world")                            # doctest: +SKIP
+        [15043, 3186]
+        """
+        include, allowed = self._special_policy(special)
+        parts = self._plan(_check_text(text), include, allowed)
+        try:
+            ids = self._core.encode_parts(parts)
+        except UnicodeEncodeError:
+            raise _surrogate_error(text) from None
+        if add_special_tokens:
+            self._add_boundary_tokens(ids)
+        return ids
+
+    def encode_ordinary(self, text: str) -> List[int]:
+        """``encode(text, special="none")``: special tokens are plain text."""
+        return self.encode(text, special="none")
+
+    def encode_batch(
+        self,
+        texts: Iterable[str],
+        *,
+        special: SpecialPolicy = "all",
+        add_special_tokens: bool = False,
+        num_threads: Optional[int] = None,
+    ) -> List[List[int]]:
+        """``[encode(t, ...) for t in texts]``, merged on `num_threads`
+        threads (default: the machine's cores) with the GIL released."""
+        include, allowed = self._special_policy(special)
+        texts = list(texts)
+        plans = [self._plan(_check_text(t), include, allowed) for t in texts]
+        threads = _thread_count(num_threads, len(plans))
+        try:
+            if threads <= 1:
+                out = self._core.encode_parts_batch(plans)
+            else:
+                out = []
+                step = -(-len(plans) // (threads * 4))
+                chunks = [plans[i : i + step] for i in range(0, len(plans), step)]
+                for chunk in self._executor(threads).map(self._core.encode_parts_batch, chunks):
+                    out.extend(chunk)
+        except UnicodeEncodeError:
+            for t in texts:
+                _check_surrogates(t)
+            raise
+        if add_special_tokens:
+            for ids in out:
+                self._add_boundary_tokens(ids)
+        return out
+
+    def _add_boundary_tokens(self, ids: List[int]) -> None:
+        if self._add_bos:
+            ids.insert(0, self._bos_id)  # type: ignore[arg-type]
+        if self._add_eos:
+            ids.append(self._eos_id)  # type: ignore[arg-type]
+
+    def _special_policy(self, special: SpecialPolicy) -> Tuple[bool, Optional[FrozenSet[str]]]:
+        if isinstance(special, str):
+            if special == "all":
+                return True, None
+            if special == "none":
+                return False, None
+            raise ValueError(
+                f"special must be 'all', 'none' or a collection of token texts, not {special!r}"
+            )
+        if isinstance(special, (AbstractSet, list, tuple, frozenset)):
+            allowed = frozenset(special)
+            for item in allowed:
+                if not isinstance(item, str):
+                    raise TypeError(f"special= collections hold token texts (str), not {item!r}")
+            return True, allowed
+        raise TypeError(
+            f"special must be 'all', 'none' or a collection of token texts, not "
+            f"{type(special).__name__}"
+        )
+
+    def _plan(self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]) -> List[Part]:
+        """The parts the core encodes: token ids, and text fragments with
+        whether each carries the dummy prefix."""
+        if not text:
+            return []
+        prefix = self._add_prefix_space
+        fragments = self._matcher.partition(text, include_special, allowed)
+        if fragments is None:
+            return [(text, prefix)]
+        parts: List[Part] = []
+        if self._prefix_scheme == "after_each_special":
+            # llama.cpp: is_prev_special starts true and is re-armed by every
+            # token fragment, so each text fragment that starts the input or
+            # follows a token gets the prefix.
+            prev_token = True
+            for fragment in fragments:
+                if isinstance(fragment, TokenAt):
+                    parts.append(fragment.token.id)
+                    prev_token = True
+                else:
+                    parts.append((text[fragment[0] : fragment[1]], prefix and prev_token))
+                    prev_token = False
+            return parts
+        # "once": the prefix belongs to the input, not to a fragment.  When a
+        # token starts the input the prefix stands alone as "▁" (HF
+        # "[INST]Write" -> ▁ [INST] Write), except before BOS/EOS/UNK, which
+        # swallow it (HF "<s>x" -> <s> x).  Either way it is spent.
+        carries = prefix
+        first = fragments[0]
+        if isinstance(first, TokenAt):
+            if prefix and first.token.id not in self._sentinel_ids:
+                parts.append(("", True))
+            carries = False
+        for fragment in fragments:
+            if isinstance(fragment, TokenAt):
+                parts.append(fragment.token.id)
+            else:
+                parts.append((text[fragment[0] : fragment[1]], carries))
+                carries = False
+        return parts
+
+    def _executor(self, threads: int) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None or self._pool_size != threads:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)
+                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
+                self._pool_size = threads
+            return self._pool
+
+    # ------------------------------------------------------------ decoding
+
+    def decode_bytes(self, ids: Iterable[int], *, skip_special: bool = False) -> bytes:
+        """The UTF-8 bytes `ids` stand for (byte pieces may split a character)."""
+        skip = self._skip_special if skip_special else self._skip_none
+        return self._core.decode_bytes(ids, skip, self._add_prefix_space)
+
+    def decode(
+        self, ids: Iterable[int], *, skip_special: bool = False, errors: str = "replace"
+    ) -> str:
+        """The text of `ids`.
+
+        ``▁`` becomes a space, ``<0xNN>`` pieces their byte, and exactly one
+        leading space (the dummy prefix) comes off the first piece when the
+        tokenizer adds one.  `skip_special` leaves out control and unknown
+        ids.  Bytes that are not valid UTF-8 follow `errors` (``str.decode``).
+
+        >>> tok.decode([15043, 3186])                            # doctest: +SKIP
+        'Hello world'
+        """
+        return self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
+
+
+def _piece_str(piece: object, index: int) -> str:
+    if isinstance(piece, str):
+        return piece
+    if isinstance(piece, (bytes, bytearray)):
+        try:
+            return bytes(piece).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise VocabularyError(f"piece {index} is not valid UTF-8: {e}") from None
+    raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
+
+
+def _check_id(name: str, value: Optional[int], n: int) -> Optional[int]:
+    if value is None:
+        return None
+    if not 0 <= int(value) < n:
+        raise VocabularyError(f"{name} {value} is outside the vocabulary of {n} pieces")
+    return int(value)
+
+
+def _decoded_bytes(piece: str, kind: TokenType) -> bytes:
+    """What an id renders to: a byte piece its byte; control, unknown and
+    user-defined pieces their text as spelled (llama.cpp token_to_piece);
+    other pieces their text with ``▁`` as a space."""
+    if kind == TokenType.BYTE:
+        m = _BYTE_PIECE.match(piece)
+        if m:
+            return bytes([int(m.group(1), 16)])
+    if kind in (TokenType.CONTROL, TokenType.UNKNOWN, TokenType.USER_DEFINED):
+        return piece.encode("utf-8")
+    return piece.replace("\u2581", " ").encode("utf-8")
+
+
+def _check_text(text: object) -> str:
+    if type(text) is str:
+        return text  # type: ignore[return-value]
+    if isinstance(text, str):
+        return str(text)
+    raise TypeError(f"text must be str, not {type(text).__name__}")
+
+
+def _surrogate_error(text: str) -> ValueError:
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            return ValueError(
+                f"text contains a lone surrogate {ch!r} at position {i}, which is not "
+                f"valid Unicode and cannot be encoded as UTF-8"
+            )
+    return ValueError("text cannot be encoded as UTF-8")
+
+
+def _check_surrogates(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _surrogate_error(text) from None
+
+
+def _thread_count(num_threads: Optional[int], n_items: int) -> int:
+    if num_threads is None:
+        num_threads = os.cpu_count() or 1
+    elif not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer, not {num_threads!r}")
+    return max(1, min(num_threads, n_items))
