@@ -1,10 +1,11 @@
 /* spm_vocab: the vocabulary as a C hash table, UTF-8 piece bytes -> id.
  *
- * Pieces live in one arena (copied in at construction); the table is open
- * addressing with linear probing over slots that hold an id and a 32-bit tag
- * of the hash, so a miss rarely touches the arena.  A duplicated piece maps
- * to its lowest id, as llama.cpp's and sentencepiece's vocab construction do.
- * Read-only after construction: safe to share between threads.
+ * Pieces live in one arena that the caller owns and keeps alive (the table
+ * points into it); the table is open addressing with linear probing over
+ * slots that hold an id and a 32-bit tag of the hash, so a miss rarely
+ * touches the arena.  A duplicated piece maps to its lowest id, as
+ * sentencepiece's vocab construction does.  Read-only after construction:
+ * safe to share between threads.
  */
 #ifndef SPM_VOCAB_H
 #define SPM_VOCAB_H
@@ -23,10 +24,12 @@ typedef struct {
 } spm_vocab_slot;
 
 typedef struct {
-    char *arena;            /* all pieces, back to back */
-    int64_t *offsets;       /* n + 1 offsets into arena */
-    int32_t n;              /* number of ids */
-    spm_vocab_slot *slots;  /* capacity = mask + 1, a power of two */
+    const char *arena;       /* all pieces, back to back (not owned) */
+    const int64_t *offsets;  /* n + 1 offsets into arena (not owned) */
+    int32_t n;               /* number of ids */
+    int32_t duplicates;      /* ids whose piece an earlier id already has */
+    int32_t first_duplicate; /* the first such id, or -1 */
+    spm_vocab_slot *slots;   /* capacity = mask + 1, a power of two */
     uint64_t mask;
 } spm_vocab;
 
@@ -56,7 +59,8 @@ static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
 }
 
 /* Builds a table over n pieces: piece i is arena[offsets[i] : offsets[i+1]].
- * Copies what it needs.  Returns NULL when out of memory or n < 1. */
+ * arena and offsets must outlive the table.  Returns NULL when out of memory
+ * or n < 1. */
 spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets);
 void spm_vocab_free(spm_vocab *v);
 

@@ -51,10 +51,14 @@ class AddedTokenMatcher:
     """Finds added tokens in text and partitions it around them."""
 
     def __init__(self, tokens: Sequence[AddedToken]) -> None:
-        # Priority: longest content first, then lowest id (llama.cpp sorts by
-        # length only; its order among equal lengths is unspecified).
+        # Priority: longest UTF-8 text first, then lowest id.  llama.cpp sorts
+        # by byte length with an unstable std::sort; equal lengths keep id
+        # order for up to 16 candidates (insertion sort) and an
+        # implementation-defined order beyond, which matters only when two
+        # equal-length tokens overlap in the text.
         self.tokens: List[AddedToken] = sorted(
-            (t for t in tokens if t.content), key=lambda t: (-len(t.content), t.id)
+            (t for t in tokens if t.content),
+            key=lambda t: (-len(t.content.encode("utf-8", "surrogatepass")), t.id),
         )
         self.by_content: Dict[str, AddedToken] = {t.content: t for t in self.tokens}
         self.special_contents: FrozenSet[str] = frozenset(

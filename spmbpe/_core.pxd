@@ -1,4 +1,5 @@
-# C-level layout of the compiled core: the merge workspace and SpmCore.
+# C-level layout of the compiled core: the vocabulary table, the merge
+# workspace and the merger.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from spmbpe._csrc cimport spm_heap, spm_vocab
@@ -31,14 +32,26 @@ ctypedef struct Workspace:
     int64_t bad_len
 
 
-cdef class SpmCore:
+cdef class PieceTable:
     cdef spm_vocab *vocab
+    cdef readonly bytes arena          # every piece's UTF-8, back to back
+    cdef const int64_t[::1] offsets    # n + 1 offsets into arena
+    cdef object offsets_owner          # the buffer `offsets` views
+    cdef readonly int32_t size
+    cdef readonly int32_t first_empty  # the first id whose piece is empty, or -1
+
+    cdef int32_t find_c(self, const char *s, size_t n) noexcept nogil
+
+
+cdef class SpmCore:
+    cdef readonly PieceTable table
+    cdef spm_vocab *vocab              # table.vocab, for the nogil loop
     cdef const float[::1] scores
     cdef const uint8_t[::1] flags
     cdef int32_t n_pieces
     cdef int32_t unk_id               # -1 when the vocabulary has none
     cdef int32_t byte_ids[256]
-    cdef bint byte_fallback           # all 256 <0xNN> pieces exist
+    cdef readonly bint byte_fallback   # all 256 <0xNN> pieces exist
     cdef bint collapse_unknown        # consecutive unknown characters -> one unk
     cdef bytes decoded_arena          # decode table: the bytes each id renders to
     cdef int64_t[::1] decoded_offsets

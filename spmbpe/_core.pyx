@@ -1,20 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The compiled SentencePiece-BPE merger.
+"""The compiled SentencePiece-BPE merger and vocabulary table.
 
-`SpmCore` owns the vocabulary (a C hash table from piece bytes to id), the
-merge ranks and the decode table.  It encodes *segments*: stretches of text
-between added tokens, each escaped (spaces -> U+2581, optional dummy prefix)
-and merged best-scoring pair first over a C binary heap, with the GIL released.
-Policy (added tokens, where the dummy prefix goes, BOS/EOS) is the Python
-layer's; this module knows nothing of it.
+`PieceTable` is the vocabulary as a C hash table from piece bytes to id.
+`SpmCore` adds the merge ranks and the decode table, and encodes *segments*:
+stretches of text between added tokens, each escaped (spaces -> U+2581,
+optional dummy prefix) and merged best-scoring pair first over a C binary
+heap, with the GIL released.  Policy (added tokens, where the dummy prefix
+goes, BOS/EOS) is the Python layer's; this module knows nothing of it.
 """
+
+from array import array
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from spmbpe._csrc cimport (
     spm_bigram,
@@ -119,6 +121,16 @@ cdef inline int32_t utf8_len(uint8_t lead) noexcept nogil:
     return 4
 
 
+cdef inline int hex_value(char c) noexcept nogil:
+    if c'0' <= c <= c'9':
+        return c - c'0'
+    if c'A' <= c <= c'F':
+        return c - c'A' + 10
+    if c'a' <= c <= c'f':
+        return c - c'a' + 10
+    return -1
+
+
 cdef inline object list_from_ids(const int32_t *ids, size_t n):
     cdef list out = PyList_New(n)
     cdef size_t i
@@ -130,20 +142,209 @@ cdef inline object list_from_ids(const int32_t *ids, size_t n):
     return out
 
 
+# ---------------------------------------------------------------- pieces
+
+cdef class PieceTable:
+    """The vocabulary: piece i is ``arena[offsets[i]:offsets[i+1]]`` (UTF-8),
+    looked up through a C hash table (the lowest id wins a duplicate)."""
+
+    def __cinit__(self):
+        self.vocab = NULL
+        self.size = 0
+
+    def __init__(self, bytes arena, offsets):
+        cdef const int64_t[::1] view = offsets
+        cdef Py_ssize_t n = view.shape[0] - 1
+        cdef Py_ssize_t i
+        if n < 1:
+            raise ValueError("a vocabulary needs at least one piece")
+        if n >= INT32_MAX:
+            raise ValueError(f"too many pieces ({n}); at most {INT32_MAX - 1}")
+        if view[0] != 0 or view[n] != PyBytes_GET_SIZE(arena):
+            raise ValueError("piece offsets do not span the arena")
+        self.first_empty = -1
+        for i in range(n):
+            if view[i + 1] < view[i]:
+                raise ValueError(f"piece offsets decrease at piece {i}")
+            if view[i + 1] == view[i] and self.first_empty < 0:
+                self.first_empty = <int32_t>i
+        self.arena = arena
+        self.offsets = view
+        self.offsets_owner = offsets
+        self.size = <int32_t>n
+        if self.vocab != NULL:
+            spm_vocab_free(self.vocab)
+        self.vocab = spm_vocab_new(self.size, PyBytes_AS_STRING(arena), &view[0])
+        if self.vocab == NULL:
+            raise MemoryError("cannot allocate the vocabulary table")
+
+    @staticmethod
+    def from_pieces(list pieces):
+        """A table from a list of bytes, one per id."""
+        return PieceTable(b"".join(pieces), _offsets_of(pieces))
+
+    def __dealloc__(self):
+        if self.vocab != NULL:
+            spm_vocab_free(self.vocab)
+            self.vocab = NULL
+
+    def __len__(self):
+        return self.size
+
+    cdef int32_t find_c(self, const char *s, size_t n) noexcept nogil:
+        return spm_vocab_find(self.vocab, s, n)
+
+    def find(self, bytes piece):
+        """The lowest id of a piece given as UTF-8 bytes, or -1."""
+        return spm_vocab_find(self.vocab, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+
+    def piece_bytes(self, Py_ssize_t i):
+        """The UTF-8 bytes of piece i (0 <= i < len(self))."""
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        return self.arena[self.offsets[i]:self.offsets[i + 1]]
+
+    def piece(self, Py_ssize_t i):
+        """The text of piece i."""
+        return self.piece_bytes(i).decode("utf-8")
+
+    def pieces(self):
+        """Every piece's text, by id."""
+        cdef Py_ssize_t i
+        return [self.arena[self.offsets[i]:self.offsets[i + 1]].decode("utf-8")
+                for i in range(self.size)]
+
+    def lengths(self):
+        """Byte length of each piece, as array('q')."""
+        cdef Py_ssize_t i
+        out = array("q", bytes(8 * self.size))
+        cdef int64_t[::1] view = out
+        for i in range(self.size):
+            view[i] = self.offsets[i + 1] - self.offsets[i]
+        return out
+
+    @property
+    def first_duplicate(self):
+        """The first id whose piece a lower id already has, or -1."""
+        return self.vocab.first_duplicate
+
+    def first_invalid_utf8(self):
+        """The first id whose piece is not valid UTF-8, or -1."""
+        cdef const char *arena = PyBytes_AS_STRING(self.arena)
+        cdef Py_ssize_t i
+        for i in range(self.size):
+            if not utf8_valid(<const uint8_t *>arena + self.offsets[i],
+                              self.offsets[i + 1] - self.offsets[i]):
+                return i
+        return -1
+
+
+cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """Strict UTF-8 (no overlong forms, surrogates or code points past
+    U+10FFFF), as Python's decoder accepts it."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t c, c1
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if i + 2 >= n:
+                return False
+            c1 = s[i + 1]
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
+                return False
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
+                return False
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if i + 3 >= n:
+                return False
+            c1 = s[i + 1]
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return False
+            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+def split_length_prefixed(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t count,
+                          bint big_endian):
+    """Reads `count` strings stored as (uint64 length, bytes) from buf[pos:].
+
+    Returns (arena, offsets, end): the strings back to back, count + 1
+    offsets into them (array('q')), and the position after the last one;
+    None when a length runs past the buffer (the caller reports it).
+    """
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef Py_ssize_t p = pos
+    cdef Py_ssize_t i, j
+    cdef uint64_t n
+    cdef int64_t total = 0
+    out = array("q", bytes(8 * (count + 1)))
+    cdef int64_t[::1] offsets = out
+    # First pass: lengths and bounds.
+    for i in range(count):
+        if size - p < 8:
+            return None
+        n = 0
+        if big_endian:
+            for j in range(8):
+                n = (n << 8) | buf[p + j]
+        else:
+            for j in range(7, -1, -1):
+                n = (n << 8) | buf[p + j]
+        p += 8
+        if n > <uint64_t>(size - p):
+            return None
+        offsets[i] = total
+        total += <int64_t>n
+        p += <Py_ssize_t>n
+    offsets[count] = total
+    # Second pass: copy the bytes.
+    cdef bytes arena = PyBytes_FromStringAndSize(NULL, total)
+    cdef char *dst = PyBytes_AS_STRING(arena)
+    p = pos
+    for i in range(count):
+        n = <uint64_t>(offsets[i + 1] - offsets[i])
+        p += 8
+        if n:
+            memcpy(dst + offsets[i], &buf[p], n)
+        p += <Py_ssize_t>n
+    return arena, out, p
+
+
 # ---------------------------------------------------------------- the core
 
+# Token types (spmbpe.TokenType), as stored in SpmCore's types buffer.
+cdef enum:
+    TYPE_NORMAL = 1
+    TYPE_UNKNOWN = 2
+    TYPE_CONTROL = 3
+    TYPE_USER_DEFINED = 4
+    TYPE_UNUSED = 5
+    TYPE_BYTE = 6
+
+
 cdef class SpmCore:
-    """Vocabulary table, merge ranks and decode table of one tokenizer.
+    """Merge ranks, flags and decode table over a PieceTable.
 
-    SpmCore(pieces, scores, flags, unk_id, byte_ids, collapse_unknown, decoded)
+    SpmCore(table, scores, flags, types, unk_id, collapse_unknown)
 
-    pieces: list of bytes, the UTF-8 of each piece, by id.
     scores: float32 buffer (array('f')), the merge rank of each piece.
     flags: uint8 buffer, FLAG_* bits per piece.
+    types: uint8 buffer, the TokenType of each piece (decides decoding).
     unk_id: the id unknown characters become without byte fallback, or -1.
-    byte_ids: 256 ids of the <0xNN> pieces, or None (no byte fallback).
     collapse_unknown: a run of unknown characters gives one unk_id.
-    decoded: list of bytes, what each id decodes to.
+    Byte fallback is on when all 256 ``<0xNN>`` pieces exist.
     """
 
     def __cinit__(self):
@@ -153,58 +354,88 @@ cdef class SpmCore:
         self.byte_fallback = False
         self.collapse_unknown = False
 
-    def __init__(self, list pieces, scores, flags, int unk_id, byte_ids,
-                 bint collapse_unknown, list decoded):
-        cdef Py_ssize_t n = len(pieces)
-        cdef Py_ssize_t i
-        cdef bytes arena
-        cdef int64_t[::1] offsets
-        if n < 1:
-            raise ValueError("a vocabulary needs at least one piece")
-        if n >= INT32_MAX:
-            raise ValueError(f"too many pieces ({n}); at most {INT32_MAX - 1}")
-        if len(scores) != n or len(flags) != n or len(decoded) != n:
-            raise ValueError("pieces, scores, flags and decoded differ in length")
+    def __init__(self, PieceTable table not None, scores, flags, types,
+                 int unk_id, bint collapse_unknown):
+        cdef Py_ssize_t n = table.size
+        cdef int b
+        cdef int32_t found
+        cdef const uint8_t[::1] kinds = types
+        if len(scores) != n or len(flags) != n or kinds.shape[0] != n:
+            raise ValueError("scores, flags and types must have one entry per piece")
         if unk_id >= n:
             raise ValueError(f"unk_id {unk_id} is not a piece id")
-
+        self.table = table
+        self.vocab = table.vocab
         self.scores = scores
         self.flags = flags
         self.n_pieces = <int32_t>n
         self.unk_id = unk_id if unk_id >= 0 else -1
         self.collapse_unknown = collapse_unknown
-        if byte_ids is not None:
-            if len(byte_ids) != 256:
-                raise ValueError("byte_ids must hold 256 ids")
-            for i in range(256):
-                if not 0 <= byte_ids[i] < n:
-                    raise ValueError(f"byte id {byte_ids[i]} is not a piece id")
-                self.byte_ids[i] = byte_ids[i]
-            self.byte_fallback = True
 
-        arena = b"".join(pieces)
-        offsets = _offsets_of(pieces)
-        if self.vocab != NULL:
-            spm_vocab_free(self.vocab)
-        self.vocab = spm_vocab_new(<int32_t>n, PyBytes_AS_STRING(arena), &offsets[0])
-        if self.vocab == NULL:
-            raise MemoryError("cannot allocate the vocabulary table")
+        # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
+        # every character, so without all 256 unknown characters become <unk>.
+        self.byte_fallback = True
+        for b in range(256):
+            name = f"<0x{b:02X}>".encode("ascii")
+            found = spm_vocab_find(self.vocab, PyBytes_AS_STRING(name), 6)
+            if found < 0:
+                self.byte_fallback = False
+                break
+            self.byte_ids[b] = found
 
-        self.decoded_arena = b"".join(decoded)
-        self.decoded_offsets = _offsets_of(decoded)
+        self._build_decode_table(kinds)
+
+    def _build_decode_table(self, const uint8_t[::1] kinds):
+        """What each id decodes to: a BYTE piece ``<0xNN>`` its byte; CONTROL,
+        UNKNOWN and USER_DEFINED pieces their text as spelled (llama.cpp's
+        token_to_piece); every other piece its text with U+2581 as a space."""
+        cdef const char *src = PyBytes_AS_STRING(self.table.arena)
+        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef Py_ssize_t n = self.n_pieces
+        cdef bytes arena = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(self.table.arena))
+        cdef char *dst = PyBytes_AS_STRING(arena)
+        out = array("q", bytes(8 * (n + 1)))
+        cdef int64_t[::1] dec = out
+        cdef int64_t m = 0, a, e
+        cdef Py_ssize_t i
+        cdef uint8_t kind
+        cdef int hi, lo
+        for i in range(n):
+            dec[i] = m
+            a = offsets[i]
+            e = offsets[i + 1]
+            kind = kinds[i]
+            if kind == TYPE_BYTE and e - a == 6 and memcmp(src + a, b"<0x", 3) == 0 and src[a + 5] == c'>':
+                hi = hex_value(src[a + 3])
+                lo = hex_value(src[a + 4])
+                if hi >= 0 and lo >= 0:
+                    dst[m] = <char>(hi * 16 + lo)
+                    m += 1
+                    continue
+            if kind == TYPE_CONTROL or kind == TYPE_UNKNOWN or kind == TYPE_USER_DEFINED:
+                memcpy(dst + m, src + a, e - a)
+                m += e - a
+                continue
+            while a < e:
+                if e - a >= 3 and memcmp(src + a, MARKER, 3) == 0:
+                    dst[m] = c' '
+                    m += 1
+                    a += 3
+                else:
+                    dst[m] = src[a]
+                    m += 1
+                    a += 1
+        dec[n] = m
+        self.decoded_arena = arena[:m]
+        self.decoded_offsets = out
 
     def __dealloc__(self):
-        if self.vocab != NULL:
-            spm_vocab_free(self.vocab)
-            self.vocab = NULL
+        # The hash table belongs to self.table, which frees it.
+        self.vocab = NULL
 
     @property
     def vocab_size(self):
         return self.n_pieces
-
-    def find(self, bytes piece):
-        """The lowest id of a piece given as UTF-8 bytes, or -1."""
-        return spm_vocab_find(self.vocab, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
 
     # ------------------------------------------------------------ encoding
 
@@ -314,7 +545,7 @@ cdef class SpmCore:
             m = 3
         for i in range(n):
             c = src[i]
-            if c == b' ':
+            if c == c' ':
                 memcpy(w.text + m, MARKER, 3)
                 m += 3
             else:
@@ -444,7 +675,7 @@ cdef class SpmCore:
             b = self.decoded_offsets[token_id + 1]
             if first:
                 first = False
-                if strip_prefix and b > a and arena[a] == b' ':
+                if strip_prefix and b > a and arena[a] == c' ':
                     a += 1
             out += arena[a:b]
         return bytes(out)
@@ -463,10 +694,11 @@ cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:
     return token_id
 
 
-cdef int64_t[::1] _offsets_of(list chunks):
-    """Prefix sums of the byte lengths of `chunks` (len(chunks) + 1 values)."""
-    from array import array
-    cdef int64_t[::1] offsets = array("q", bytes(8 * (len(chunks) + 1)))
+def _offsets_of(list chunks):
+    """Prefix sums of the byte lengths of `chunks` (len(chunks) + 1 values),
+    as array('q')."""
+    out = array("q", bytes(8 * (len(chunks) + 1)))
+    cdef int64_t[::1] offsets = out
     cdef Py_ssize_t i
     cdef int64_t total = 0
     cdef bytes chunk
@@ -475,4 +707,4 @@ cdef int64_t[::1] _offsets_of(list chunks):
         offsets[i] = total
         total += PyBytes_GET_SIZE(chunk)
     offsets[len(chunks)] = total
-    return offsets
+    return out

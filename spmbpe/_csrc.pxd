@@ -6,6 +6,8 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 cdef extern from "spm_vocab.h" nogil:
     ctypedef struct spm_vocab:
         int32_t n
+        int32_t duplicates
+        int32_t first_duplicate
 
     spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets)
     void spm_vocab_free(spm_vocab *v)

@@ -32,12 +32,14 @@ import mmap
 import os
 import struct
 from array import array
-from typing import Dict, List, NoReturn, Optional, Union
+from typing import Dict, FrozenSet, Iterable, List, NoReturn, Optional, Union
 
+from ._core import split_length_prefixed
 from .errors import ModelFormatError
 
 __all__ = [
     "GGUFHeader",
+    "RawStrings",
     "read_gguf_header",
     "read_gguf_metadata",
     "parse_gguf_header",
@@ -134,12 +136,43 @@ class GGUFHeader:
         )
 
 
-def read_gguf_metadata(path: Union[str, "os.PathLike[str]"]) -> Dict[str, object]:
-    """Return the key/value metadata of the GGUF file at ``path``."""
-    return read_gguf_header(path).metadata
+class RawStrings:
+    """A string array kept as bytes: element i is
+    ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8).
+
+    ``data_offset`` is the file offset of the first element's length field,
+    so :meth:`file_offset` can name where element i's bytes sit.
+    """
+
+    __slots__ = ("arena", "offsets", "data_offset")
+
+    def __init__(self, arena: bytes, offsets: array, data_offset: int) -> None:
+        self.arena = arena
+        self.offsets = offsets
+        self.data_offset = data_offset
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def file_offset(self, i: int) -> int:
+        """File offset of element i's bytes."""
+        return self.data_offset + 8 * (i + 1) + self.offsets[i]
 
 
-def read_gguf_header(path: Union[str, "os.PathLike[str]"]) -> GGUFHeader:
+def read_gguf_metadata(
+    path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
+) -> Dict[str, object]:
+    """Return the key/value metadata of the GGUF file at ``path``.
+
+    String arrays under `raw_string_keys` come back as :class:`RawStrings`
+    (no Python object per element: what the vocabulary loader wants).
+    """
+    return read_gguf_header(path, raw_string_keys).metadata
+
+
+def read_gguf_header(
+    path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
+) -> GGUFHeader:
     """Read the header and the metadata of the GGUF file at ``path``.
 
     Raises FileNotFoundError if there is no such file, and ModelFormatError if
@@ -149,15 +182,17 @@ def read_gguf_header(path: Union[str, "os.PathLike[str]"]) -> GGUFHeader:
     with open(path_str, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size <= _READ_ALL_LIMIT:
-            return parse_gguf_header(f.read(), path_str)
+            return parse_gguf_header(f.read(), path_str, raw_string_keys)
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            return parse_gguf_header(mm, path_str)
+            return parse_gguf_header(mm, path_str, raw_string_keys)
         finally:
             mm.close()
 
 
-def parse_gguf_header(data: object, path: object = None) -> GGUFHeader:
+def parse_gguf_header(
+    data: object, path: object = None, raw_string_keys: Iterable[str] = ()
+) -> GGUFHeader:
     """Parse GGUF metadata from an in-memory buffer (``bytes``, ``bytearray``,
     ``memoryview`` or ``mmap``).  ``path`` is only used in error messages.
 
@@ -165,15 +200,19 @@ def parse_gguf_header(data: object, path: object = None) -> GGUFHeader:
     """
     if not isinstance(data, (bytes, mmap.mmap)):
         data = bytes(data)  # type: ignore[call-overload]
-    return _Parser(data, None if path is None else str(path)).parse()
+    parser = _Parser(data, None if path is None else str(path), frozenset(raw_string_keys))
+    return parser.parse()
 
 
 class _Parser:
-    def __init__(self, buf: Union[bytes, mmap.mmap], path: Optional[str]) -> None:
+    def __init__(
+        self, buf: Union[bytes, mmap.mmap], path: Optional[str], raw_keys: FrozenSet[str] = frozenset()
+    ) -> None:
         self.buf = buf
         self.size = len(buf)
         self.path = path
         self.pos = 0
+        self.raw_keys = raw_keys
         self.set_byte_order("<")
 
     def set_byte_order(self, prefix: str) -> None:
@@ -233,10 +272,10 @@ class _Parser:
     # -- structure ----------------------------------------------------------
 
     def parse(self) -> GGUFHeader:
-        self.need(4, "the magic number")
         magic = self.buf[0:4]
-        if magic != GGUF_MAGIC:
-            self.fail(0, f"not a GGUF file: the magic number is {magic!r}, expected {GGUF_MAGIC!r}")
+        if magic != GGUF_MAGIC[:len(magic)]:
+            self.fail(0, f"not a GGUF file: it starts with {magic!r}, not {GGUF_MAGIC!r}")
+        self.need(4, "the magic number")
         self.pos = 4
         version = self.unpack(self.u32, "the version")
         byte_order = "little"
@@ -296,7 +335,7 @@ class _Parser:
             type_offset = self.pos
             vtype = self.unpack(self.u32, f"the value type of key {key!r}")
             if vtype == _ARRAY:
-                metadata[key], types[key] = self.array(what, nested=False)
+                metadata[key], types[key] = self.array(what, nested=False, raw=key in self.raw_keys)
             else:
                 self.check_type(vtype, type_offset, f"key {key!r}")
                 metadata[key] = self.scalar(vtype, what)
@@ -318,13 +357,12 @@ class _Parser:
             return self.string(what)
         return self.unpack(self.scalars[vtype], what)
 
-    def array(self, what: str, nested: bool):
+    def array(self, what: str, nested: bool, raw: bool = False):
         """Read an array value (element type, count, elements); return the
         value and its type name."""
         start = self.pos
-        etype_offset = self.pos
         etype = self.unpack(self.u32, f"the element type of {what}")
-        self.check_type(etype, etype_offset, f"the array element type of {what}")
+        self.check_type(etype, start, f"the array element type of {what}")
         count = self.unpack(self.u64, f"the element count of {what}")
         left = self.size - self.pos
         if etype == _STRING:
@@ -332,7 +370,7 @@ class _Parser:
         elif etype == _ARRAY:
             if nested:
                 self.fail(
-                    etype_offset,
+                    start,
                     f"{what} nests arrays more than one level deep, which "
                     f"is not supported",
                 )
@@ -348,27 +386,44 @@ class _Parser:
                 f"file",
             )
 
-        if etype == _STRING:
-            value: object = self.string_array(count, what)
+        if etype == _STRING and raw:
+            value: object = self.raw_string_array(count, what)
+        elif etype == _STRING:
+            value = self.string_array(count, what)
         elif etype == _ARRAY:
             items = []
-            inner_type = None
+            inner_types = set()
             for i in range(count):
                 item, inner_type = self.array(f"element {i} of {what}", nested=True)
                 items.append(item)
-            return items, f"ARRAY[{inner_type or 'ARRAY[?]'}]"
+                inner_types.add(inner_type)
+            # ARRAY[ARRAY[T]] when every inner array has the same type T.
+            inner = inner_types.pop() if len(inner_types) == 1 else "ARRAY"
+            return items, f"ARRAY[{inner}]"
         else:
             nbytes = count * min_size
             raw = self.buf[self.pos:self.pos + nbytes]
             self.pos += nbytes
             if etype == _BOOL:
-                value = [b != 0 for b in raw]
+                value = list(map(bool, raw))
             else:
                 value = array(_ARRAY_TYPECODES[etype])
                 value.frombytes(raw)
                 if self.prefix == ">":
                     value.byteswap()
         return value, f"ARRAY[{_TYPE_NAMES[etype]}]"
+
+    def raw_string_array(self, count: int, what: str) -> RawStrings:
+        start = self.pos
+        found = split_length_prefixed(self.buf, start, count, self.prefix == ">")
+        if found is None:
+            # A length runs past the end: the careful loop says where.
+            for i in range(count):
+                self.raw_string(f"element {i} of {what}")
+            self.fail(start, f"{what} is corrupt")  # not reached
+        arena, offsets, end = found
+        self.pos = end
+        return RawStrings(arena, offsets, start)
 
     def string_array(self, count: int, what: str) -> List[str]:
         # Fast path: no bounds checks in the loop.  Slicing never reads past

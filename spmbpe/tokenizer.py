@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 from array import array
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,7 @@ from typing import (
 )
 
 from ._added import AddedTokenMatcher, TokenAt
-from ._core import SpmCore
+from ._core import PieceTable, SpmCore
 from .errors import InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
 
@@ -34,7 +33,6 @@ __all__ = ["SpmTokenizer", "PREFIX_SCHEMES"]
 #: HuggingFace with ``legacy: false``; only the start of the input is.
 PREFIX_SCHEMES = ("after_each_special", "once")
 
-_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 _MERGEABLE = 1  # FLAG_MERGEABLE in _core.pxd
 
 SpecialPolicy = Union[str, Collection[str]]
@@ -69,58 +67,88 @@ class SpmTokenizer:
         add_bos: bool = False,
         add_eos: bool = False,
     ) -> None:
-        pieces = [_piece_str(t, i) for i, t in enumerate(tokens)]
-        n = len(pieces)
-        if n == 0:
+        encoded = [_piece_bytes(t, i) for i, t in enumerate(tokens)]
+        if not encoded:
             raise VocabularyError("the vocabulary is empty: it needs at least one piece")
+        self._setup(
+            PieceTable.from_pieces(encoded),
+            scores,
+            token_types,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            unk_id=unk_id,
+            pad_id=pad_id,
+            add_prefix_space=add_prefix_space,
+            prefix_scheme=prefix_scheme,
+            added_tokens=added_tokens,
+            add_bos=add_bos,
+            add_eos=add_eos,
+        )
+
+    @classmethod
+    def _from_table(
+        cls,
+        table: PieceTable,
+        scores: Optional[Sequence[float]],
+        token_types: Union[bytes, Sequence[int], None],
+        **options: object,
+    ) -> "SpmTokenizer":
+        """A tokenizer over an already-built PieceTable (what the loaders
+        use: no per-piece Python objects on the way)."""
+        self = cls.__new__(cls)
+        self._setup(table, scores, token_types, **options)  # type: ignore[arg-type]
+        return self
+
+    def _setup(
+        self,
+        table: PieceTable,
+        scores: Optional[Sequence[float]],
+        token_types: Union[bytes, Sequence[int], None],
+        *,
+        bos_id: Optional[int] = None,
+        eos_id: Optional[int] = None,
+        unk_id: Optional[int] = None,
+        pad_id: Optional[int] = None,
+        add_prefix_space: bool = True,
+        prefix_scheme: str = "after_each_special",
+        added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None] = None,
+        add_bos: bool = False,
+        add_eos: bool = False,
+    ) -> None:
+        n = len(table)
+        bad = table.first_invalid_utf8()
+        if bad >= 0:
+            raise VocabularyError(f"piece {bad} is not valid UTF-8: {table.piece_bytes(bad)!r}")
         if scores is None or len(scores) == 0:
             # No scores: id order is the merge order (lower id merges first),
             # the convention these vocabularies follow.
             rank = array("f", [-float(i) for i in range(n)])
         elif len(scores) != n:
-            raise VocabularyError(
-                f"scores has {len(scores)} entries but there are {n} pieces"
-            )
+            raise VocabularyError(f"scores has {len(scores)} entries but there are {n} pieces")
+        elif isinstance(scores, array) and scores.typecode == "f":
+            rank = scores
         else:
-            rank = scores if isinstance(scores, array) and scores.typecode == "f" else array("f", scores)
-
-        if token_types is None:
-            types = [
-                TokenType.BYTE if _BYTE_PIECE.match(p) else TokenType.NORMAL for p in pieces
-            ]
-        else:
-            if len(token_types) != n:
-                raise VocabularyError(
-                    f"token_types has {len(token_types)} entries but there are {n} pieces"
-                )
-            types = []
-            for i, t in enumerate(token_types):
-                try:
-                    types.append(TokenType(int(t)))
-                except ValueError:
-                    raise VocabularyError(f"piece {i} has an unknown token type {t!r}") from None
+            rank = array("f", scores)
+        types = _types_buffer(table, token_types)
 
         if prefix_scheme not in PREFIX_SCHEMES:
             raise ValueError(
                 f"prefix_scheme must be one of {', '.join(map(repr, PREFIX_SCHEMES))}, "
                 f"not {prefix_scheme!r}"
             )
-
-        self._pieces: List[str] = pieces
-        self._types: List[TokenType] = types
+        self._table = table
+        self._types = types
         self._add_prefix_space = bool(add_prefix_space)
         self._prefix_scheme = prefix_scheme
         self._add_bos = bool(add_bos)
         self._add_eos = bool(add_eos)
 
-        encoded = [p.encode("utf-8") for p in pieces]
-        self._piece_ids: Dict[str, int] = {}
-        for i, p in enumerate(pieces):
-            # First id wins: a duplicated piece resolves to its lowest id.
-            self._piece_ids.setdefault(p, i)
-
         if unk_id is None:
-            unk_id = self._piece_ids.get("<unk>", self._piece_ids.get("<UNK>"))
+            for name in (b"<unk>", b"<UNK>"):
+                found = table.find(name)
+                if found >= 0:
+                    unk_id = found
+                    break
         self._bos_id = _check_id("bos_id", bos_id, n)
         self._eos_id = _check_id("eos_id", eos_id, n)
         self._unk_id = _check_id("unk_id", unk_id, n)
@@ -130,37 +158,17 @@ class SpmTokenizer:
         if self._add_eos and self._eos_id is None:
             raise VocabularyError("add_eos=True needs an eos_id")
 
-        # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
-        # every character, so without all 256 unknown characters become <unk>.
-        byte_ids: Optional[List[int]] = []
-        for b in range(256):
-            found = self._piece_ids.get(f"<0x{b:02X}>")
-            if found is None:
-                byte_ids = None
-                break
-            byte_ids.append(found)
-
         # llama.cpp queues a merge whenever the two symbols spell any piece.
         flags = bytes([_MERGEABLE]) * n
-        decoded = [_decoded_bytes(p, t) for p, t in zip(pieces, types)]
         self._core = SpmCore(
-            encoded,
-            rank,
-            flags,
-            -1 if self._unk_id is None else self._unk_id,
-            byte_ids,
-            False,
-            decoded,
+            table, rank, flags, types, -1 if self._unk_id is None else self._unk_id, False
         )
 
         self._matcher = AddedTokenMatcher(self._collect_added(added_tokens))
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
-        skip = bytearray(n)
-        for i, t in enumerate(types):
-            if t in (TokenType.CONTROL, TokenType.UNKNOWN):
-                skip[i] = 1
+        skip = bytearray(types.translate(_SPECIAL_TYPES))
         for token in self._matcher.tokens:
             if token.special:
                 skip[token.id] = 1
@@ -176,14 +184,18 @@ class SpmTokenizer:
         """Added tokens: every CONTROL, UNKNOWN and USER_DEFINED piece (the
         candidates of llama.cpp's partition), then the explicit ones, which
         override a piece of the same text."""
-        n = len(self._pieces)
+        n = len(self._table)
         by_content: Dict[str, AddedToken] = {}
-        for i, (piece, kind) in enumerate(zip(self._pieces, self._types)):
-            if kind in (TokenType.CONTROL, TokenType.UNKNOWN, TokenType.USER_DEFINED):
-                if piece not in by_content:
-                    by_content[piece] = AddedToken(
-                        piece, i, special=kind != TokenType.USER_DEFINED
-                    )
+        candidates = sorted(
+            _indices_of(self._types, TokenType.CONTROL)
+            + _indices_of(self._types, TokenType.UNKNOWN)
+            + _indices_of(self._types, TokenType.USER_DEFINED)
+        )
+        for i in candidates:
+            piece = self._table.piece(i)
+            if piece not in by_content:
+                kind = self._types[i]
+                by_content[piece] = AddedToken(piece, i, special=kind != TokenType.USER_DEFINED)
         if added_tokens is not None:
             items: Iterable[AddedToken]
             if isinstance(added_tokens, Mapping):
@@ -211,7 +223,7 @@ class SpmTokenizer:
     @property
     def vocab_size(self) -> int:
         """Number of ids (pieces) in the vocabulary."""
-        return len(self._pieces)
+        return len(self._table)
 
     @property
     def bos_id(self) -> Optional[int]:
@@ -260,7 +272,7 @@ class SpmTokenizer:
         return self._matcher.special_contents
 
     def __len__(self) -> int:
-        return len(self._pieces)
+        return len(self._table)
 
     def __repr__(self) -> str:
         return (
@@ -272,13 +284,13 @@ class SpmTokenizer:
 
     def id_to_piece(self, id: int) -> str:
         """The piece of an id, as spelled in the vocabulary (``▁`` kept)."""
-        return self._pieces[self._valid_id(id)]
+        return self._table.piece(self._valid_id(id))
 
     def piece_to_id(self, piece: str) -> int:
         """The (lowest) id of a piece; the unknown id when absent, as
         sentencepiece's ``piece_to_id`` does (KeyError without one)."""
-        found = self._piece_ids.get(piece)
-        if found is not None:
+        found = self._table.find(piece.encode("utf-8", "surrogatepass"))
+        if found >= 0:
             return found
         if self._unk_id is None:
             raise KeyError(f"{piece!r} is not a piece of this vocabulary, which has no unknown piece")
@@ -286,15 +298,15 @@ class SpmTokenizer:
 
     def token_type(self, id: int) -> TokenType:
         """The kind of piece an id is."""
-        return self._types[self._valid_id(id)]
+        return TokenType(self._types[self._valid_id(id)])
 
     def _valid_id(self, id: int) -> int:
         try:
             i = int(id.__index__())
         except AttributeError:
             raise TypeError(f"token ids must be integers, not {type(id).__name__}") from None
-        if not 0 <= i < len(self._pieces):
-            raise InvalidTokenIdError(id, len(self._pieces))
+        if not 0 <= i < len(self._table):
+            raise InvalidTokenIdError(id, len(self._table))
         return i
 
     # ------------------------------------------------------------ encoding
@@ -464,15 +476,56 @@ class SpmTokenizer:
         return self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
 
 
-def _piece_str(piece: object, index: int) -> str:
+def _piece_bytes(piece: object, index: int) -> bytes:
     if isinstance(piece, str):
-        return piece
-    if isinstance(piece, (bytes, bytearray)):
         try:
-            return bytes(piece).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise VocabularyError(f"piece {index} is not valid UTF-8: {e}") from None
+            return piece.encode("utf-8")
+        except UnicodeEncodeError:
+            raise VocabularyError(f"piece {index} is not valid Unicode: {piece!r}") from None
     raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
+
+
+# TokenType values 1..6 map to themselves; anything else is invalid.
+_VALID_TYPES = bytes(range(1, 7))
+# 1 for the types `skip_special` leaves out of decoding (CONTROL, UNKNOWN).
+_SPECIAL_TYPES = bytes(1 if t in (TokenType.CONTROL, TokenType.UNKNOWN) else 0 for t in range(256))
+
+
+def _types_buffer(table: PieceTable, token_types: Union[bytes, Sequence[int], None]) -> bytes:
+    """One byte per piece: its TokenType."""
+    n = len(table)
+    if token_types is None:
+        # Without types, the 256 <0xNN> pieces are byte pieces (they decode
+        # to their byte) and everything else is normal text.
+        types = bytearray([TokenType.NORMAL]) * n
+        for b in range(256):
+            found = table.find(f"<0x{b:02X}>".encode("ascii"))
+            if found >= 0:
+                types[found] = TokenType.BYTE
+        return bytes(types)
+    if len(token_types) != n:
+        raise VocabularyError(f"token_types has {len(token_types)} entries but there are {n} pieces")
+    if isinstance(token_types, bytes):
+        raw = token_types
+    else:
+        try:
+            raw = array("B", token_types).tobytes()
+        except (ValueError, TypeError, OverflowError):
+            raw = b""
+    if len(raw) != n or raw.translate(None, _VALID_TYPES):
+        for i, t in enumerate(token_types):
+            if not (isinstance(t, int) and 1 <= t <= 6):
+                raise VocabularyError(f"piece {i} has an unknown token type {t!r}")
+    return raw
+
+
+def _indices_of(types: bytes, value: int) -> List[int]:
+    out = []
+    i = types.find(value)
+    while i >= 0:
+        out.append(i)
+        i = types.find(value, i + 1)
+    return out
 
 
 def _check_id(name: str, value: Optional[int], n: int) -> Optional[int]:
@@ -481,19 +534,6 @@ def _check_id(name: str, value: Optional[int], n: int) -> Optional[int]:
     if not 0 <= int(value) < n:
         raise VocabularyError(f"{name} {value} is outside the vocabulary of {n} pieces")
     return int(value)
-
-
-def _decoded_bytes(piece: str, kind: TokenType) -> bytes:
-    """What an id renders to: a byte piece its byte; control, unknown and
-    user-defined pieces their text as spelled (llama.cpp token_to_piece);
-    other pieces their text with ``▁`` as a space."""
-    if kind == TokenType.BYTE:
-        m = _BYTE_PIECE.match(piece)
-        if m:
-            return bytes([int(m.group(1), 16)])
-    if kind in (TokenType.CONTROL, TokenType.UNKNOWN, TokenType.USER_DEFINED):
-        return piece.encode("utf-8")
-    return piece.replace("\u2581", " ").encode("utf-8")
 
 
 def _check_text(text: object) -> str:

@@ -175,6 +175,17 @@ def test_mmap_path_gives_the_same_result(monkeypatch):
     assert read_gguf_metadata(FIXTURE) == expected
 
 
+def test_mmap_path_errors(monkeypatch, tmp_path, fixture_bytes):
+    import spmbpe._gguf as mod
+
+    monkeypatch.setattr(mod, "_READ_ALL_LIMIT", 0)
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(fixture_bytes[:400_000])
+    with pytest.raises(ModelFormatError, match="tokenizer.ggml.tokens") as info:
+        read_gguf_metadata(path)
+    assert info.value.path == str(path)
+
+
 def test_parse_accepts_bytes_like(fixture_bytes):
     expected = parse_gguf_header(fixture_bytes).metadata
     assert parse_gguf_header(bytearray(fixture_bytes)).metadata == expected
@@ -217,7 +228,7 @@ def test_all_types_round_trip(tmp_path, version, byteorder):
             assert got.tolist() == items, key
     nested = meta["a.nested"]
     assert [list(x) for x in nested] == [[1, 2, 3], ["x", "y"], []]
-    assert header.types["a.nested"] == "ARRAY[ARRAY[INT32]]"
+    assert header.types["a.nested"] == "ARRAY[ARRAY]"  # inner types differ
     assert header.types["a.str"] == "ARRAY[STRING]"
     assert list(meta) == [k for k, _, _ in ALL_SCALARS + ALL_ARRAYS + [NESTED]]
 
@@ -227,6 +238,13 @@ def test_float32_values_are_exact():
     meta = parse_gguf_header(data).metadata
     as_f32 = struct.unpack("<f", struct.pack("<f", 0.1))[0]
     assert meta["f"] == as_f32 and meta["a"][0] == as_f32
+
+
+def test_nested_array_type_name():
+    data = make_gguf([("n", ARRAY, (ARRAY, [(INT32, [1]), (INT32, [2, 3])]))])
+    header = parse_gguf_header(data)
+    assert header.types["n"] == "ARRAY[ARRAY[INT32]]"
+    assert [x.tolist() for x in header.metadata["n"]] == [[1], [2, 3]]
 
 
 def test_nonzero_bool_bytes_read_as_true():
@@ -255,6 +273,11 @@ def test_bad_magic():
 def test_tiny_files(data):
     err = parse_error(data)
     assert "truncated" in err.reason
+
+
+def test_short_file_with_other_magic():
+    err = parse_error(b"PK")
+    assert err.offset == 0 and "not a GGUF file" in err.reason
 
 
 def test_empty_file_on_disk(tmp_path):
