@@ -19,6 +19,8 @@ llama.cpp itself; ``tools/make_gguf_variant_goldens.py`` regenerates them.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import pathlib
 from typing import Dict, List, Tuple
@@ -218,8 +220,10 @@ VARIANTS: Dict[str, dict] = {
 }
 
 
-def _fixture_fields() -> List[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueType | None", object]]:
-    """(key, type, array item type, value) for every key of the fixture, in order."""
+@functools.lru_cache(maxsize=None)
+def _fixture_fields() -> Tuple[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueType | None", object], ...]:
+    """(key, type, array item type, value) for every key of the fixture, in
+    order (read once: GGUFReader takes seconds on 32000 strings)."""
     reader = gguf.GGUFReader(FIXTURE)
     out = []
     for key, field in reader.fields.items():
@@ -231,19 +235,19 @@ def _fixture_fields() -> List[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueTy
             if sub == gguf.GGUFValueType.STRING:
                 value = [bytes(field.parts[i]) for i in field.data]
             else:
-                value = [x.item() for i in field.data for x in field.parts[i]]
+                value = [x.item() for i in field.data for x in field.parts[i]]  # exact: f32 -> float
             out.append((key, vtype, sub, value))
         elif vtype == gguf.GGUFValueType.STRING:
             out.append((key, vtype, None, bytes(field.parts[field.data[0]])))
         else:
             out.append((key, vtype, None, field.parts[field.data[0]][0].item()))
-    return out
+    return tuple(out)
 
 
 def variant_fields(name: str):
     """The variant's key/value list: (key, type, array item type, value)."""
     spec = VARIANTS[name]
-    fields = {key: [vtype, sub, value] for key, vtype, sub, value in _fixture_fields()}
+    fields = {key: [vtype, sub, copy.copy(value)] for key, vtype, sub, value in _fixture_fields()}
     tokens = fields["tokenizer.ggml.tokens"][2]
     assert len(tokens) == _N_FIXTURE
     for text, ttype, score in spec.get("append", ()):
