@@ -76,6 +76,28 @@ class AddedTokenMatcher:
     def __bool__(self) -> bool:
         return bool(self.tokens)
 
+    def partition_longest(self, text: str) -> Optional[List[Fragment]]:
+        """The fragments of `text` under leftmost-longest matching (at each
+        position the longest token that starts there; sentencepiece's
+        PrefixMatcher), or None when no token occurs."""
+        if self._automaton is None:
+            return None
+        fragments: List[Fragment] = []
+        cursor = 0
+        tokens = self.tokens
+        for end, rank in self._automaton.iter_long(text):
+            token = tokens[rank]
+            start = end - len(token.content) + 1
+            if start > cursor:
+                fragments.append((cursor, start))
+            fragments.append(TokenAt(token, start))
+            cursor = end + 1
+        if not fragments:
+            return None
+        if cursor < len(text):
+            fragments.append((cursor, len(text)))
+        return fragments
+
     def partition(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
     ) -> Optional[List[Fragment]]:

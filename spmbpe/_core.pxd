@@ -8,6 +8,7 @@ from spmbpe._csrc cimport spm_heap, spm_vocab
 # Per-id flags (SpmCore.flags).
 cdef enum:
     FLAG_MERGEABLE = 1   # the merger may build this piece from two symbols
+    FLAG_RESPLIT = 2     # an UNUSED piece: split again into the halves that built it
 
 
 ctypedef struct Symbol:
@@ -30,6 +31,12 @@ ctypedef struct Workspace:
     size_t ids_cap
     int64_t bad_start     # where an unencodable character sits in `text`
     int64_t bad_len
+    # Resplitting (sentencepiece's rev_merge): for a FLAG_RESPLIT piece id,
+    # the byte length of the left half of the last pair queued to build it.
+    int32_t *split_left   # one slot per piece id, 0 = none; allocated on first use
+    int32_t *split_touched
+    size_t split_touched_len
+    size_t split_touched_cap
 
 
 cdef class PieceTable:
@@ -53,6 +60,7 @@ cdef class SpmCore:
     cdef int32_t byte_ids[256]
     cdef readonly bint byte_fallback   # all 256 <0xNN> pieces exist
     cdef bint collapse_unknown        # consecutive unknown characters -> one unk
+    cdef bint any_resplit             # some piece has FLAG_RESPLIT
     cdef bytes decoded_arena          # decode table: the bytes each id renders to
     cdef int64_t[::1] decoded_offsets
 
@@ -60,7 +68,8 @@ cdef class SpmCore:
                             Workspace *w) noexcept nogil
     cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil
     cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil
-    cdef int emit_symbol(self, Workspace *w, const Symbol *s,
-                         bint *prev_unknown) noexcept nogil
+    cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,
+                        bint *prev_unknown) noexcept nogil
+    cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil
     cdef _encode_parts(self, list parts, Workspace *w)
     cdef _check(self, int rc, Workspace *w, str text)

@@ -15,7 +15,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 from spmbpe._csrc cimport (
@@ -64,6 +64,10 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.ids_cap = 0
     w.bad_start = -1
     w.bad_len = 0
+    w.split_left = NULL
+    w.split_touched = NULL
+    w.split_touched_len = 0
+    w.split_touched_cap = 0
 
 
 cdef inline void ws_free(Workspace *w) noexcept nogil:
@@ -71,6 +75,8 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.symbols)
     spm_heap_free(&w.heap)
     free(w.ids)
+    free(w.split_left)
+    free(w.split_touched)
     ws_init(w)
 
 
@@ -344,7 +350,8 @@ cdef class SpmCore:
     types: uint8 buffer, the TokenType of each piece (decides decoding).
     unk_id: the id unknown characters become without byte fallback, or -1.
     collapse_unknown: a run of unknown characters gives one unk_id.
-    Byte fallback is on when all 256 ``<0xNN>`` pieces exist.
+    byte_fallback: unknown characters become their UTF-8 bytes as
+    ``<0xNN>`` pieces, when all 256 exist.
     """
 
     def __cinit__(self):
@@ -355,7 +362,7 @@ cdef class SpmCore:
         self.collapse_unknown = False
 
     def __init__(self, PieceTable table not None, scores, flags, types,
-                 int unk_id, bint collapse_unknown):
+                 int unk_id, bint collapse_unknown, bint byte_fallback=True):
         cdef Py_ssize_t n = table.size
         cdef int b
         cdef int32_t found
@@ -371,11 +378,17 @@ cdef class SpmCore:
         self.n_pieces = <int32_t>n
         self.unk_id = unk_id if unk_id >= 0 else -1
         self.collapse_unknown = collapse_unknown
+        cdef const uint8_t[::1] flag_view = flags
+        self.any_resplit = False
+        for b in range(n):
+            if flag_view[b] & FLAG_RESPLIT:
+                self.any_resplit = True
+                break
 
         # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
         # every character, so without all 256 unknown characters become <unk>.
-        self.byte_fallback = True
-        for b in range(256):
+        self.byte_fallback = byte_fallback
+        for b in range(256 if byte_fallback else 0):
             name = f"<0x{b:02X}>".encode("ascii")
             found = spm_vocab_find(self.vocab, PyBytes_AS_STRING(name), 6)
             if found < 0:
@@ -581,6 +594,9 @@ cdef class SpmCore:
         w.heap.len = 0
         if spm_heap_reserve(&w.heap, <size_t>count) != 0:
             return ERR_NOMEM
+        while w.split_touched_len:
+            w.split_touched_len -= 1
+            w.split_left[w.split_touched[w.split_touched_len]] = 0
         for i in range(1, count):
             if self.push_pair(w, i - 1, i) != OK:
                 return ERR_NOMEM
@@ -605,7 +621,7 @@ cdef class SpmCore:
 
         i = 0
         while i >= 0:
-            rc = self.emit_symbol(w, &sym[i], &prev_unknown)
+            rc = self.emit_piece(w, sym[i].start, sym[i].n, &prev_unknown)
             if rc != OK:
                 return rc
             i = sym[i].next
@@ -628,26 +644,62 @@ cdef class SpmCore:
         b.right = right
         if spm_heap_push(&w.heap, b) != 0:
             return ERR_NOMEM
+        if self.flags[token_id] & FLAG_RESPLIT:
+            # sentencepiece records the halves when it queues the pair (the
+            # last queued pair for a piece wins), and splits an UNUSED piece
+            # back into them on output.
+            return self.remember_split(w, token_id, sym[left].n)
         return OK
 
-    cdef int emit_symbol(self, Workspace *w, const Symbol *s,
-                         bint *prev_unknown) noexcept nogil:
-        cdef int32_t token_id = spm_vocab_find(self.vocab, w.text + s.start, <size_t>s.n)
-        cdef int32_t j
+    cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil:
+        cdef size_t cap
+        cdef int32_t *grown
+        if w.split_left == NULL:
+            w.split_left = <int32_t *>calloc(self.n_pieces, sizeof(int32_t))
+            if w.split_left == NULL:
+                return ERR_NOMEM
+        if w.split_left[token_id] == 0:
+            if w.split_touched_len == w.split_touched_cap:
+                cap = w.split_touched_cap * 2 if w.split_touched_cap else 64
+                grown = <int32_t *>realloc(w.split_touched, cap * sizeof(int32_t))
+                if grown == NULL:
+                    return ERR_NOMEM
+                w.split_touched = grown
+                w.split_touched_cap = cap
+            w.split_touched[w.split_touched_len] = token_id
+            w.split_touched_len += 1
+        w.split_left[token_id] = left_n
+        return OK
+
+    cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,
+                        bint *prev_unknown) noexcept nogil:
+        """Appends the id(s) of the final symbol text[start:start+n]."""
+        cdef int32_t token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+        cdef int32_t j, left_n
+        cdef int rc
         if token_id >= 0:
+            if w.split_left != NULL and (self.flags[token_id] & FLAG_RESPLIT):
+                left_n = w.split_left[token_id]
+                if 0 < left_n < n:
+                    rc = self.emit_piece(w, start, left_n, prev_unknown)
+                    if rc != OK:
+                        return rc
+                    return self.emit_piece(w, start + left_n, n - left_n, prev_unknown)
             prev_unknown[0] = False
             return ws_push_id(w, token_id)
         # Only a single character reaches here: every merge builds a piece.
-        # Its UTF-8 bytes as <0xNN> pieces when all 256 exist, else <unk>.
+        # Its UTF-8 bytes as <0xNN> pieces with byte fallback, else <unk>.
         if self.byte_fallback:
-            for j in range(s.n):
-                if ws_push_id(w, self.byte_ids[<uint8_t>w.text[s.start + j]]) != OK:
+            prev_unknown[0] = False
+            for j in range(n):
+                if ws_push_id(w, self.byte_ids[<uint8_t>w.text[start + j]]) != OK:
                     return ERR_NOMEM
             return OK
         if self.unk_id < 0:
-            w.bad_start = s.start
-            w.bad_len = s.n
+            w.bad_start = start
+            w.bad_len = n
             return ERR_UNENCODABLE
+        # sentencepiece merges a run of unknown pieces into one <unk>.
         if self.collapse_unknown and prev_unknown[0]:
             return OK
         prev_unknown[0] = True

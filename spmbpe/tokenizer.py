@@ -34,6 +34,17 @@ __all__ = ["SpmTokenizer", "PREFIX_SCHEMES"]
 PREFIX_SCHEMES = ("after_each_special", "once")
 
 _MERGEABLE = 1  # FLAG_MERGEABLE in _core.pxd
+_RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
+
+#: Whose rules a tokenizer follows where the references differ.
+#: "llama.cpp": any piece may be built by a merge; CONTROL, UNKNOWN and
+#: USER_DEFINED pieces are split out of the raw text, longest first; a
+#: character that is no piece becomes bytes (or <unk>).
+#: "sentencepiece": only NORMAL, USER_DEFINED and UNUSED pieces are merge
+#: results, UNUSED ones are split again; USER_DEFINED pieces are matched in
+#: the escaped text, leftmost-longest; control pieces in the text are plain
+#: text; a run of unknown characters is one <unk> (without byte fallback).
+REFERENCES = ("llama.cpp", "sentencepiece")
 
 SpecialPolicy = Union[str, Collection[str]]
 Part = Union[int, Tuple[str, bool]]
@@ -66,6 +77,7 @@ class SpmTokenizer:
         added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None] = None,
         add_bos: bool = False,
         add_eos: bool = False,
+        reference: str = "llama.cpp",
     ) -> None:
         encoded = [_piece_bytes(t, i) for i, t in enumerate(tokens)]
         if not encoded:
@@ -83,6 +95,7 @@ class SpmTokenizer:
             added_tokens=added_tokens,
             add_bos=add_bos,
             add_eos=add_eos,
+            reference=reference,
         )
 
     @classmethod
@@ -114,8 +127,14 @@ class SpmTokenizer:
         added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None] = None,
         add_bos: bool = False,
         add_eos: bool = False,
+        reference: str = "llama.cpp",
+        byte_fallback: bool = True,
     ) -> None:
         n = len(table)
+        if reference not in REFERENCES:
+            raise ValueError(
+                f"reference must be one of {', '.join(map(repr, REFERENCES))}, not {reference!r}"
+            )
         bad = table.first_invalid_utf8()
         if bad >= 0:
             raise VocabularyError(f"piece {bad} is not valid UTF-8: {table.piece_bytes(bad)!r}")
@@ -138,6 +157,7 @@ class SpmTokenizer:
             )
         self._table = table
         self._types = types
+        self._reference = reference
         self._add_prefix_space = bool(add_prefix_space)
         self._prefix_scheme = prefix_scheme
         self._add_bos = bool(add_bos)
@@ -158,10 +178,19 @@ class SpmTokenizer:
         if self._add_eos and self._eos_id is None:
             raise VocabularyError("add_eos=True needs an eos_id")
 
-        # llama.cpp queues a merge whenever the two symbols spell any piece.
-        flags = bytes([_MERGEABLE]) * n
+        if reference == "llama.cpp":
+            # llama.cpp queues a merge whenever the two symbols spell any piece.
+            flags = bytes([_MERGEABLE]) * n
+        else:
+            flags = types.translate(_SENTENCEPIECE_FLAGS)
         self._core = SpmCore(
-            table, rank, flags, types, -1 if self._unk_id is None else self._unk_id, False
+            table,
+            rank,
+            flags,
+            types,
+            -1 if self._unk_id is None else self._unk_id,
+            reference == "sentencepiece",
+            byte_fallback,
         )
 
         self._matcher = AddedTokenMatcher(self._collect_added(added_tokens))
@@ -186,11 +215,15 @@ class SpmTokenizer:
         override a piece of the same text."""
         n = len(self._table)
         by_content: Dict[str, AddedToken] = {}
-        candidates = sorted(
-            _indices_of(self._types, TokenType.CONTROL)
-            + _indices_of(self._types, TokenType.UNKNOWN)
-            + _indices_of(self._types, TokenType.USER_DEFINED)
-        )
+        if self._reference == "sentencepiece":
+            # sentencepiece matches only user-defined pieces in the text.
+            candidates = _indices_of(self._types, TokenType.USER_DEFINED)
+        else:
+            candidates = sorted(
+                _indices_of(self._types, TokenType.CONTROL)
+                + _indices_of(self._types, TokenType.UNKNOWN)
+                + _indices_of(self._types, TokenType.USER_DEFINED)
+            )
         for i in candidates:
             piece = self._table.piece(i)
             if piece not in by_content:
@@ -255,6 +288,11 @@ class SpmTokenizer:
     def add_prefix_space(self) -> bool:
         """Whether a dummy ``▁`` prefix is added (sentencepiece ``add_dummy_prefix``)."""
         return self._add_prefix_space
+
+    @property
+    def reference(self) -> str:
+        """Whose rules this tokenizer follows: "llama.cpp" or "sentencepiece"."""
+        return self._reference
 
     @property
     def prefix_scheme(self) -> str:
@@ -409,6 +447,8 @@ class SpmTokenizer:
         if not text:
             return []
         prefix = self._add_prefix_space
+        if self._reference == "sentencepiece":
+            return self._plan_sentencepiece(text, prefix)
         fragments = self._matcher.partition(text, include_special, allowed)
         if fragments is None:
             return [(text, prefix)]
@@ -443,6 +483,21 @@ class SpmTokenizer:
                 parts.append((text[fragment[0] : fragment[1]], carries))
                 carries = False
         return parts
+
+    def _plan_sentencepiece(self, text: str, prefix: bool) -> List[Part]:
+        """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
+        then matches user-defined pieces in the normalized text, longest
+        first at each position, and merges what lies between them."""
+        escaped = text.replace(" ", "\u2581")
+        if prefix:
+            escaped = "\u2581" + escaped
+        fragments = self._matcher.partition_longest(escaped)
+        if fragments is None:
+            return [(escaped, False)]
+        return [
+            f.token.id if isinstance(f, TokenAt) else (escaped[f[0] : f[1]], False)
+            for f in fragments
+        ]
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -517,6 +572,17 @@ def _types_buffer(table: PieceTable, token_types: Union[bytes, Sequence[int], No
             if not (isinstance(t, int) and 1 <= t <= 6):
                 raise VocabularyError(f"piece {i} has an unknown token type {t!r}")
     return raw
+
+
+# Merge flags under sentencepiece's rules, by token type: NORMAL,
+# USER_DEFINED and UNUSED pieces may be merge results; UNUSED ones are
+# split again on output.
+_SENTENCEPIECE_FLAGS = bytes(
+    _MERGEABLE | _RESPLIT if t == TokenType.UNUSED
+    else _MERGEABLE if t in (TokenType.NORMAL, TokenType.USER_DEFINED)
+    else 0
+    for t in range(256)
+)
 
 
 def _indices_of(types: bytes, value: int) -> List[int]:
