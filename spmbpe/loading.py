@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 from typing import Union
 
+from ._spm_model import is_model_proto
 from .errors import UnsupportedModelError
 from .tokenizer import SpmTokenizer
 
 __all__ = ["load", "KNOWN_FORMATS"]
 
 #: The formats load() recognises, as named in its error messages.
-KNOWN_FORMATS = ("GGUF (.gguf, tokenizer.ggml.model = 'llama')",)
+KNOWN_FORMATS = (
+    "GGUF (.gguf, tokenizer.ggml.model = 'llama')",
+    "sentencepiece model (.model, a BPE ModelProto)",
+)
 
 _GGUF_MAGIC = b"GGUF"
 
@@ -20,7 +24,8 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     """A tokenizer from a file, its format detected from its contents.
 
     GGUF files give llama.cpp's behaviour (``tokenizer.ggml.model`` must be
-    ``"llama"``, the SentencePiece-BPE vocabulary type).
+    ``"llama"``, the SentencePiece-BPE vocabulary type); sentencepiece
+    ``.model`` files give sentencepiece's.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -31,12 +36,16 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
             f"formats: {'; '.join(KNOWN_FORMATS)}"
         )
     with open(path, "rb") as f:
-        head = f.read(4)
-    if head == _GGUF_MAGIC:
+        head = f.read(64)
+    if head[:4] == _GGUF_MAGIC:
         from .gguf import load_gguf
 
         return load_gguf(path)
+    if is_model_proto(head):
+        from .sentencepiece import load_model_proto
+
+        return load_model_proto(path)
     raise UnsupportedModelError(
-        f"{path}: not a tokenizer file spmbpe knows (it starts with {head!r}); "
+        f"{path}: not a tokenizer file spmbpe knows (it starts with {head[:8]!r}); "
         f"known formats: {'; '.join(KNOWN_FORMATS)}"
     )

@@ -1,0 +1,762 @@
+"""A pure-Python reader of sentencepiece ``.model`` files.
+
+A sentencepiece model file is one serialized ``sentencepiece.ModelProto``
+(proto2, ``src/sentencepiece_model.proto``).  This module decodes the protobuf
+wire format directly, without the ``protobuf`` or ``sentencepiece`` packages:
+
+========  ===========  =================================================
+wire      name         encoding
+========  ===========  =================================================
+0         varint       base-128, low group first, at most 10 bytes
+1         64-bit       8 bytes little-endian (skipped: no known field uses it)
+2         length       varint byte count, then the bytes (strings, bytes,
+                       embedded messages)
+5         32-bit       4 bytes little-endian (``float`` fields)
+3, 4      groups       deprecated; rejected
+6, 7      --           invalid; rejected
+========  ===========  =================================================
+
+Every field is preceded by a key, the varint ``field_number << 3 | wire_type``.
+
+The parts of the schema that are read (field numbers in brackets)::
+
+    ModelProto
+        [1] repeated SentencePiece pieces
+        [2] TrainerSpec trainer_spec
+        [3] NormalizerSpec normalizer_spec
+        [4] SelfTestData self_test_data          (skipped)
+        [5] NormalizerSpec denormalizer_spec
+    ModelProto.SentencePiece
+        [1] string piece  [2] float score  [3] Type type = NORMAL
+    TrainerSpec / NormalizerSpec
+        every field, see _TRAINER_FIELDS / _NORMALIZER_FIELDS below
+
+Protobuf semantics that are reproduced:
+
+* a field may appear in any order and any number of times; for a singular
+  scalar field the last occurrence wins, repeated fields accumulate, and two
+  occurrences of an embedded message (``trainer_spec`` twice) are merged;
+* an absent field takes the default declared in the ``.proto`` file (which is
+  *not* the type's zero for several fields: ``add_dummy_prefix`` and
+  ``remove_extra_whitespaces`` default to true, ``pad_id`` to -1, ...);
+* ``int32`` fields keep the low 32 bits of the varint, sign-extended (a
+  negative int32 is written as a ten-byte varint); ``bool`` is "varint != 0";
+* a proto2 enum is closed: a value outside the enum (a piece type 9) is not
+  stored, and the field keeps its previous value (its default if none);
+* unknown fields are skipped, whatever their number.
+
+Deliberately stricter than protobuf (all raise :class:`ModelFormatError`):
+groups (wire types 3 and 4), a known field with the wrong wire type (protobuf
+would keep it as an unknown field), invalid UTF-8 in a piece or in a string
+setting that affects tokenization, and a model without pieces.
+
+Lengths are always checked against the end of the enclosing message before any
+slice is taken, so a corrupt length never causes an allocation.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from collections import deque
+from itertools import accumulate
+from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Union
+
+from .errors import ModelFormatError
+
+__all__ = [
+    "SpmModelProto",
+    "TrainerSpec",
+    "NormalizerSpec",
+    "read_model_proto",
+    "parse_model_proto",
+    "is_model_proto",
+    "TYPE_NORMAL",
+    "TYPE_UNKNOWN",
+    "TYPE_CONTROL",
+    "TYPE_USER_DEFINED",
+    "TYPE_UNUSED",
+    "TYPE_BYTE",
+    "MODEL_TYPE_UNIGRAM",
+    "MODEL_TYPE_BPE",
+    "MODEL_TYPE_WORD",
+    "MODEL_TYPE_CHAR",
+]
+
+# ModelProto.SentencePiece.Type
+TYPE_NORMAL = 1
+TYPE_UNKNOWN = 2
+TYPE_CONTROL = 3
+TYPE_USER_DEFINED = 4
+TYPE_UNUSED = 5
+TYPE_BYTE = 6
+_PIECE_TYPES = frozenset(range(1, 7))
+
+# TrainerSpec.ModelType
+MODEL_TYPE_UNIGRAM = 1
+MODEL_TYPE_BPE = 2
+MODEL_TYPE_WORD = 3
+MODEL_TYPE_CHAR = 4
+_MODEL_TYPES = frozenset(range(1, 5))
+
+_VARINT = 0
+_I64 = 1
+_LEN = 2
+_SGROUP = 3
+_EGROUP = 4
+_I32 = 5
+
+_MASK64 = (1 << 64) - 1
+_WIRE_NAMES = {0: "varint", 1: "64-bit", 2: "length-delimited", 5: "32-bit"}
+
+# Field kinds of the settings messages: how to decode the value, and the wire
+# type the kind requires.
+_K_INT32 = "int32"
+_K_UINT64 = "uint64"
+_K_BOOL = "bool"
+_K_FLOAT = "float"
+_K_ENUM = "enum"  # closed proto2 enum; the valid values are in the table
+_K_STRING = "string"  # strict UTF-8 (the setting affects tokenization)
+_K_TEXT = "text"  # training-only string: undecodable bytes are replaced
+_K_BYTES = "bytes"
+_K_REPEATED_TEXT = "repeated text"
+
+_KIND_WIRE = {
+    _K_INT32: _VARINT,
+    _K_UINT64: _VARINT,
+    _K_BOOL: _VARINT,
+    _K_ENUM: _VARINT,
+    _K_FLOAT: _I32,
+    _K_STRING: _LEN,
+    _K_TEXT: _LEN,
+    _K_BYTES: _LEN,
+    _K_REPEATED_TEXT: _LEN,
+}
+
+# field number -> (name, kind, default[, valid enum values]).  The field numbers
+# and defaults are those of sentencepiece's src/sentencepiece_model.proto (the
+# copy compiled into sentencepiece 0.2's sentencepiece_model_pb2.py).
+_TRAINER_FIELDS: Dict[int, Tuple[Any, ...]] = {
+    1: ("input", _K_REPEATED_TEXT, ()),
+    7: ("input_format", _K_TEXT, ""),
+    2: ("model_prefix", _K_TEXT, ""),
+    3: ("model_type", _K_ENUM, MODEL_TYPE_UNIGRAM, _MODEL_TYPES),
+    4: ("vocab_size", _K_INT32, 8000),
+    5: ("accept_language", _K_REPEATED_TEXT, ()),
+    6: ("self_test_sample_size", _K_INT32, 0),
+    10: ("character_coverage", _K_FLOAT, 0.9995),
+    11: ("input_sentence_size", _K_UINT64, 0),
+    19: ("shuffle_input_sentence", _K_BOOL, True),
+    12: ("mining_sentence_size", _K_INT32, 0),  # deprecated
+    13: ("training_sentence_size", _K_INT32, 0),  # deprecated
+    14: ("seed_sentencepiece_size", _K_INT32, 1000000),
+    15: ("shrinking_factor", _K_FLOAT, 0.75),
+    18: ("max_sentence_length", _K_INT32, 4192),
+    16: ("num_threads", _K_INT32, 16),
+    17: ("num_sub_iterations", _K_INT32, 2),
+    20: ("max_sentencepiece_length", _K_INT32, 16),
+    21: ("split_by_unicode_script", _K_BOOL, True),
+    23: ("split_by_number", _K_BOOL, True),
+    22: ("split_by_whitespace", _K_BOOL, True),
+    24: ("treat_whitespace_as_suffix", _K_BOOL, False),
+    26: ("allow_whitespace_only_pieces", _K_BOOL, False),
+    25: ("split_digits", _K_BOOL, False),
+    53: ("pretokenization_delimiter", _K_STRING, ""),
+    30: ("control_symbols", _K_REPEATED_TEXT, ()),
+    31: ("user_defined_symbols", _K_REPEATED_TEXT, ()),
+    36: ("required_chars", _K_TEXT, ""),
+    35: ("byte_fallback", _K_BOOL, False),
+    32: ("vocabulary_output_piece_score", _K_BOOL, True),
+    33: ("hard_vocab_limit", _K_BOOL, True),
+    34: ("use_all_vocab", _K_BOOL, False),
+    40: ("unk_id", _K_INT32, 0),
+    41: ("bos_id", _K_INT32, 1),
+    42: ("eos_id", _K_INT32, 2),
+    43: ("pad_id", _K_INT32, -1),
+    45: ("unk_piece", _K_STRING, "<unk>"),
+    46: ("bos_piece", _K_STRING, "<s>"),
+    47: ("eos_piece", _K_STRING, "</s>"),
+    48: ("pad_piece", _K_STRING, "<pad>"),
+    44: ("unk_surface", _K_STRING, " \u2047 "),
+    54: ("seed_sentencepieces_file", _K_TEXT, ""),
+    55: ("auto_character_coverage", _K_BOOL, False),
+    49: ("train_extremely_large_corpus", _K_BOOL, False),
+    50: ("enable_differential_privacy", _K_BOOL, False),
+    51: ("differential_privacy_noise_level", _K_FLOAT, 0.0),
+    52: ("differential_privacy_clipping_threshold", _K_UINT64, 0),
+}
+
+_NORMALIZER_FIELDS: Dict[int, Tuple[Any, ...]] = {
+    1: ("name", _K_STRING, ""),
+    2: ("precompiled_charsmap", _K_BYTES, b""),
+    3: ("add_dummy_prefix", _K_BOOL, True),
+    4: ("remove_extra_whitespaces", _K_BOOL, True),
+    5: ("escape_whitespaces", _K_BOOL, True),
+    6: ("normalization_rule_tsv", _K_TEXT, ""),
+}
+
+
+class _Spec:
+    """Base of the settings messages: one attribute per field, the proto
+    default where the field is absent, and ``present``, the names of the
+    fields that the file sets explicitly."""
+
+    _FIELDS: Dict[int, Tuple[Any, ...]] = {}
+    __slots__ = ("present",)
+
+    def __init__(self, **values: Any) -> None:
+        for spec in self._FIELDS.values():
+            name = spec[0]
+            object.__setattr__(self, name, values.pop(name, spec[2]))
+        present = values.pop("present", frozenset())
+        if values:
+            raise TypeError(f"unknown fields: {sorted(values)}")
+        object.__setattr__(self, "present", frozenset(present))
+
+    def has(self, name: str) -> bool:
+        """Whether the file sets field ``name`` (proto2 ``HasField``)."""
+        return name in self.present
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {spec[0]: getattr(self, spec[0]) for spec in self._FIELDS.values()}
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        items = ", ".join(
+            f"{spec[0]}={getattr(self, spec[0])!r}"
+            for spec in self._FIELDS.values()
+            if spec[0] in self.present
+        )
+        return f"{type(self).__name__}({items})"
+
+
+class TrainerSpec(_Spec):
+    """``sentencepiece.TrainerSpec``: every field, with its proto default.
+
+    Repeated string fields (``input``, ``accept_language``,
+    ``control_symbols``, ``user_defined_symbols``) are tuples.  ``model_type``
+    is the enum number (``MODEL_TYPE_BPE`` = 2, ...).
+    """
+
+    _FIELDS = _TRAINER_FIELDS
+    __slots__ = tuple(spec[0] for spec in _TRAINER_FIELDS.values())
+
+
+class NormalizerSpec(_Spec):
+    """``sentencepiece.NormalizerSpec`` (used for ``normalizer_spec`` and
+    ``denormalizer_spec``), every field with its proto default."""
+
+    _FIELDS = _NORMALIZER_FIELDS
+    __slots__ = tuple(spec[0] for spec in _NORMALIZER_FIELDS.values())
+
+
+class SpmModelProto:
+    """A decoded ``ModelProto``.
+
+    Pieces are kept compact: ``arena`` holds the UTF-8 bytes of all pieces
+    back to back, piece ``i`` being ``arena[offsets[i]:offsets[i + 1]]``
+    (``offsets`` is an ``array('q')`` of ``len(self) + 1`` entries);
+    ``scores`` is an ``array('f')`` and ``types`` a ``bytes`` with one
+    ``ModelProto.SentencePiece.Type`` number per piece (``TYPE_NORMAL`` = 1,
+    ..., ``TYPE_BYTE`` = 6).
+
+    ``trainer`` is a :class:`TrainerSpec` (all defaults when the file has no
+    ``trainer_spec``); ``normalizer`` and ``denormalizer`` are
+    :class:`NormalizerSpec` objects, or ``None`` when the file has no such
+    field (sentencepiece then uses ``NormalizerSpec()`` defaults for the
+    normalizer; :attr:`normalizer_or_default` gives that).
+    """
+
+    __slots__ = (
+        "path",
+        "arena",
+        "offsets",
+        "scores",
+        "types",
+        "trainer",
+        "normalizer",
+        "denormalizer",
+    )
+
+    def __init__(
+        self,
+        arena: bytes,
+        offsets: "array[int]",
+        scores: "array[float]",
+        types: bytes,
+        trainer: TrainerSpec,
+        normalizer: Optional[NormalizerSpec],
+        denormalizer: Optional[NormalizerSpec],
+        path: Optional[str] = None,
+    ) -> None:
+        self.path = path
+        self.arena = arena
+        self.offsets = offsets
+        self.scores = scores
+        self.types = types
+        self.trainer = trainer
+        self.normalizer = normalizer
+        self.denormalizer = denormalizer
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.types)
+
+    def piece_bytes(self, i: int) -> bytes:
+        """The UTF-8 bytes of piece ``i``."""
+        if not 0 <= i < len(self.types):
+            raise IndexError(f"piece index {i} out of range [0, {len(self.types)})")
+        return self.arena[self.offsets[i] : self.offsets[i + 1]]
+
+    def piece(self, i: int) -> str:
+        """Piece ``i`` as text."""
+        return self.piece_bytes(i).decode("utf-8")
+
+    @property
+    def pieces(self) -> List[str]:
+        """All pieces as a list of ``str`` (decoded on each access)."""
+        arena = self.arena
+        offs = self.offsets
+        return [arena[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(self.types))]
+
+    @property
+    def normalizer_or_default(self) -> NormalizerSpec:
+        return self.normalizer if self.normalizer is not None else NormalizerSpec()
+
+    def __repr__(self) -> str:
+        return (
+            f"<SpmModelProto {len(self)} pieces, model_type={self.trainer.model_type}, "
+            f"path={self.path!r}>"
+        )
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _fail(path: Optional[str], offset: Optional[int], message: str) -> NoReturn:
+    raise ModelFormatError(path, offset, message)
+
+
+def _past_end(path: Optional[str], start: int, limit: int, n: int, what: str) -> NoReturn:
+    if limit >= n:
+        _fail(path, start, f"truncated file: {what} runs past the end of the file ({n} bytes)")
+    _fail(path, start, f"{what} runs past the end of its enclosing message (at byte {limit})")
+
+
+def _read_varint(data: bytes, pos: int, limit: int, path: Optional[str]) -> Tuple[int, int]:
+    """Decode the varint at ``pos``; return ``(value, next_pos)``.  Values are
+    reduced to 64 bits, as protobuf does."""
+    start = pos
+    result = 0
+    shift = 0
+    while True:
+        if pos >= limit:
+            _past_end(path, start, limit, len(data), "a varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result & _MASK64, pos
+        shift += 7
+        if shift >= 70:
+            _fail(path, start, "invalid varint: more than 10 bytes")
+
+
+def _read_key(data: bytes, pos: int, limit: int, path: Optional[str]) -> Tuple[int, int, int]:
+    """Decode a field key; return ``(field_number, wire_type, next_pos)``."""
+    b = data[pos]
+    if b < 0x80:
+        key = b
+        nxt = pos + 1
+    else:
+        key, nxt = _read_varint(data, pos, limit, path)
+        if key > 0xFFFFFFFF:
+            _fail(path, pos, f"invalid field key {key:#x}: more than 32 bits")
+    field = key >> 3
+    wire = key & 7
+    if field == 0:
+        _fail(path, pos, "invalid field number 0")
+    if wire == _SGROUP or wire == _EGROUP:
+        _fail(path, pos, f"field {field} uses a group (wire type {wire}), which is not supported")
+    if wire > _I32:
+        _fail(path, pos, f"field {field} has invalid wire type {wire}")
+    return field, wire, nxt
+
+
+def _skip_value(
+    data: bytes, wire: int, pos: int, limit: int, path: Optional[str], key_pos: int, field: int
+) -> int:
+    """Skip the value of an unknown field; return the position after it."""
+    if wire == _VARINT:
+        return _read_varint(data, pos, limit, path)[1]
+    if wire == _LEN:
+        ln, pos = _read_varint(data, pos, limit, path)
+        end = pos + ln
+        if end > limit:
+            _past_end(path, key_pos, limit, len(data), f"field {field} (length {ln})")
+        return end
+    size = 8 if wire == _I64 else 4
+    if pos + size > limit:
+        _past_end(path, key_pos, limit, len(data), f"field {field} ({size}-byte value)")
+    return pos + size
+
+
+def _wrong_wire(path: Optional[str], pos: int, what: str, wire: int, expected: int) -> NoReturn:
+    _fail(
+        path,
+        pos,
+        f"{what} has wire type {wire} ({_WIRE_NAMES.get(wire, '?')}), "
+        f"expected {expected} ({_WIRE_NAMES[expected]})",
+    )
+
+
+def _to_int32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - 0x100000000 if v & 0x80000000 else v
+
+
+_unpack_float = struct.Struct("<f").unpack_from
+
+
+def _parse_spec(
+    data: bytes,
+    pos: int,
+    end: int,
+    table: Dict[int, Tuple[Any, ...]],
+    values: Dict[str, Any],
+    message: str,
+    path: Optional[str],
+) -> None:
+    """Decode the fields of a settings message in ``data[pos:end]`` into
+    ``values`` (name -> value), merging with what is already there."""
+    n = len(data)
+    while pos < end:
+        key_pos = pos
+        field, wire, pos = _read_key(data, pos, end, path)
+        spec = table.get(field)
+        if spec is None:
+            pos = _skip_value(data, wire, pos, end, path, key_pos, field)
+            continue
+        name, kind = spec[0], spec[1]
+        expected = _KIND_WIRE[kind]
+        if wire != expected:
+            _wrong_wire(path, key_pos, f"{message}.{name} (field {field})", wire, expected)
+        if wire == _VARINT:
+            v, pos = _read_varint(data, pos, end, path)
+            if kind == _K_BOOL:
+                values[name] = v != 0
+            elif kind == _K_UINT64:
+                values[name] = v
+            else:
+                v = _to_int32(v)
+                if kind == _K_ENUM and v not in spec[3]:
+                    continue  # closed enum: an unknown value is not stored
+                values[name] = v
+        elif wire == _I32:
+            if pos + 4 > end:
+                _past_end(path, key_pos, end, n, f"{message}.{name}")
+            values[name] = _unpack_float(data, pos)[0]
+            pos += 4
+        else:
+            ln, pos = _read_varint(data, pos, end, path)
+            stop = pos + ln
+            if stop > end:
+                _past_end(path, key_pos, end, n, f"{message}.{name} (length {ln})")
+            raw = data[pos:stop]
+            if kind == _K_BYTES:
+                values[name] = raw
+            elif kind == _K_STRING:
+                try:
+                    values[name] = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    _fail(path, pos + exc.start, f"{message}.{name} is not valid UTF-8")
+            else:
+                text = raw.decode("utf-8", "replace")
+                if kind == _K_REPEATED_TEXT:
+                    values[name] = values.get(name, ()) + (text,)
+                else:
+                    values[name] = text
+            pos = stop
+
+
+def _parse_piece_slow(
+    data: bytes, pos: int, end: int, index: int, path: Optional[str]
+) -> Tuple[int, int, Optional[int], int]:
+    """Decode one ``SentencePiece`` message in any field order; return
+    ``(piece_start, piece_end, score_pos or None, type)``."""
+    n = len(data)
+    ps = pe = pos
+    score_pos: Optional[int] = None
+    typ = TYPE_NORMAL
+    while pos < end:
+        key_pos = pos
+        field, wire, pos = _read_key(data, pos, end, path)
+        if field == 1:
+            if wire != _LEN:
+                _wrong_wire(path, key_pos, f"piece {index}: SentencePiece.piece", wire, _LEN)
+            ln, pos = _read_varint(data, pos, end, path)
+            if pos + ln > end:
+                _past_end(path, key_pos, end, n, f"piece {index}: the piece string (length {ln})")
+            ps = pos
+            pe = pos = pos + ln
+        elif field == 2:
+            if wire != _I32:
+                _wrong_wire(path, key_pos, f"piece {index}: SentencePiece.score", wire, _I32)
+            if pos + 4 > end:
+                _past_end(path, key_pos, end, n, f"piece {index}: the score")
+            score_pos = pos
+            pos += 4
+        elif field == 3:
+            if wire != _VARINT:
+                _wrong_wire(path, key_pos, f"piece {index}: SentencePiece.type", wire, _VARINT)
+            v, pos = _read_varint(data, pos, end, path)
+            v = _to_int32(v)
+            if v in _PIECE_TYPES:  # closed enum: unknown values are not stored
+                typ = v
+        else:
+            pos = _skip_value(data, wire, pos, end, path, key_pos, field)
+    return ps, pe, score_pos, typ
+
+
+_ZERO_SCORE = b"\x00\x00\x00\x00"
+
+# Zero bytes appended to the data so that the fast path may read a few bytes
+# past the end without bounds checks (it reads at most 2 + 255 + 7 bytes past
+# a position < len(data)); every value it accepts is still checked against the
+# real length.
+_PAD = bytes(272)
+
+_SPEC_NAMES = ("", "pieces", "trainer_spec", "normalizer_spec", "self_test_data",
+               "denormalizer_spec")
+
+
+def parse_model_proto(
+    data: Union[bytes, bytearray, memoryview], path: Optional[Union[str, os.PathLike]] = None
+) -> SpmModelProto:
+    """Decode a serialized ``sentencepiece.ModelProto``.
+
+    ``path`` is only used in error messages.  Raises
+    :class:`~spmbpe.errors.ModelFormatError` (with the byte offset of the bad
+    item) on any malformation.
+    """
+    spath = None if path is None else os.fspath(path)
+    if isinstance(spath, bytes):
+        spath = os.fsdecode(spath)
+    n = len(data)
+    buf = bytes(data) + _PAD
+
+    chunks: List[bytes] = []  # the bytes of each piece
+    score_chunks: List[bytes] = []  # 4 little-endian bytes per piece
+    types = bytearray()
+    trainer: Dict[str, Any] = {}
+    normalizer: Optional[Dict[str, Any]] = None
+    denormalizer: Optional[Dict[str, Any]] = None
+
+    add_chunk = chunks.append
+    add_score = score_chunks.append
+    add_type = types.append
+    read_varint = _read_varint
+
+    pos = 0
+    while pos < n:
+        # Fast path: a piece message (key 0x0A, one-byte length) holding the
+        # piece string (key 0x0A, one-byte length), the score (key 0x15, four
+        # bytes) and optionally the type (key 0x18, one byte), in that order,
+        # which is what every serializer writes.  It also requires the
+        # piece's first byte not to be a UTF-8 continuation byte (see the
+        # UTF-8 check below).  Anything else takes the general path.
+        ln = buf[pos + 1]
+        sl = buf[pos + 3]
+        ps = pos + 4
+        pe = ps + sl
+        end = pos + 2 + ln
+        if (
+            buf[pos] == 0x0A
+            and buf[pos + 2] == 0x0A
+            and ln < 0x80
+            and sl < 0x80
+            and end <= n
+            and buf[pe] == 0x15
+            and buf[ps] & 0xC0 != 0x80
+        ):
+            if end == pe + 5:
+                add_chunk(buf[ps:pe])
+                add_score(buf[pe + 1 : end])
+                add_type(1)
+                pos = end
+                continue
+            if end == pe + 7 and buf[pe + 5] == 0x18:
+                t = buf[pe + 6]
+                if 0 < t < 7:
+                    add_chunk(buf[ps:pe])
+                    add_score(buf[pe + 1 : pe + 5])
+                    add_type(t)
+                    pos = end
+                    continue
+
+        # General path: any top-level field.
+        key_pos = pos
+        field, wire, pos = _read_key(buf, pos, n, spath)
+        if field > 5:
+            pos = _skip_value(buf, wire, pos, n, spath, key_pos, field)
+            continue
+        name = _SPEC_NAMES[field]
+        if wire != _LEN:
+            _wrong_wire(spath, key_pos, f"ModelProto.{name} (field {field})", wire, _LEN)
+        ln, pos = read_varint(buf, pos, n, spath)
+        end = pos + ln
+        if end > n:
+            what = f"piece {len(types)}" if field == 1 else f"ModelProto.{name}"
+            _past_end(spath, key_pos, n, n, f"{what} (length {ln})")
+        if field == 1:
+            index = len(types)
+            ps, pe, sp, t = _parse_piece_slow(buf, pos, end, index, spath)
+            chunk = buf[ps:pe]
+            try:
+                chunk.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                _bad_utf8_piece(spath, index, ps + exc.start, chunk)
+            add_chunk(chunk)
+            add_score(_ZERO_SCORE if sp is None else buf[sp : sp + 4])
+            add_type(t)
+        elif field == 2:
+            _parse_spec(buf, pos, end, _TRAINER_FIELDS, trainer, "TrainerSpec", spath)
+        elif field == 3:
+            if normalizer is None:
+                normalizer = {}
+            _parse_spec(buf, pos, end, _NORMALIZER_FIELDS, normalizer, "NormalizerSpec", spath)
+        elif field == 5:
+            if denormalizer is None:
+                denormalizer = {}
+            _parse_spec(buf, pos, end, _NORMALIZER_FIELDS, denormalizer, "NormalizerSpec", spath)
+        # field 4 (self_test_data) is skipped
+        pos = end
+
+    if not types:
+        _fail(spath, None, "not a sentencepiece model: it has no pieces")
+
+    # UTF-8.  Each piece must be valid on its own, and a concatenation can be
+    # valid when its parts are not ("\xc3" + "\xa9").  But if the whole arena
+    # is valid UTF-8, a piece is valid exactly when it starts and ends on
+    # character boundaries, i.e. when neither its first byte nor the first
+    # byte of the next non-empty piece is a continuation byte: the fast path
+    # checked that for its pieces, and the general path decoded its pieces
+    # one by one (so they do not start with a continuation byte either).
+    arena = b"".join(chunks)
+    try:
+        arena.decode("utf-8")
+    except UnicodeDecodeError:
+        for i, chunk in enumerate(chunks):
+            try:
+                chunk.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                _bad_utf8_piece(spath, i, _piece_offset(buf, n, i) + exc.start, chunk)
+        raise  # pragma: no cover - unreachable
+
+    offsets = array("q", list(accumulate(map(len, chunks), initial=0)))
+    scores = array("f")
+    scores.frombytes(b"".join(score_chunks))
+    if sys.byteorder == "big":  # pragma: no cover
+        scores.byteswap()
+
+    return SpmModelProto(
+        arena=arena,
+        offsets=offsets,
+        scores=scores,
+        types=bytes(types),
+        trainer=_make_spec(TrainerSpec, trainer),
+        normalizer=None if normalizer is None else _make_spec(NormalizerSpec, normalizer),
+        denormalizer=None if denormalizer is None else _make_spec(NormalizerSpec, denormalizer),
+        path=spath,
+    )
+
+
+def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:
+    _fail(path, offset, f"piece {index} is not valid UTF-8: {chunk!r}")
+
+
+def _piece_offset(buf: bytes, n: int, index: int) -> int:
+    """File offset of the string of piece ``index`` (error reporting only;
+    the data is known to parse)."""
+    pos = 0
+    count = 0
+    while pos < n:
+        key_pos = pos
+        field, wire, pos = _read_key(buf, pos, n, None)
+        if field == 1:
+            ln, pos = _read_varint(buf, pos, n, None)
+            if count == index:
+                return _parse_piece_slow(buf, pos, pos + ln, index, None)[0]
+            count += 1
+            pos += ln
+        else:
+            pos = _skip_value(buf, wire, pos, n, None, key_pos, field)
+    raise AssertionError("piece not found")  # pragma: no cover
+
+
+def _make_spec(cls: type, values: Dict[str, Any]) -> Any:
+    return cls(present=frozenset(values), **values)
+
+
+def read_model_proto(path: Union[str, os.PathLike]) -> SpmModelProto:
+    """Read and decode a sentencepiece ``.model`` file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse_model_proto(data, path)
+
+
+def is_model_proto(head: bytes) -> bool:
+    """Cheap sniff: could ``head`` (the first bytes of a file) start a
+    sentencepiece ``ModelProto``?
+
+    Serializers write the fields in field-number order, so a model file starts
+    with its first piece: key 0x0A (field 1, length-delimited), a varint
+    length, and then a ``SentencePiece`` message whose first key is a valid
+    key (normally 0x0A, the piece string).  Only the bytes present in
+    ``head`` are checked.
+    """
+    head = bytes(head[:64])
+    if len(head) < 2 or head[0] != 0x0A:
+        return False
+    ln = 0
+    shift = 0
+    pos = 1
+    while True:
+        if pos >= len(head) or pos > 10:
+            return False
+        b = head[pos]
+        pos += 1
+        ln |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    if ln == 0:
+        return False
+    if pos >= len(head):
+        return True
+    key = head[pos]
+    if key & 0x80:
+        # A multi-byte key (field >= 16, e.g. an extension): unusual but valid.
+        return True
+    if key >> 3 == 0 or key & 7 not in (_VARINT, _I64, _LEN, _I32):
+        return False
+    if key == 0x0A and pos + 1 < len(head):
+        # The piece string: its length must fit in the piece message.
+        sl = head[pos + 1]
+        if sl < 0x80 and sl + 2 > ln:
+            return False
+    return True

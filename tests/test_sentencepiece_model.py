@@ -1,0 +1,203 @@
+"""sentencepiece .model files: ids equal sentencepiece's own.
+
+References: the `sp` field of the golden files (sentencepiece 0.2.3), live
+sentencepiece on every non-blank corpus line, and live sentencepiece under
+hypothesis on the Mistral models and on small synthetic models that exercise
+the rules real models rarely hit (UNUSED pieces, no byte fallback,
+user-defined pieces).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spmbpe
+from spmbpe.errors import ModelFormatError, UnsupportedModelError
+
+from spm_proto import MODEL_TYPE_UNIGRAM, bpe_model_proto, model_proto, normalizer_spec, trainer_spec
+
+DATA = Path(__file__).parent / "data"
+MODELS = ["mistral-v1", "mistral-v3"]
+CORPUS = sorted((DATA / "corpus").glob("*.txt"))
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def pair(request):
+    path = DATA / f"{request.param}.model"
+    return request.param, spmbpe.load(path), spm.SentencePieceProcessor(model_file=str(path))
+
+
+def _golden(name):
+    with open(DATA / f"{name}.model.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_golden_row_equals_sentencepiece(name):
+    tok = spmbpe.load(DATA / f"{name}.model")
+    rows = _golden(name)
+    assert len(rows) > 900
+    mismatches = [(r["text"], r["sp"], tok.encode(r["text"])) for r in rows if tok.encode(r["text"]) != r["sp"]]
+    assert mismatches == []
+
+
+def test_load_detects_the_model_format(pair):
+    name, tok, sp = pair
+    assert tok.reference == "sentencepiece"
+    assert tok.vocab_size == sp.get_piece_size()
+    assert (tok.bos_id, tok.eos_id, tok.unk_id) == (sp.bos_id(), sp.eos_id(), sp.unk_id())
+    assert tok.pad_id is None and sp.pad_id() == -1
+    for i in (0, 1, 2, 3, 300, 1000, tok.vocab_size - 1):
+        assert tok.id_to_piece(i) == sp.id_to_piece(i)
+        assert tok.piece_to_id(sp.id_to_piece(i)) == sp.piece_to_id(sp.id_to_piece(i))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_every_corpus_line_equals_sentencepiece(pair, path):
+    name, tok, sp = pair
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    expected = sp.encode(lines)
+    got = tok.encode_batch(lines)
+    bad = [(line, e, g) for line, e, g in zip(lines, expected, got) if e != g]
+    assert bad[:3] == [] and len(bad) == 0
+
+
+def test_control_pieces_in_text_are_plain_text(pair):
+    # sentencepiece never matches control pieces in the text, so special=
+    # makes no difference for a bare model.
+    name, tok, sp = pair
+    for text in ["<s>x</s>", "[INST] hi [/INST]", "<unk>", "[control_27]Write"]:
+        assert tok.encode(text) == sp.encode(text)
+        assert tok.encode(text, special="none") == sp.encode(text)
+    assert tok.special_tokens == frozenset()
+
+
+def test_decode_round_trips_like_sentencepiece(pair):
+    name, tok, sp = pair
+    for text in ["Hello world", "  two  spaces ", "日本語 テキスト", "emoji 🦙 and é", "tab\tnew\nline"]:
+        ids = tok.encode(text)
+        assert tok.decode(ids) == sp.decode(ids) == text
+
+
+_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60
+) | st.lists(
+    st.sampled_from(["Hello", " world", "  ", "\t", "\n", "日本", "語", "🦙", "é", "[INST]", "</s>", "<s>", "▁", "x", "ab", "12"]),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT)
+def test_hypothesis_equals_live_sentencepiece(pair, text):
+    name, tok, sp = pair
+    assert tok.encode(text) == sp.encode(text)
+
+
+# ---------------------------------------------------------------- synthetic models
+
+def _synthetic(tmp_path, pieces, types, *, byte_fallback, name="m.model"):
+    """A small BPE model: rank = -id, so earlier pieces merge first."""
+    scores = [0.0 if t in (CONTROL, UNKNOWN, BYTE) else -float(i) for i, t in enumerate(types)]
+    path = tmp_path / name
+    path.write_bytes(bpe_model_proto(pieces, scores, types, byte_fallback=byte_fallback))
+    return spmbpe.load(path), spm.SentencePieceProcessor(model_file=str(path))
+
+
+_BASE = ["<unk>", "<s>", "</s>"]
+_BASE_TYPES = [UNKNOWN, CONTROL, CONTROL]
+_BYTES = [f"<0x{b:02X}>" for b in range(256)]
+
+
+def _vocab(with_bytes):
+    pieces = list(_BASE) + (_BYTES if with_bytes else [])
+    types = list(_BASE_TYPES) + ([BYTE] * 256 if with_bytes else [])
+    # UNUSED pieces sit between normal ones: "ab" is built, then split again.
+    for piece, kind in [
+        ("ab", UNUSED), ("▁a", NORMAL), ("bc", NORMAL), ("abc", NORMAL), ("▁ab", UNUSED),
+        ("<ud>", USER_DEFINED), ("▁▁", USER_DEFINED), ("cd", NORMAL), ("▁abc", NORMAL),
+        ("▁", NORMAL), ("a", NORMAL), ("b", NORMAL), ("c", NORMAL), ("d", NORMAL),
+        ("<", NORMAL), (">", NORMAL), ("u", NORMAL), ("x", NORMAL), ("<u", NORMAL),
+    ]:
+        pieces.append(piece)
+        types.append(kind)
+    return pieces, types
+
+
+@pytest.mark.parametrize("with_bytes", [True, False], ids=["byte_fallback", "no_byte_fallback"])
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(["a", "b", "c", "d", " ", "  ", "<ud>", "<", ">", "u", "x", "é", "日", "🦙", "\n"]), max_size=16).map("".join))
+def test_synthetic_rules_equal_live_sentencepiece(tmp_path_factory, with_bytes, text):
+    key = ("synthetic", with_bytes)
+    cache = test_synthetic_rules_equal_live_sentencepiece.__dict__.setdefault("cache", {})
+    if key not in cache:
+        pieces, types = _vocab(with_bytes)
+        cache[key] = _synthetic(tmp_path_factory.mktemp("spm"), pieces, types, byte_fallback=with_bytes)
+    tok, sp = cache[key]
+    assert tok.encode(text) == sp.encode(text)
+
+
+def test_unused_pieces_are_split_and_unknown_runs_collapse(tmp_path):
+    pieces, types = _vocab(with_bytes=False)
+    tok, sp = _synthetic(tmp_path, pieces, types, byte_fallback=False)
+    ab = pieces.index("ab")
+    # "ab" is UNUSED: built by the merge, then split back into a + b.
+    assert ab not in tok.encode("xab")
+    assert tok.encode("xab") == sp.encode("xab")
+    # Three unknown characters in a row are one <unk> without byte fallback.
+    assert tok.encode("é日🦙") == sp.encode("é日🦙")
+    assert tok.encode("é日🦙").count(0) == 1
+
+
+def test_user_defined_pieces_are_matched_in_the_escaped_text(tmp_path):
+    pieces, types = _vocab(with_bytes=True)
+    tok, sp = _synthetic(tmp_path, pieces, types, byte_fallback=True)
+    # "▁▁" is user-defined: two spaces (after escaping) are matched whole.
+    for text in ["a  b", " <ud>a", "<ud><ud>", "x<ud", "  "]:
+        assert tok.encode(text) == sp.encode(text), text
+
+
+def test_unigram_and_other_model_types_are_refused(tmp_path):
+    pieces, types = _vocab(with_bytes=False)
+    path = tmp_path / "uni.model"
+    path.write_bytes(
+        model_proto(
+            pieces,
+            [0.0] * len(pieces),
+            types,
+            trainer=trainer_spec(model_type=MODEL_TYPE_UNIGRAM, vocab_size=len(pieces), byte_fallback=False),
+            normalizer=normalizer_spec(),
+        )
+    )
+    with pytest.raises(UnsupportedModelError, match="Unigram.*BPE"):
+        spmbpe.load(path)
+
+
+@pytest.mark.parametrize(
+    "settings_, field",
+    [
+        (dict(normalizer_name="nmt_nfkc"), "nmt_nfkc"),
+        (dict(remove_extra_whitespaces=True), "remove_extra_whitespaces"),
+    ],
+)
+def test_unimplemented_normalizers_raise_naming_them(tmp_path, settings_, field):
+    pieces, types = _vocab(with_bytes=False)
+    path = tmp_path / "n.model"
+    path.write_bytes(bpe_model_proto(pieces, [0.0] * len(pieces), types, byte_fallback=False, **settings_))
+    with pytest.raises(NotImplementedError, match=field):
+        spmbpe.load(path)
+
+
+def test_a_corrupt_model_names_file_and_offset(tmp_path):
+    data = (DATA / "mistral-v1.model").read_bytes()
+    path = tmp_path / "cut.model"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFormatError) as info:
+        spmbpe.load(path)
+    assert info.value.path == str(path) and info.value.offset is not None
