@@ -76,6 +76,61 @@ class AddedTokenMatcher:
     def __bool__(self) -> bool:
         return bool(self.tokens)
 
+    def partition_hf(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
+    ) -> List[Fragment]:
+        """The fragments of `text` as transformers' slow tokenizers split it:
+        leftmost-longest matches (its Trie.split), then each token's
+        rstrip/lstrip removes the whitespace (str.lstrip/rstrip: any Unicode
+        whitespace) at the start/end of the text next to it; text fragments
+        left empty are dropped."""
+        automaton = self._automaton if include_special else self._plain_automaton()
+        if automaton is None:
+            return [(0, len(text))] if text else []
+        tokens = self.tokens
+        pieces: List[List[object]] = []  # [start, end] of text, or TokenAt
+        cursor = 0
+        for end, rank in automaton.iter_long(text):
+            token = tokens[rank]
+            start = end - len(token.content) + 1
+            if start > cursor:
+                pieces.append([cursor, start])
+            pieces.append(TokenAt(token, start))
+            cursor = end + 1
+        if cursor < len(text):
+            pieces.append([cursor, len(text)])
+        for i, piece in enumerate(pieces):
+            if not isinstance(piece, TokenAt):
+                continue
+            if allowed is not None and piece.token.special and piece.token.content not in allowed:
+                raise DisallowedSpecialError(piece.token.content, piece.start)
+            if piece.token.rstrip and i + 1 < len(pieces) and not isinstance(pieces[i + 1], TokenAt):
+                span = pieces[i + 1]
+                while span[0] < span[1] and text[span[0]].isspace():
+                    span[0] += 1
+            if piece.token.lstrip and i > 0 and not isinstance(pieces[i - 1], TokenAt):
+                span = pieces[i - 1]
+                while span[1] > span[0] and text[span[1] - 1].isspace():
+                    span[1] -= 1
+        return [
+            p if isinstance(p, TokenAt) else (p[0], p[1])
+            for p in pieces
+            if isinstance(p, TokenAt) or p[1] > p[0]
+        ]
+
+    def _plain_automaton(self) -> Optional["ahocorasick.Automaton"]:
+        """An automaton of the special=False tokens only (built on demand)."""
+        if not hasattr(self, "_plain"):
+            plain = [(rank, t) for rank, t in enumerate(self.tokens) if not t.special]
+            automaton = None
+            if plain:
+                automaton = ahocorasick.Automaton()
+                for rank, token in plain:
+                    automaton.add_word(token.content, rank)
+                automaton.make_automaton()
+            self._plain = automaton
+        return self._plain
+
     def partition_longest(self, text: str) -> Optional[List[Fragment]]:
         """The fragments of `text` under leftmost-longest matching (at each
         position the longest token that starts there; sentencepiece's

@@ -16,7 +16,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memmove
 
 from spmbpe._csrc cimport (
     spm_bigram,
@@ -472,7 +472,8 @@ cdef class SpmCore:
         """Ids of a partitioned text.
 
         Each part is a token id (emitted as is) or a tuple (text, prefix):
-        a segment to escape and merge.
+        a segment to escape and merge, or (text, prefix, skip): the same
+        without its first `skip` ids.
         """
         cdef Workspace w
         ws_init(&w)
@@ -507,14 +508,24 @@ cdef class SpmCore:
         cdef const char *src
         cdef int rc
         cdef int64_t token_id
+        cdef size_t mark, produced, skip
         for part in parts:
             if type(part) is tuple:
                 text = (<tuple>part)[0]
                 prefix = (<tuple>part)[1]
                 src = PyUnicode_AsUTF8AndSize(text, &n)
+                mark = w.ids_len
                 with nogil:
                     rc = self.encode_segment(src, n, prefix, w)
                 self._check(rc, w, text)
+                if len(<tuple>part) > 2:
+                    # (text, prefix, skip): leave out the segment's first
+                    # `skip` ids, when it has that many (HF's "<unk>" trick).
+                    skip = (<tuple>part)[2]
+                    produced = w.ids_len - mark
+                    if produced >= skip:
+                        memmove(w.ids + mark, w.ids + mark + skip, (produced - skip) * sizeof(int32_t))
+                        w.ids_len -= skip
             else:
                 token_id = part
                 if not 0 <= token_id < self.n_pieces:

@@ -15,6 +15,7 @@ __all__ = ["load", "KNOWN_FORMATS"]
 KNOWN_FORMATS = (
     "GGUF (.gguf, tokenizer.ggml.model = 'llama')",
     "sentencepiece model (.model, a BPE ModelProto)",
+    "HuggingFace model folder (tokenizer.model + tokenizer_config.json)",
 )
 
 _GGUF_MAGIC = b"GGUF"
@@ -31,9 +32,14 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such tokenizer file or folder: {path!r}")
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "tokenizer.model")):
+            from .huggingface import load_hf_folder
+
+            return load_hf_folder(path)
         raise UnsupportedModelError(
-            f"{path}: is a folder; spmbpe.load reads a tokenizer file of one of these "
-            f"formats: {'; '.join(KNOWN_FORMATS)}"
+            f"{path}: a folder without tokenizer.model; spmbpe.load reads a model folder "
+            f"(tokenizer.model with tokenizer_config.json) or a tokenizer file of one of "
+            f"these formats: {'; '.join(KNOWN_FORMATS)}"
         )
     with open(path, "rb") as f:
         head = f.read(64)

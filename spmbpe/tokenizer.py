@@ -44,7 +44,11 @@ _RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
 #: results, UNUSED ones are split again; USER_DEFINED pieces are matched in
 #: the escaped text, leftmost-longest; control pieces in the text are plain
 #: text; a run of unknown characters is one <unk> (without byte fallback).
-REFERENCES = ("llama.cpp", "sentencepiece")
+#: "huggingface": transformers' slow LlamaTokenizer over a sentencepiece
+#: model: added tokens split out of the raw text (leftmost-longest, with their
+#: lstrip/rstrip), each text segment encoded by sentencepiece's rules; with
+#: prefix_scheme "once" (legacy false) the quirks of its non-legacy path.
+REFERENCES = ("llama.cpp", "sentencepiece", "huggingface")
 
 SpecialPolicy = Union[str, Collection[str]]
 Part = Union[int, Tuple[str, bool]]
@@ -129,6 +133,9 @@ class SpmTokenizer:
         add_eos: bool = False,
         reference: str = "llama.cpp",
         byte_fallback: bool = True,
+        mergeable_limit: Optional[int] = None,
+        hf_special_tokens: Iterable[str] = (),
+        hf_unk_token: str = "<unk>",
     ) -> None:
         n = len(table)
         if reference not in REFERENCES:
@@ -183,17 +190,32 @@ class SpmTokenizer:
             flags = bytes([_MERGEABLE]) * n
         else:
             flags = types.translate(_SENTENCEPIECE_FLAGS)
+        if mergeable_limit is not None and mergeable_limit < n:
+            # Pieces appended after the model's own (HF added tokens) are
+            # never built by merges.
+            flags = flags[:mergeable_limit] + bytes(n - mergeable_limit)
         self._core = SpmCore(
             table,
             rank,
             flags,
             types,
             -1 if self._unk_id is None else self._unk_id,
-            reference == "sentencepiece",
+            reference != "llama.cpp",
             byte_fallback,
         )
 
         self._matcher = AddedTokenMatcher(self._collect_added(added_tokens))
+        # sentencepiece's user-defined pieces, matched in normalized text.
+        self._sp_matcher = AddedTokenMatcher(
+            [
+                AddedToken(self._table.piece(i), i, special=False)
+                for i in _indices_of(self._types, TokenType.USER_DEFINED)
+            ]
+            if reference != "llama.cpp"
+            else []
+        )
+        if reference == "huggingface":
+            self._init_huggingface(hf_special_tokens, hf_unk_token)
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
@@ -216,8 +238,12 @@ class SpmTokenizer:
         n = len(self._table)
         by_content: Dict[str, AddedToken] = {}
         if self._reference == "sentencepiece":
-            # sentencepiece matches only user-defined pieces in the text.
-            candidates = _indices_of(self._types, TokenType.USER_DEFINED)
+            # sentencepiece matches user-defined pieces in the normalized
+            # text (_sp_matcher), and nothing before normalizing.
+            candidates = []
+        elif self._reference == "huggingface":
+            # Only the tokenizer_config's added tokens are split out first.
+            candidates = []
         else:
             candidates = sorted(
                 _indices_of(self._types, TokenType.CONTROL)
@@ -449,6 +475,8 @@ class SpmTokenizer:
         prefix = self._add_prefix_space
         if self._reference == "sentencepiece":
             return self._plan_sentencepiece(text, prefix)
+        if self._reference == "huggingface":
+            return self._plan_huggingface(text, include_special, allowed)
         fragments = self._matcher.partition(text, include_special, allowed)
         if fragments is None:
             return [(text, prefix)]
@@ -491,13 +519,73 @@ class SpmTokenizer:
         escaped = text.replace(" ", "\u2581")
         if prefix:
             escaped = "\u2581" + escaped
-        fragments = self._matcher.partition_longest(escaped)
+        fragments = self._sp_matcher.partition_longest(escaped)
         if fragments is None:
             return [(escaped, False)]
         return [
             f.token.id if isinstance(f, TokenAt) else (escaped[f[0] : f[1]], False)
             for f in fragments
         ]
+
+    def _init_huggingface(self, special_tokens: Iterable[str], unk_token: str) -> None:
+        # LlamaTokenizer.tokenize drops a leading lone "▁" when the token
+        # after it is one of all_special_tokens (bos/eos/unk/pad and the
+        # additional special tokens).
+        self._hf_special_ids = frozenset(
+            t.id for t in self._matcher.tokens if t.content in set(special_tokens)
+        )
+        self._hf_unk_token = unk_token
+        # Non-legacy _tokenize encodes a segment that starts with "▁" or " "
+        # as sp.encode(unk_token + segment)[len(sp.encode(unk_token)):],
+        # with the dummy prefix off.
+        self._hf_unk_length = len(self._core.encode_parts(self._plan_sentencepiece(unk_token, False)))
+        self._hf_lone_prefix = self._core.encode_parts(self._hf_segment("\u2581"))
+
+    def _hf_segment(self, segment: str) -> List[Part]:
+        """Parts of one text segment of HF's non-legacy _tokenize."""
+        if not segment.startswith(("\u2581", " ")):
+            return self._plan_sentencepiece(segment, False)
+        parts = self._plan_sentencepiece(self._hf_unk_token + segment, False)
+        if len(parts) == 1 and isinstance(parts[0], tuple):
+            return [(parts[0][0], False, self._hf_unk_length)]
+        # A user-defined piece inside: drop the ids of the unk token here.
+        ids = self._core.encode_parts(parts)
+        return ids[self._hf_unk_length :] if len(ids) >= self._hf_unk_length else ids
+
+    def _plan_huggingface(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]
+    ) -> List[Part]:
+        """transformers' slow LlamaTokenizer.tokenize, as parts."""
+        legacy = self._prefix_scheme == "after_each_special"
+        prefix = self._add_prefix_space
+        if not legacy:
+            # Non-legacy: a literal "▁" is a space, and the dummy prefix is
+            # put on the text before splitting (sentencepiece's own is off).
+            text = text.replace("\u2581", " ")
+            if prefix:
+                text = "\u2581" + text
+        fragments = self._matcher.partition_hf(text, include_special, allowed)
+        parts: List[Part] = []
+        for index, fragment in enumerate(fragments):
+            if isinstance(fragment, TokenAt):
+                parts.append(fragment.token.id)
+                continue
+            segment = text[fragment[0] : fragment[1]]
+            if legacy:
+                parts.extend(self._plan_sentencepiece(segment, prefix))
+            elif (
+                index == 0
+                and segment == "\u2581"
+                and len(fragments) > 1
+                and isinstance(fragments[1], TokenAt)
+                and fragments[1].token.id in self._hf_special_ids
+                and len(self._hf_lone_prefix) == 1
+                and self._hf_lone_prefix[0] == self._table.find("\u2581".encode("utf-8"))
+            ):
+                continue  # the lone "▁" before a special token is dropped
+            else:
+                parts.extend(self._hf_segment(segment))
+        return parts
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
         with self._pool_lock:
