@@ -2,7 +2,7 @@
 # workspace and the merger.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from spmbpe._csrc cimport spm_heap, spm_vocab
+from spmbpe._csrc cimport spm_heap, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -61,12 +61,17 @@ cdef class SpmCore:
     cdef readonly bint byte_fallback   # all 256 <0xNN> pieces exist
     cdef bint collapse_unknown        # consecutive unknown characters -> one unk
     cdef bint any_resplit             # some piece has FLAG_RESPLIT
+    cdef spm_pairs *pairs             # HF tokenizers' ranked merges, or NULL
+    cdef bint fuse_unknown            # tokenizers' fuse_unk
+    cdef bint ignore_merges           # tokenizers' ignore_merges
     cdef bytes decoded_arena          # decode table: the bytes each id renders to
     cdef int64_t[::1] decoded_offsets
 
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil
     cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil
+    cdef int merge_pairs(self, Workspace *w, Py_ssize_t m) noexcept nogil
+    cdef int push_rule(self, Workspace *w, int32_t left) noexcept nogil
     cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil
     cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,
                         bint *prev_unknown) noexcept nogil

@@ -20,6 +20,10 @@ from libc.string cimport memcmp, memcpy, memmove
 
 from spmbpe._csrc cimport (
     spm_bigram,
+    spm_pair_slot,
+    spm_pairs_find,
+    spm_pairs_free,
+    spm_pairs_new,
     spm_heap_free,
     spm_heap_init,
     spm_heap_pop,
@@ -125,6 +129,15 @@ cdef inline int32_t utf8_len(uint8_t lead) noexcept nogil:
     if high == 0xE:
         return 3
     return 4
+
+
+cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t token_id,
+                               int32_t n) noexcept nogil:
+    sym[count].prev = count - 1
+    sym[count].next = count + 1
+    sym[count].start = token_id
+    sym[count].n = n
+    return count + 1
 
 
 cdef inline int hex_value(char c) noexcept nogil:
@@ -356,10 +369,13 @@ cdef class SpmCore:
 
     def __cinit__(self):
         self.vocab = NULL
+        self.pairs = NULL
         self.n_pieces = 0
         self.unk_id = -1
         self.byte_fallback = False
         self.collapse_unknown = False
+        self.fuse_unknown = False
+        self.ignore_merges = False
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
@@ -445,6 +461,34 @@ cdef class SpmCore:
     def __dealloc__(self):
         # The hash table belongs to self.table, which frees it.
         self.vocab = NULL
+        if self.pairs != NULL:
+            spm_pairs_free(self.pairs)
+            self.pairs = NULL
+
+    def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
+        """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
+        (rule i joins ids left[i] and right[i] into merged[i], rank i),
+        characters looked up one by one before merging (bytes, else a
+        (fused) unknown id, else dropped, as tokenizers does)."""
+        cdef const int32_t[::1] l = left
+        cdef const int32_t[::1] r = right
+        cdef const int32_t[::1] m = merged
+        cdef Py_ssize_t n = l.shape[0], i
+        if r.shape[0] != n or m.shape[0] != n:
+            raise ValueError("left, right and merged differ in length")
+        if n >= (1 << 24):
+            # Ranks travel as float32 scores, exact below 2**24.
+            raise ValueError(f"{n} merge rules; at most {(1 << 24) - 1} are supported")
+        for i in range(n):
+            if not (0 <= l[i] < self.n_pieces and 0 <= r[i] < self.n_pieces and 0 <= m[i] < self.n_pieces):
+                raise ValueError(f"merge rule {i} names an id outside the vocabulary")
+        if self.pairs != NULL:
+            spm_pairs_free(self.pairs)
+        self.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
+        if self.pairs == NULL:
+            raise MemoryError("cannot allocate the merge rules")
+        self.fuse_unknown = fuse_unknown
+        self.ignore_merges = ignore_merges
 
     @property
     def vocab_size(self):
@@ -575,6 +619,8 @@ cdef class SpmCore:
             else:
                 w.text[m] = c
                 m += 1
+        if self.pairs != NULL:
+            return self.merge_pairs(w, m)
         return self.merge(w, m)
 
     cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil:
@@ -636,6 +682,105 @@ cdef class SpmCore:
             if rc != OK:
                 return rc
             i = sym[i].next
+        return OK
+
+    cdef int merge_pairs(self, Workspace *w, Py_ssize_t m) noexcept nogil:
+        """HuggingFace tokenizers' BPE (Word::merge_all) over w.text[0:m].
+
+        A symbol's `start` holds its id.  The agenda is ordered by rank, then
+        position; an entry is stale unless the pair now at its position
+        still joins into the same id (tokenizers' own test)."""
+        cdef Symbol *sym = w.symbols
+        cdef const char *text = w.text
+        cdef int32_t count = 0, offset = 0, length, token_id, j
+        cdef int32_t unk_len = 0
+        cdef int32_t pos, nxt, prv
+        cdef const spm_pair_slot *rule
+        cdef spm_bigram top
+        if self.ignore_merges and m > 0:
+            token_id = spm_vocab_find(self.vocab, text, <size_t>m)
+            if token_id >= 0:
+                return ws_push_id(w, token_id)
+        while offset < m:
+            length = utf8_len(<uint8_t>text[offset])
+            if length > m - offset:
+                length = <int32_t>(m - offset)
+            token_id = spm_vocab_find(self.vocab, text + offset, <size_t>length)
+            if token_id >= 0:
+                if unk_len:
+                    count = add_symbol(sym, count, self.unk_id, unk_len)
+                    unk_len = 0
+                count = add_symbol(sym, count, token_id, length)
+            elif self.byte_fallback:
+                if unk_len:
+                    count = add_symbol(sym, count, self.unk_id, unk_len)
+                    unk_len = 0
+                for j in range(length):
+                    count = add_symbol(sym, count, self.byte_ids[<uint8_t>text[offset + j]], 1)
+            elif self.unk_id >= 0:
+                if unk_len and not self.fuse_unknown:
+                    count = add_symbol(sym, count, self.unk_id, unk_len)
+                    unk_len = 0
+                unk_len += length
+            # else: tokenizers drops a character it can neither look up nor
+            # spell in bytes, and so does this.
+            offset += length
+        if unk_len:
+            count = add_symbol(sym, count, self.unk_id, unk_len)
+        if count == 0:
+            return OK
+        sym[count - 1].next = -1
+
+        w.heap.len = 0
+        if spm_heap_reserve(&w.heap, <size_t>count) != 0:
+            return ERR_NOMEM
+        for j in range(count - 1):
+            if self.push_rule(w, j) != OK:
+                return ERR_NOMEM
+        while spm_heap_pop(&w.heap, &top) == 0:
+            pos = top.left
+            if sym[pos].n == 0 or sym[pos].next == -1:
+                continue
+            nxt = sym[pos].next
+            rule = spm_pairs_find(self.pairs, sym[pos].start, sym[nxt].start)
+            if rule == NULL or rule.merged != top.size:
+                continue
+            sym[pos].start = rule.merged
+            sym[pos].n += sym[nxt].n
+            sym[nxt].n = 0
+            sym[pos].next = sym[nxt].next
+            if sym[pos].next >= 0:
+                sym[sym[pos].next].prev = pos
+            prv = sym[pos].prev
+            if prv >= 0 and self.push_rule(w, prv) != OK:
+                return ERR_NOMEM
+            if self.push_rule(w, pos) != OK:
+                return ERR_NOMEM
+        j = 0
+        while j >= 0:
+            if ws_push_id(w, sym[j].start) != OK:
+                return ERR_NOMEM
+            j = sym[j].next
+        return OK
+
+    cdef int push_rule(self, Workspace *w, int32_t left) noexcept nogil:
+        """Queues the rule joining symbol `left` with its next one, if any.
+        Ranks become scores (-rank) so the heap's order is tokenizers'."""
+        cdef Symbol *sym = w.symbols
+        cdef int32_t right = sym[left].next
+        cdef const spm_pair_slot *rule
+        cdef spm_bigram b
+        if right < 0:
+            return OK
+        rule = spm_pairs_find(self.pairs, sym[left].start, sym[right].start)
+        if rule == NULL:
+            return OK
+        b.score = -<float>rule.rank
+        b.left = left
+        b.right = right
+        b.size = rule.merged
+        if spm_heap_push(&w.heap, b) != 0:
+            return ERR_NOMEM
         return OK
 
     cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil:

@@ -30,3 +30,17 @@ cdef extern from "spm_heap.h" nogil:
     int spm_heap_reserve(spm_heap *h, size_t cap)
     int spm_heap_push(spm_heap *h, spm_bigram b)
     int spm_heap_pop(spm_heap *h, spm_bigram *out)
+
+
+cdef extern from "spm_pairs.h" nogil:
+    ctypedef struct spm_pair_slot:
+        int32_t rank
+        int32_t merged
+
+    ctypedef struct spm_pairs:
+        size_t count
+
+    spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
+                             const int32_t *merged)
+    void spm_pairs_free(spm_pairs *p)
+    const spm_pair_slot *spm_pairs_find(const spm_pairs *p, int32_t left, int32_t right)

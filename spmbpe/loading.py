@@ -15,7 +15,8 @@ __all__ = ["load", "KNOWN_FORMATS"]
 KNOWN_FORMATS = (
     "GGUF (.gguf, tokenizer.ggml.model = 'llama')",
     "sentencepiece model (.model, a BPE ModelProto)",
-    "HuggingFace model folder (tokenizer.model + tokenizer_config.json)",
+    "HuggingFace model folder (tokenizer.model + tokenizer_config.json, or tokenizer.json)",
+    "HuggingFace tokenizer.json (a Llama-style BPE model)",
 )
 
 _GGUF_MAGIC = b"GGUF"
@@ -36,10 +37,13 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
             from .huggingface import load_hf_folder
 
             return load_hf_folder(path)
+        if os.path.isfile(os.path.join(path, "tokenizer.json")):
+            from .tokenizer_json import load_tokenizer_json
+
+            return load_tokenizer_json(os.path.join(path, "tokenizer.json"))
         raise UnsupportedModelError(
-            f"{path}: a folder without tokenizer.model; spmbpe.load reads a model folder "
-            f"(tokenizer.model with tokenizer_config.json) or a tokenizer file of one of "
-            f"these formats: {'; '.join(KNOWN_FORMATS)}"
+            f"{path}: a folder with neither tokenizer.model nor tokenizer.json; spmbpe.load "
+            f"reads a tokenizer file or folder of one of these formats: {'; '.join(KNOWN_FORMATS)}"
         )
     with open(path, "rb") as f:
         head = f.read(64)
@@ -47,6 +51,10 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
         from .gguf import load_gguf
 
         return load_gguf(path)
+    if head.lstrip()[:1] == b"{":
+        from .tokenizer_json import load_tokenizer_json
+
+        return load_tokenizer_json(path)
     if is_model_proto(head):
         from .sentencepiece import load_model_proto
 

@@ -48,7 +48,10 @@ _RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
 #: model: added tokens split out of the raw text (leftmost-longest, with their
 #: lstrip/rstrip), each text segment encoded by sentencepiece's rules; with
 #: prefix_scheme "once" (legacy false) the quirks of its non-legacy path.
-REFERENCES = ("llama.cpp", "sentencepiece", "huggingface")
+#: "tokenizers": HuggingFace tokenizers' BPE model from a tokenizer.json:
+#: merges ranked by the merges list (set with _set_ranked_merges), a
+#: Metaspace or Prepend+Replace front end per text segment.
+REFERENCES = ("llama.cpp", "sentencepiece", "huggingface", "tokenizers")
 
 SpecialPolicy = Union[str, Collection[str]]
 Part = Union[int, Tuple[str, bool]]
@@ -136,6 +139,7 @@ class SpmTokenizer:
         mergeable_limit: Optional[int] = None,
         hf_special_tokens: Iterable[str] = (),
         hf_unk_token: str = "<unk>",
+        front_end: Tuple[str, ...] = ("metaspace", "always", False),
     ) -> None:
         n = len(table)
         if reference not in REFERENCES:
@@ -170,7 +174,7 @@ class SpmTokenizer:
         self._add_bos = bool(add_bos)
         self._add_eos = bool(add_eos)
 
-        if unk_id is None:
+        if unk_id is None and reference != "tokenizers":
             for name in (b"<unk>", b"<UNK>"):
                 found = table.find(name)
                 if found >= 0:
@@ -216,6 +220,7 @@ class SpmTokenizer:
         )
         if reference == "huggingface":
             self._init_huggingface(hf_special_tokens, hf_unk_token)
+        self._front_end = front_end
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
@@ -241,8 +246,8 @@ class SpmTokenizer:
             # sentencepiece matches user-defined pieces in the normalized
             # text (_sp_matcher), and nothing before normalizing.
             candidates = []
-        elif self._reference == "huggingface":
-            # Only the tokenizer_config's added tokens are split out first.
+        elif self._reference in ("huggingface", "tokenizers"):
+            # Only the configuration's added tokens are split out first.
             candidates = []
         else:
             candidates = sorted(
@@ -477,6 +482,8 @@ class SpmTokenizer:
             return self._plan_sentencepiece(text, prefix)
         if self._reference == "huggingface":
             return self._plan_huggingface(text, include_special, allowed)
+        if self._reference == "tokenizers":
+            return self._plan_tokenizers(text, include_special, allowed)
         fragments = self._matcher.partition(text, include_special, allowed)
         if fragments is None:
             return [(text, prefix)]
@@ -526,6 +533,41 @@ class SpmTokenizer:
             f.token.id if isinstance(f, TokenAt) else (escaped[f[0] : f[1]], False)
             for f in fragments
         ]
+
+    def _plan_tokenizers(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]
+    ) -> List[Part]:
+        """HuggingFace tokenizers: added tokens split out first, then each
+        text segment normalized / pre-tokenized on its own."""
+        kind = self._front_end[0]
+        parts: List[Part] = []
+        for fragment in self._matcher.partition_hf(text, include_special, allowed):
+            if isinstance(fragment, TokenAt):
+                parts.append(fragment.token.id)
+                continue
+            segment = text[fragment[0] : fragment[1]].replace(" ", "\u2581")
+            if kind == "prepend":
+                # normalizer Sequence[Prepend("▁"), Replace(" ", "▁")]
+                segment = "\u2581" + segment
+            else:
+                # pre_tokenizer Metaspace: "always" prepends "▁" unless the
+                # segment already starts with one; "first" only at offset 0.
+                scheme, split = self._front_end[1], self._front_end[2]
+                if not segment.startswith("\u2581") and (
+                    scheme == "always" or (scheme == "first" and fragment[0] == 0)
+                ):
+                    segment = "\u2581" + segment
+                if split:
+                    # split=True: a word starts at every "▁" (merged with next).
+                    start = 0
+                    for i in range(1, len(segment)):
+                        if segment[i] == "\u2581":
+                            parts.append((segment[start:i], False))
+                            start = i
+                    parts.append((segment[start:], False))
+                    continue
+            parts.append((segment, False))
+        return parts
 
     def _init_huggingface(self, special_tokens: Iterable[str], unk_token: str) -> None:
         # LlamaTokenizer.tokenize drops a leading lone "▁" when the token

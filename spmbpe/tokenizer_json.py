@@ -1,0 +1,214 @@
+"""Tokenizers from HuggingFace ``tokenizer.json`` files (tokenizers' BPE).
+
+The ``tokenizers`` library is what runs a ``tokenizer.json``, so its rules
+apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
+
+* merges are ranked by their place in the merges list, per *pair* of
+  pieces — a piece built by two different pairs can have two ranks, which is
+  where a converted ``tokenizer.json`` and the sentencepiece model it came
+  from disagree (on runs of spaces in Mistral's vocabulary);
+* characters are looked up one by one before merging: a character that is
+  no piece becomes its ``<0xNN>`` byte pieces (byte_fallback), else the
+  (fused) unknown token, else nothing;
+* added tokens are split out of the raw text first; the front end
+  (Metaspace, or a Prepend+Replace normalizer) then runs on each segment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from array import array
+from typing import Dict, List, Optional, Tuple
+
+from ._core import PieceTable
+from .errors import ModelFormatError, UnsupportedModelError
+from .tokenizer import SpmTokenizer
+from .tokens import AddedToken, TokenType
+
+__all__ = ["load_tokenizer_json"]
+
+_MARKER = "\u2581"
+
+
+def load_tokenizer_json(path: str) -> SpmTokenizer:
+    """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ModelFormatError(path, e.pos, f"not valid JSON: {e.msg} (line {e.lineno})") from None
+    except UnicodeDecodeError as e:
+        raise ModelFormatError(path, e.start, "not valid UTF-8") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
+    model = data["model"]
+    kind = model.get("type", "BPE" if "merges" in model else None)
+    if kind != "BPE":
+        raise UnsupportedModelError(
+            f"{path}: a tokenizers {kind or 'unknown'} model; spmbpe implements BPE models "
+            f"(Llama-style, with byte_fallback and a Metaspace front end)"
+        )
+    for field in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(field):
+            raise NotImplementedError(f"{path}: model.{field} is not implemented")
+    if model.get("dropout"):
+        raise NotImplementedError(f"{path}: BPE-dropout (model.dropout) is not implemented")
+    front_end = _front_end(data, path)
+
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise ModelFormatError(path, None, "model.vocab is missing or empty")
+    added_entries = data.get("added_tokens") or []
+    by_id: Dict[int, str] = {}
+    for piece, token_id in vocab.items():
+        if not isinstance(token_id, int) or token_id < 0:
+            raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {token_id!r}")
+        if token_id in by_id:
+            raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
+        by_id[token_id] = piece
+    n_model = len(by_id)
+    added: List[AddedToken] = []
+    for entry in added_entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+            raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r}")
+        if entry.get("single_word"):
+            raise NotImplementedError(f"{path}: added token {entry['content']!r} has single_word=true")
+        if entry.get("normalized") and front_end[0] == "prepend":
+            raise NotImplementedError(
+                f"{path}: added token {entry['content']!r} is matched after normalization "
+                f"(normalized=true), which spmbpe does not implement with a normalizer"
+            )
+        by_id.setdefault(entry["id"], entry["content"])
+        added.append(
+            AddedToken(
+                entry["content"],
+                entry["id"],
+                special=bool(entry.get("special", False)),
+                lstrip=bool(entry.get("lstrip", False)),
+                rstrip=bool(entry.get("rstrip", False)),
+            )
+        )
+    n = max(by_id) + 1
+    missing = [i for i in range(n) if i not in by_id]
+    if missing:
+        raise ModelFormatError(path, None, f"no piece has id {missing[0]} (ids must be 0..{n - 1})")
+    pieces = [by_id[i].encode("utf-8") for i in range(n)]
+    table = PieceTable.from_pieces(pieces)
+    types = bytearray([TokenType.NORMAL]) * n
+    for i in range(n_model, n):
+        types[i] = TokenType.USER_DEFINED
+    for token in added:
+        types[token.id] = TokenType.CONTROL if token.special else TokenType.USER_DEFINED
+    for b in range(256):
+        found = table.find(f"<0x{b:02X}>".encode("ascii"))
+        if found >= 0 and types[found] == TokenType.NORMAL:
+            types[found] = TokenType.BYTE
+
+    left, right, merged = _merge_rules(model.get("merges"), vocab, path)
+    unk_token = model.get("unk_token")
+    unk_id = vocab.get(unk_token) if isinstance(unk_token, str) else None
+    if isinstance(unk_token, str) and unk_id is None:
+        raise ModelFormatError(path, None, f"model.unk_token {unk_token!r} is not in the vocabulary")
+    bos_id, eos_id = _template_ends(data, path)
+    tok = SpmTokenizer._from_table(
+        table,
+        None,
+        bytes(types),
+        bos_id=bos_id,
+        eos_id=eos_id,
+        unk_id=unk_id,
+        add_bos=bos_id is not None,
+        add_eos=eos_id is not None,
+        add_prefix_space=front_end[0] == "prepend" or front_end[1] != "never",
+        prefix_scheme="after_each_special",
+        reference="tokenizers",
+        byte_fallback=bool(model.get("byte_fallback", False)),
+        added_tokens=added,
+        front_end=front_end,
+    )
+    tok._core.set_ranked_merges(left, right, merged, bool(model.get("fuse_unk", False)),
+                                bool(model.get("ignore_merges", False)))
+    return tok
+
+
+def _front_end(data: dict, path: str) -> Tuple:
+    normalizer = data.get("normalizer")
+    pre = data.get("pre_tokenizer")
+    if normalizer is None and isinstance(pre, dict) and pre.get("type") == "Metaspace":
+        if pre.get("replacement", _MARKER) != _MARKER:
+            raise NotImplementedError(f"{path}: Metaspace replacement {pre.get('replacement')!r} is not implemented")
+        scheme = pre.get("prepend_scheme")
+        if scheme is None:  # older files: add_prefix_space
+            scheme = "always" if pre.get("add_prefix_space", True) else "never"
+        if scheme not in ("always", "first", "never"):
+            raise NotImplementedError(f"{path}: Metaspace prepend_scheme {scheme!r} is not implemented")
+        return ("metaspace", scheme, bool(pre.get("split", True)))
+    if pre is None and isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
+        steps = normalizer.get("normalizers") or []
+        if (
+            len(steps) == 2
+            and steps[0].get("type") == "Prepend"
+            and steps[0].get("prepend") == _MARKER
+            and steps[1].get("type") == "Replace"
+            and steps[1].get("pattern") == {"String": " "}
+            and steps[1].get("content") == _MARKER
+        ):
+            return ("prepend",)
+    described = (
+        f"normalizer {normalizer.get('type') if isinstance(normalizer, dict) else normalizer!r}, "
+        f"pre_tokenizer {pre.get('type') if isinstance(pre, dict) else pre!r}"
+    )
+    raise NotImplementedError(
+        f"{path}: the front end ({described}) is not implemented; spmbpe reads Llama-style "
+        f"files (a Metaspace pre-tokenizer, or a Prepend+Replace normalizer)"
+    )
+
+
+def _merge_rules(merges: object, vocab: Dict[str, int], path: str):
+    if not isinstance(merges, list):
+        raise ModelFormatError(path, None, "model.merges is missing or not a list")
+    left, right, merged = array("i"), array("i"), array("i")
+    for i, rule in enumerate(merges):
+        if isinstance(rule, str):
+            a, sep, b = rule.partition(" ")
+            if not sep:
+                raise ModelFormatError(path, None, f"merge rule {i} ({rule!r}) is not 'left right'")
+        elif isinstance(rule, list) and len(rule) == 2 and all(isinstance(x, str) for x in rule):
+            a, b = rule
+        else:
+            raise ModelFormatError(path, None, f"merge rule {i} is not a pair of pieces: {rule!r}")
+        ids = (vocab.get(a), vocab.get(b), vocab.get(a + b))
+        if None in ids:
+            raise ModelFormatError(path, None, f"merge rule {i} ({a!r}, {b!r}) names a piece outside the vocabulary")
+        left.append(ids[0])
+        right.append(ids[1])
+        merged.append(ids[2])
+    return left, right, merged
+
+
+def _template_ends(data: dict, path: str) -> Tuple[Optional[int], Optional[int]]:
+    """BOS/EOS that the post-processor's single-sequence template adds."""
+    post = data.get("post_processor")
+    if post is None:
+        return None, None
+    if not isinstance(post, dict) or post.get("type") != "TemplateProcessing":
+        raise NotImplementedError(
+            f"{path}: post_processor {post.get('type') if isinstance(post, dict) else post!r} "
+            f"is not implemented (TemplateProcessing is)"
+        )
+    single = post.get("single") or []
+    specials = post.get("special_tokens") or {}
+
+    def special_id(item: object) -> Optional[int]:
+        if isinstance(item, dict) and "SpecialToken" in item:
+            name = item["SpecialToken"].get("id")
+            ids = (specials.get(name) or {}).get("ids") or []
+            if len(ids) != 1:
+                raise NotImplementedError(f"{path}: template special token {name!r} is not one id")
+            return int(ids[0])
+        return None
+
+    if not single:
+        return None, None
+    return special_id(single[0]), special_id(single[-1]) if len(single) > 1 else None

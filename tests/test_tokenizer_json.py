@@ -1,0 +1,181 @@
+"""tokenizer.json (HuggingFace tokenizers' BPE): ids equal the tokenizers library's.
+
+References: live `tokenizers` on the golden texts, every corpus line and
+hypothesis text; synthetic tokenizer.json variants for the front ends and
+the rules real files rarely hit.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+import spmbpe
+from spmbpe.errors import ModelFormatError, UnsupportedModelError
+
+DATA = Path(__file__).parent / "data"
+JSON = DATA / "mistral-v1.tokenizer.json"
+CORPUS = sorted((DATA / "corpus").glob("*.txt"))
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return spmbpe.load(JSON), Tokenizer.from_file(str(JSON))
+
+
+def _ref(ref, text, special=False):
+    return ref.encode(text, add_special_tokens=special).ids
+
+
+def test_golden_texts_equal_tokenizers(pair):
+    tok, ref = pair
+    texts = [json.loads(line)["text"] for line in (DATA / "mistral-v1.model.jsonl").open(encoding="utf-8")]
+    bad = [(t, _ref(ref, t), tok.encode(t)) for t in texts if tok.encode(t) != _ref(ref, t)]
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_every_corpus_line_equals_tokenizers(pair, path):
+    tok, ref = pair
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    expected = [e.ids for e in ref.encode_batch(lines, add_special_tokens=False)]
+    got = tok.encode_batch(lines)
+    bad = [(line, e, g) for line, e, g in zip(lines, expected, got) if e != g]
+    assert bad[:3] == [] and len(bad) == 0
+
+
+def test_merge_order_is_the_merges_list_not_piece_scores(pair):
+    # On runs of spaces the converted tokenizer.json and the sentencepiece
+    # model it came from disagree; each file gets its own library's ids.
+    tok, ref = pair
+    sp = spmbpe.load(DATA / "mistral-v1.model")
+    text = "almost no restrictions whatsoever.  You may copy it"
+    assert tok.encode(text) == _ref(ref, text)
+    assert sp.encode(text) != tok.encode(text)
+
+
+def test_a_folder_with_only_tokenizer_json_loads(tmp_path, pair):
+    _, ref = pair
+    shutil.copy(JSON, tmp_path / "tokenizer.json")
+    tok = spmbpe.load(tmp_path)
+    assert tok.reference == "tokenizers"
+    assert tok.encode("Hello world") == _ref(ref, "Hello world")
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60) | st.lists(
+    st.sampled_from(["Hello", " world", "  ", "   ", "\t", "\n", "日本", "🦙", "é", "<s>", "</s>", "<unk>", "▁", "x", "12"]),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT)
+def test_hypothesis_equals_live_tokenizers(pair, text):
+    tok, ref = pair
+    assert tok.encode(text) == _ref(ref, text)
+
+
+# ---------------------------------------------------------------- variants
+
+def _variant(tmp_path, edit, name="tokenizer.json"):
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    edit(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return spmbpe.load(path), Tokenizer.from_file(str(path))
+
+
+_VARIANT_TEXTS = [
+    "Hello world", " Hello", "  two", "a<s>b", "<s>x", " </s> y ", "x[INST]y", "[INST] hi [/INST]",
+    "line\nbreak", "日本語", "é🦙", "", " ", "<unk>z", "a  <s>  b",
+]
+
+
+def _set_metaspace(scheme, split):
+    def edit(data):
+        data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split}
+    return edit
+
+
+def _prepend_replace(data):
+    data["pre_tokenizer"] = None
+    data["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        ],
+    }
+
+
+def _added_with_strip(data):
+    data["added_tokens"].append(
+        {"id": 32000, "content": "[INST]", "single_word": False, "lstrip": True, "rstrip": True, "normalized": False, "special": True}
+    )
+    data["added_tokens"].append(
+        {"id": 32001, "content": "[/INST]", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}
+    )
+
+
+def _bos_eos_template(data):
+    data["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}, "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}},
+    }
+
+
+def _no_byte_fallback(data):
+    data["model"]["byte_fallback"] = False
+    data["model"]["unk_token"] = "<unk>"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _set_metaspace("first", False),
+        _set_metaspace("never", False),
+        _set_metaspace("always", True),
+        _prepend_replace,
+        _added_with_strip,
+        _bos_eos_template,
+        _no_byte_fallback,
+    ],
+    ids=["metaspace-first", "metaspace-never", "metaspace-split", "prepend-replace", "added-strip", "template", "no-byte-fallback"],
+)
+def test_variants_equal_live_tokenizers(tmp_path, edit):
+    tok, ref = _variant(tmp_path, edit)
+    for text in _VARIANT_TEXTS:
+        assert tok.encode(text) == _ref(ref, text), text
+        assert tok.encode(text, add_special_tokens=True) == _ref(ref, text, special=True), text
+
+
+def test_other_model_types_are_refused_by_name(tmp_path):
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {"a": 0}}}), encoding="utf-8")
+    with pytest.raises(UnsupportedModelError, match="WordPiece"):
+        spmbpe.load(path)
+
+
+def test_invalid_json_names_the_file_and_offset(tmp_path):
+    path = tmp_path / "tokenizer.json"
+    path.write_text('{"model": {"type": "BPE", ', encoding="utf-8")
+    with pytest.raises(ModelFormatError) as info:
+        spmbpe.load(path)
+    assert info.value.path == str(path) and info.value.offset is not None
+
+
+def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
+    def edit(data):
+        data["model"]["merges"].append(["\u2581zzq", "qqz"])
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    edit(data)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ModelFormatError, match="merge rule"):
+        spmbpe.load(path)
