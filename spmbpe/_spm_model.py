@@ -48,7 +48,16 @@ Protobuf semantics that are reproduced:
 Deliberately stricter than protobuf (all raise :class:`ModelFormatError`):
 groups (wire types 3 and 4), a known field with the wrong wire type (protobuf
 would keep it as an unknown field), invalid UTF-8 in a piece or in a string
-setting that affects tokenization, and a model without pieces.
+setting that affects tokenization, and a model without pieces.  Training-only
+strings (corpus paths, ``control_symbols``, ...) are decoded leniently, an
+invalid byte becoming U+FFFD.  What sentencepiece checks when it *builds* a
+model (no empty or duplicate pieces, exactly one UNKNOWN piece, 256 BYTE
+pieces with ``byte_fallback``, ...) is left to the caller.
+
+Like any protobuf message, a file cut exactly between two top-level fields is
+a valid, shorter ``ModelProto``: cut after its last piece, a model file reads
+as one without ``trainer_spec`` (whose ``model_type`` then defaults to
+UNIGRAM).  Cuts anywhere else raise.
 
 Lengths are always checked against the end of the enclosing message before any
 slice is taken, so a corrupt length never causes an allocation.
@@ -60,8 +69,6 @@ import os
 import struct
 import sys
 from array import array
-from collections import deque
-from itertools import accumulate
 from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Union
 
 from .errors import ModelFormatError
@@ -188,6 +195,14 @@ _TRAINER_FIELDS: Dict[int, Tuple[Any, ...]] = {
     52: ("differential_privacy_clipping_threshold", _K_UINT64, 0),
 }
 
+# A float field holds a float32: its default too (0.9995 reads back as
+# 0.9994999766349792, as from protobuf).
+for _number, _spec in list(_TRAINER_FIELDS.items()):
+    if _spec[1] == _K_FLOAT:
+        _f32_default = struct.unpack("<f", struct.pack("<f", _spec[2]))[0]
+        _TRAINER_FIELDS[_number] = (_spec[0], _spec[1], _f32_default) + _spec[3:]
+del _number, _spec, _f32_default
+
 _NORMALIZER_FIELDS: Dict[int, Tuple[Any, ...]] = {
     1: ("name", _K_STRING, ""),
     2: ("precompiled_charsmap", _K_BYTES, b""),
@@ -231,6 +246,9 @@ class _Spec:
         return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_make_spec, (type(self), self.as_dict(), self.present))
 
     def __repr__(self) -> str:
         items = ", ".join(
@@ -357,15 +375,19 @@ def _past_end(path: Optional[str], start: int, limit: int, n: int, what: str) ->
     _fail(path, start, f"{what} runs past the end of its enclosing message (at byte {limit})")
 
 
-def _read_varint(data: bytes, pos: int, limit: int, path: Optional[str]) -> Tuple[int, int]:
-    """Decode the varint at ``pos``; return ``(value, next_pos)``.  Values are
-    reduced to 64 bits, as protobuf does."""
+def _read_varint(
+    data: bytes, pos: int, limit: int, path: Optional[str], at: int = -1, what: str = "a varint"
+) -> Tuple[int, int]:
+    """Decode the varint at ``pos`` (which must end before ``limit``); return
+    ``(value, next_pos)``.  Values are reduced to 64 bits, as protobuf does.
+    A varint cut short is reported at offset ``at`` (the key of the field it
+    belongs to) when given, else at its own start."""
     start = pos
     result = 0
     shift = 0
     while True:
         if pos >= limit:
-            _past_end(path, start, limit, len(data), "a varint")
+            _past_end(path, start if at < 0 else at, limit, len(data), what)
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -402,9 +424,9 @@ def _skip_value(
 ) -> int:
     """Skip the value of an unknown field; return the position after it."""
     if wire == _VARINT:
-        return _read_varint(data, pos, limit, path)[1]
+        return _read_varint(data, pos, limit, path, key_pos, f"field {field}")[1]
     if wire == _LEN:
-        ln, pos = _read_varint(data, pos, limit, path)
+        ln, pos = _read_varint(data, pos, limit, path, key_pos, f"field {field}")
         end = pos + ln
         if end > limit:
             _past_end(path, key_pos, limit, len(data), f"field {field} (length {ln})")
@@ -456,7 +478,7 @@ def _parse_spec(
         if wire != expected:
             _wrong_wire(path, key_pos, f"{message}.{name} (field {field})", wire, expected)
         if wire == _VARINT:
-            v, pos = _read_varint(data, pos, end, path)
+            v, pos = _read_varint(data, pos, end, path, key_pos, f"{message}.{name}")
             if kind == _K_BOOL:
                 values[name] = v != 0
             elif kind == _K_UINT64:
@@ -472,7 +494,7 @@ def _parse_spec(
             values[name] = _unpack_float(data, pos)[0]
             pos += 4
         else:
-            ln, pos = _read_varint(data, pos, end, path)
+            ln, pos = _read_varint(data, pos, end, path, key_pos, f"{message}.{name}")
             stop = pos + ln
             if stop > end:
                 _past_end(path, key_pos, end, n, f"{message}.{name} (length {ln})")
@@ -508,7 +530,9 @@ def _parse_piece_slow(
         if field == 1:
             if wire != _LEN:
                 _wrong_wire(path, key_pos, f"piece {index}: SentencePiece.piece", wire, _LEN)
-            ln, pos = _read_varint(data, pos, end, path)
+            ln, pos = _read_varint(
+                data, pos, end, path, key_pos, f"piece {index}: the piece string"
+            )
             if pos + ln > end:
                 _past_end(path, key_pos, end, n, f"piece {index}: the piece string (length {ln})")
             ps = pos
@@ -523,7 +547,7 @@ def _parse_piece_slow(
         elif field == 3:
             if wire != _VARINT:
                 _wrong_wire(path, key_pos, f"piece {index}: SentencePiece.type", wire, _VARINT)
-            v, pos = _read_varint(data, pos, end, path)
+            v, pos = _read_varint(data, pos, end, path, key_pos, f"piece {index}: the type")
             v = _to_int32(v)
             if v in _PIECE_TYPES:  # closed enum: unknown values are not stored
                 typ = v
@@ -556,21 +580,24 @@ def parse_model_proto(
     spath = None if path is None else os.fspath(path)
     if isinstance(spath, bytes):
         spath = os.fsdecode(spath)
+    data = bytes(data)
     n = len(data)
-    buf = bytes(data) + _PAD
+    buf = data + _PAD  # the fast path reads buf, everything else data
 
-    chunks: List[bytes] = []  # the bytes of each piece
-    score_chunks: List[bytes] = []  # 4 little-endian bytes per piece
-    types = bytearray()
+    # Built as we go, with no per-piece object kept alive (that matters for
+    # the speed of a 256k-piece model as much as the bytecode count does).
+    arena = bytearray()  # the pieces' bytes, back to back
+    offsets = array("q", [0])  # piece i is arena[offsets[i]:offsets[i + 1]]
+    scores = bytearray()  # 4 little-endian bytes (a float32) per piece
+    types = bytearray()  # one SentencePiece.Type per piece
     trainer: Dict[str, Any] = {}
     normalizer: Optional[Dict[str, Any]] = None
     denormalizer: Optional[Dict[str, Any]] = None
 
-    add_chunk = chunks.append
-    add_score = score_chunks.append
+    add_offset = offsets.append
     add_type = types.append
-    read_varint = _read_varint
 
+    bad_start = False
     pos = 0
     while pos < n:
         # Fast path: a piece message (key 0x0A, one-byte length) holding the
@@ -594,55 +621,55 @@ def parse_model_proto(
             and buf[ps] & 0xC0 != 0x80
         ):
             if end == pe + 5:
-                add_chunk(buf[ps:pe])
-                add_score(buf[pe + 1 : end])
+                arena += buf[ps:pe]
+                add_offset(len(arena))
+                scores += buf[pe + 1 : end]
                 add_type(1)
                 pos = end
                 continue
             if end == pe + 7 and buf[pe + 5] == 0x18:
                 t = buf[pe + 6]
                 if 0 < t < 7:
-                    add_chunk(buf[ps:pe])
-                    add_score(buf[pe + 1 : pe + 5])
+                    arena += buf[ps:pe]
+                    add_offset(len(arena))
+                    scores += buf[pe + 1 : pe + 5]
                     add_type(t)
                     pos = end
                     continue
 
         # General path: any top-level field.
         key_pos = pos
-        field, wire, pos = _read_key(buf, pos, n, spath)
+        field, wire, pos = _read_key(data, pos, n, spath)
         if field > 5:
-            pos = _skip_value(buf, wire, pos, n, spath, key_pos, field)
+            pos = _skip_value(data, wire, pos, n, spath, key_pos, field)
             continue
         name = _SPEC_NAMES[field]
         if wire != _LEN:
             _wrong_wire(spath, key_pos, f"ModelProto.{name} (field {field})", wire, _LEN)
-        ln, pos = read_varint(buf, pos, n, spath)
+        what = f"piece {len(types)}" if field == 1 else f"ModelProto.{name}"
+        ln, pos = _read_varint(data, pos, n, spath, key_pos, what)
         end = pos + ln
         if end > n:
-            what = f"piece {len(types)}" if field == 1 else f"ModelProto.{name}"
             _past_end(spath, key_pos, n, n, f"{what} (length {ln})")
         if field == 1:
             index = len(types)
-            ps, pe, sp, t = _parse_piece_slow(buf, pos, end, index, spath)
-            chunk = buf[ps:pe]
-            try:
-                chunk.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                _bad_utf8_piece(spath, index, ps + exc.start, chunk)
-            add_chunk(chunk)
-            add_score(_ZERO_SCORE if sp is None else buf[sp : sp + 4])
+            ps, pe, sp, t = _parse_piece_slow(data, pos, end, index, spath)
+            if pe > ps and data[ps] & 0xC0 == 0x80:
+                bad_start = True  # certainly invalid; reported below
+            arena += data[ps:pe]
+            add_offset(len(arena))
+            scores += _ZERO_SCORE if sp is None else data[sp : sp + 4]
             add_type(t)
         elif field == 2:
-            _parse_spec(buf, pos, end, _TRAINER_FIELDS, trainer, "TrainerSpec", spath)
+            _parse_spec(data, pos, end, _TRAINER_FIELDS, trainer, "TrainerSpec", spath)
         elif field == 3:
             if normalizer is None:
                 normalizer = {}
-            _parse_spec(buf, pos, end, _NORMALIZER_FIELDS, normalizer, "NormalizerSpec", spath)
+            _parse_spec(data, pos, end, _NORMALIZER_FIELDS, normalizer, "NormalizerSpec", spath)
         elif field == 5:
             if denormalizer is None:
                 denormalizer = {}
-            _parse_spec(buf, pos, end, _NORMALIZER_FIELDS, denormalizer, "NormalizerSpec", spath)
+            _parse_spec(data, pos, end, _NORMALIZER_FIELDS, denormalizer, "NormalizerSpec", spath)
         # field 4 (self_test_data) is skipped
         pos = end
 
@@ -653,30 +680,31 @@ def parse_model_proto(
     # valid when its parts are not ("\xc3" + "\xa9").  But if the whole arena
     # is valid UTF-8, a piece is valid exactly when it starts and ends on
     # character boundaries, i.e. when neither its first byte nor the first
-    # byte of the next non-empty piece is a continuation byte: the fast path
-    # checked that for its pieces, and the general path decoded its pieces
-    # one by one (so they do not start with a continuation byte either).
-    arena = b"".join(chunks)
+    # byte of the next non-empty piece is a UTF-8 continuation byte (10xxxxxx).
+    # Both paths above checked the first byte of every non-empty piece, so
+    # one decode of the arena validates all pieces.
     try:
+        if bad_start:
+            raise UnicodeDecodeError("utf-8", b"", 0, 0, "")
         arena.decode("utf-8")
     except UnicodeDecodeError:
-        for i, chunk in enumerate(chunks):
+        for i in range(len(types)):
+            chunk = bytes(arena[offsets[i] : offsets[i + 1]])
             try:
                 chunk.decode("utf-8")
             except UnicodeDecodeError as exc:
-                _bad_utf8_piece(spath, i, _piece_offset(buf, n, i) + exc.start, chunk)
+                _bad_utf8_piece(spath, i, _piece_offset(data, i) + exc.start, chunk)
         raise  # pragma: no cover - unreachable
 
-    offsets = array("q", list(accumulate(map(len, chunks), initial=0)))
-    scores = array("f")
-    scores.frombytes(b"".join(score_chunks))
+    score_array = array("f")
+    score_array.frombytes(scores)
     if sys.byteorder == "big":  # pragma: no cover
-        scores.byteswap()
+        score_array.byteswap()
 
     return SpmModelProto(
-        arena=arena,
+        arena=bytes(arena),
         offsets=offsets,
-        scores=scores,
+        scores=score_array,
         types=bytes(types),
         trainer=_make_spec(TrainerSpec, trainer),
         normalizer=None if normalizer is None else _make_spec(NormalizerSpec, normalizer),
@@ -689,33 +717,40 @@ def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) 
     _fail(path, offset, f"piece {index} is not valid UTF-8: {chunk!r}")
 
 
-def _piece_offset(buf: bytes, n: int, index: int) -> int:
+def _piece_offset(data: bytes, index: int) -> int:
     """File offset of the string of piece ``index`` (error reporting only;
     the data is known to parse)."""
+    n = len(data)
     pos = 0
     count = 0
     while pos < n:
         key_pos = pos
-        field, wire, pos = _read_key(buf, pos, n, None)
+        field, wire, pos = _read_key(data, pos, n, None)
         if field == 1:
-            ln, pos = _read_varint(buf, pos, n, None)
+            ln, pos = _read_varint(data, pos, n, None)
             if count == index:
-                return _parse_piece_slow(buf, pos, pos + ln, index, None)[0]
+                return _parse_piece_slow(data, pos, pos + ln, index, None)[0]
             count += 1
             pos += ln
         else:
-            pos = _skip_value(buf, wire, pos, n, None, key_pos, field)
+            pos = _skip_value(data, wire, pos, n, None, key_pos, field)
     raise AssertionError("piece not found")  # pragma: no cover
 
 
-def _make_spec(cls: type, values: Dict[str, Any]) -> Any:
-    return cls(present=frozenset(values), **values)
+def _make_spec(cls: type, values: Dict[str, Any], present: Optional[FrozenSet[str]] = None) -> Any:
+    return cls(present=frozenset(values) if present is None else present, **values)
 
 
 def read_model_proto(path: Union[str, os.PathLike]) -> SpmModelProto:
     """Read and decode a sentencepiece ``.model`` file."""
     with open(path, "rb") as f:
-        data = f.read()
+        head = f.read(16)
+        if head:
+            # Fail fast, before reading all of a large file of another kind
+            # (a GGUF's "G" is field 8 with the invalid wire type 7).
+            spath = os.fsdecode(os.fspath(path))
+            _read_key(head, 0, len(head), spath)
+        data = head + f.read()
     return parse_model_proto(data, path)
 
 
