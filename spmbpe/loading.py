@@ -9,7 +9,7 @@ from ._spm_model import is_model_proto
 from .errors import UnsupportedModelError
 from .tokenizer import SpmTokenizer
 
-__all__ = ["load", "KNOWN_FORMATS"]
+__all__ = ["load", "KNOWN_FORMATS", "BUNDLED_MODELS"]
 
 #: The formats load() recognises, as named in its error messages.
 KNOWN_FORMATS = (
@@ -21,17 +21,28 @@ KNOWN_FORMATS = (
 
 _GGUF_MAGIC = b"GGUF"
 
+#: Vocabularies shipped inside the package, loadable by name.
+BUNDLED_MODELS = {"mistral-v1": "mistral-v1.model"}
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
 
 def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
-    """A tokenizer from a file, its format detected from its contents.
+    """A tokenizer from a file or folder, its format detected from its
+    contents, or a bundled vocabulary by name (``"mistral-v1"``).
 
     GGUF files give llama.cpp's behaviour (``tokenizer.ggml.model`` must be
     ``"llama"``, the SentencePiece-BPE vocabulary type); sentencepiece
     ``.model`` files give sentencepiece's.
     """
     path = os.fspath(path)
+    if not os.path.exists(path) and path in BUNDLED_MODELS:
+        # A bundled vocabulary by name: spmbpe.load("mistral-v1").
+        path = os.path.join(_DATA, BUNDLED_MODELS[path])
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no such tokenizer file or folder: {path!r}")
+        raise FileNotFoundError(
+            f"no such tokenizer file or folder: {path!r} (bundled vocabularies: "
+            f"{', '.join(sorted(BUNDLED_MODELS))})"
+        )
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.model")):
             from .huggingface import load_hf_folder

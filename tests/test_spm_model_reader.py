@@ -167,7 +167,7 @@ def mistral(request):
 
 
 def test_pieces_scores_types_match_sentencepiece(mistral):
-    spm = pytest.importorskip("sentencepiece")
+    import sentencepiece as spm
     path, model = mistral
     sp = spm.SentencePieceProcessor(model_file=str(path))
     n = sp.get_piece_size()
@@ -290,7 +290,7 @@ def test_mistral_settings(path, vocab_size, n_control, n_user):
 
 
 def test_settings_against_protobuf_if_available(mistral):
-    pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    from sentencepiece import sentencepiece_model_pb2 as pb2
     path, model = mistral
     proto = pb2.ModelProto()
     proto.ParseFromString(path.read_bytes())
@@ -348,7 +348,7 @@ def test_defaults_without_settings():
 
 
 def test_small_model_against_sentencepiece():
-    spm = pytest.importorskip("sentencepiece")
+    import sentencepiece as spm
     data = _small_model()
     model = parse_model_proto(data)
     assert _as_tuples(model) == [
@@ -430,7 +430,7 @@ def test_tricky_encodings():
 
 
 def test_tricky_encodings_match_protobuf_reserialization():
-    spm = pytest.importorskip("sentencepiece")
+    import sentencepiece as spm
     data = _tricky_model()
     sp = spm.SentencePieceProcessor(model_proto=data)
     canonical = sp.serialized_model_proto()
@@ -702,7 +702,7 @@ def test_mutations_agree_with_protobuf():
     reject; whatever both accept decodes the same.  (We also reject some
     inputs that protobuf accepts: groups, known fields with the wrong wire
     type, invalid UTF-8, no pieces.)"""
-    pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    from sentencepiece import sentencepiece_model_pb2 as pb2
     from google.protobuf.message import DecodeError
 
     base = _small_model()
