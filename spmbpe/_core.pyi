@@ -1,25 +1,56 @@
-"""Type stubs for the compiled merger (spmbpe/_core.pyx)."""
+"""Type stubs for the compiled core (spmbpe/_core.pyx)."""
 
+from array import array
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 MAX_SEGMENT_BYTES: int
 
-_Part = Union[int, Tuple[str, bool]]
+_Part = Union[int, Tuple[str, bool], Tuple[str, bool, int]]
+
+class PieceTable:
+    arena: bytes
+    size: int
+    first_empty: int
+    def __init__(self, arena: bytes, offsets: "array[int]") -> None: ...
+    @staticmethod
+    def from_pieces(pieces: List[bytes]) -> "PieceTable": ...
+    def __len__(self) -> int: ...
+    def find(self, piece: bytes) -> int: ...
+    def piece_bytes(self, i: int) -> bytes: ...
+    def piece(self, i: int) -> str: ...
+    def pieces(self) -> List[str]: ...
+    def lengths(self) -> "array[int]": ...
+    @property
+    def first_duplicate(self) -> int: ...
+    def first_invalid_utf8(self) -> int: ...
+
+def split_length_prefixed(
+    buf: Union[bytes, memoryview], pos: int, count: int, big_endian: bool
+) -> Optional[Tuple[bytes, "array[int]", int]]: ...
 
 class SpmCore:
+    table: PieceTable
+    byte_fallback: bool
     def __init__(
         self,
-        pieces: List[bytes],
+        table: PieceTable,
         scores: Sequence[float],
         flags: bytes,
+        types: bytes,
         unk_id: int,
-        byte_ids: Optional[Sequence[int]],
         collapse_unknown: bool,
-        decoded: List[bytes],
+        byte_fallback: bool = ...,
     ) -> None: ...
     @property
     def vocab_size(self) -> int: ...
-    def find(self, piece: bytes) -> int: ...
+    def set_ranked_merges(
+        self,
+        left: "array[int]",
+        right: "array[int]",
+        merged: "array[int]",
+        fuse_unknown: bool,
+        ignore_merges: bool,
+    ) -> None: ...
     def encode(self, text: str, prefix: bool) -> List[int]: ...
     def encode_parts(self, parts: List[_Part]) -> List[int]: ...
     def encode_parts_batch(self, batch: List[List[_Part]]) -> List[List[int]]: ...

@@ -86,6 +86,12 @@ class SpmTokenizer:
         add_eos: bool = False,
         reference: str = "llama.cpp",
     ) -> None:
+        if reference not in ("llama.cpp", "sentencepiece"):
+            raise ValueError(
+                f"reference must be 'llama.cpp' or 'sentencepiece' for a tokenizer built from "
+                f"lists, not {reference!r} (HuggingFace folders and tokenizer.json files load "
+                f"with spmbpe.load)"
+            )
         encoded = [_piece_bytes(t, i) for i, t in enumerate(tokens)]
         if not encoded:
             raise VocabularyError("the vocabulary is empty: it needs at least one piece")
