@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ._core import PieceTable
 from ._spm_model import read_model_proto
@@ -31,11 +31,17 @@ __all__ = ["load_hf_folder"]
 _LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
 
 
+# transformers' SPECIAL_TOKENS_ATTRIBUTES, in the order it adds missing ones.
+_SPECIAL_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+# LlamaTokenizer's defaults for a key the config does not have.
+_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+
+
 def load_hf_folder(folder: str) -> SpmTokenizer:
     """A tokenizer from a model folder holding ``tokenizer.model``."""
     model_path = os.path.join(folder, "tokenizer.model")
-    config = _read_json(os.path.join(folder, "tokenizer_config.json"))
-    special_map = _read_json(os.path.join(folder, "special_tokens_map.json"))
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    config = _read_json(config_path)
     cls = config.get("tokenizer_class")
     if cls is not None and cls not in _LLAMA_CLASSES:
         raise UnsupportedModelError(
@@ -44,40 +50,50 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
         )
     proto = read_model_proto(model_path)
     n_model = len(proto)
-
-    def token_text(name: str) -> Optional[str]:
-        for source in (config, special_map):
-            value = source.get(name)
-            if isinstance(value, dict):
-                value = value.get("content")
-            if isinstance(value, str):
-                return value
-        return None
-
-    # transformers' LlamaTokenizer defaults.
     legacy = config.get("legacy")
     legacy = True if legacy is None else bool(legacy)
-    bos_text = token_text("bos_token") or "<s>"
-    eos_text = token_text("eos_token") or "</s>"
-    unk_text = token_text("unk_token") or "<unk>"
-    pad_text = token_text("pad_token")
-    additional = []
-    for source in (special_map, config):
-        for item in source.get("additional_special_tokens") or []:
-            text = item.get("content") if isinstance(item, dict) else item
-            if isinstance(text, str) and text not in additional:
-                additional.append(text)
 
-    added = _added_tokens(config, folder)
-    by_content = {t.content: t for t in added}
+    # The special tokens, with transformers' precedence: the config (or
+    # LlamaTokenizer's defaults); when the config has no added_tokens_decoder
+    # (an older save), special_tokens_map.json overrides it and
+    # added_tokens.json lists the added tokens.
+    specials: Dict[str, Optional[AddedToken]] = {}
+    for name in _SPECIAL_ATTRIBUTES:
+        specials[name] = _special(config.get(name, _LLAMA_DEFAULTS.get(name)), config_path, name)
+    additional = _special_list(config.get("additional_special_tokens"), config_path)
+    if "added_tokens_decoder" in config:
+        added = _added_tokens(config, folder)
+    else:
+        map_path = os.path.join(folder, "special_tokens_map.json")
+        for name, value in _read_json(map_path).items():
+            if name == "additional_special_tokens":
+                for token in _special_list(value, map_path):
+                    if token.content not in {t.content for t in additional}:
+                        additional.append(token)
+            elif name in specials:
+                specials[name] = _special(value, map_path, name)
+        added = _legacy_added_tokens(folder, specials, additional)
+
+    # Special tokens that are not added tokens yet become ones: with their
+    # piece's id, or appended after everything else (PreTrainedTokenizer's
+    # __init__ -> _add_tokens(all_special_tokens_extended)).
+    by_content: Dict[str, AddedToken] = {t.content: t for t in added}
     table = PieceTable(proto.arena, proto.offsets)
-    # bos/eos/unk/pad are added tokens too (special, no stripping), with the
-    # id sentencepiece gives their text.
-    for text in (bos_text, eos_text, unk_text, pad_text, *additional):
-        if text is not None and text not in by_content:
-            found = table.find(text.encode("utf-8"))
-            if found >= 0:
-                by_content[text] = AddedToken(text, found, special=True)
+    vocab_size = n_model + sum(1 for t in added if table.find(t.content.encode("utf-8")) < 0)
+    special_list: List[AddedToken] = []
+    for token in [t for t in specials.values() if t is not None] + additional:
+        if token.content in {t.content for t in special_list}:
+            continue
+        special_list.append(token)
+        if token.content in by_content:
+            continue
+        found = table.find(token.content.encode("utf-8"))
+        if found < 0:
+            found = vocab_size
+            vocab_size += 1
+        by_content[token.content] = AddedToken(
+            token.content, found, special=True, lstrip=token.lstrip, rstrip=token.rstrip
+        )
     added = list(by_content.values())
 
     extra = [t for t in added if t.id >= n_model]
@@ -87,21 +103,17 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
         options["mergeable_limit"] = n_model
     table = PieceTable(proto.arena, proto.offsets)
 
-    def id_of(text: Optional[str]) -> Optional[int]:
-        if text is None:
-            return None
-        if text in by_content:
-            return by_content[text].id
-        found = table.find(text.encode("utf-8"))
-        return found if found >= 0 else None
+    def id_of(name: str) -> Optional[int]:
+        token = specials[name]
+        return None if token is None else by_content[token.content].id
 
     options.update(
-        bos_id=id_of(bos_text),
-        eos_id=id_of(eos_text),
-        unk_id=id_of(unk_text),
-        pad_id=id_of(pad_text),
-        add_bos=bool(config.get("add_bos_token", True)) and id_of(bos_text) is not None,
-        add_eos=bool(config.get("add_eos_token", False)) and id_of(eos_text) is not None,
+        bos_id=id_of("bos_token"),
+        eos_id=id_of("eos_token"),
+        unk_id=id_of("unk_token"),
+        pad_id=id_of("pad_token"),
+        add_bos=bool(config.get("add_bos_token", True)) and id_of("bos_token") is not None,
+        add_eos=bool(config.get("add_eos_token", False)) and id_of("eos_token") is not None,
         # Legacy runs sentencepiece with the model's own add_dummy_prefix;
         # non-legacy turns that off and prefixes by its add_prefix_space.
         add_prefix_space=(
@@ -112,10 +124,54 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
         prefix_scheme="after_each_special" if legacy else "once",
         reference="huggingface",
         added_tokens=added,
-        hf_special_tokens=[t for t in (bos_text, eos_text, unk_text, pad_text, *additional) if t],
-        hf_unk_token=unk_text,
+        hf_special_tokens=[t.content for t in special_list],
+        hf_unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
+        model_pieces=n_model,
     )
     return tokenizer_from_model_proto(proto, model_path, **options)
+
+
+def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
+    """A special token as the config spells it: a string, an AddedToken
+    dict (its lstrip/rstrip apply), or null."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return AddedToken(value, -1, special=True) if value else None
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        if value.get("single_word"):
+            raise NotImplementedError(f"{path}: {name} has single_word=true, which spmbpe does not implement")
+        return AddedToken(
+            value["content"], -1, special=True,
+            lstrip=bool(value.get("lstrip", False)), rstrip=bool(value.get("rstrip", False)),
+        )
+    raise ModelFormatError(path, None, f"{name} is neither a string nor a token object: {value!r}")
+
+
+def _special_list(value: object, path: str) -> List[AddedToken]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ModelFormatError(path, None, "additional_special_tokens is not a list")
+    out = []
+    for item in value:
+        token = _special(item, path, "additional_special_tokens")
+        if token is not None and token.content not in {t.content for t in out}:
+            out.append(token)
+    return out
+
+
+def _legacy_added_tokens(folder: str, specials, additional) -> List[AddedToken]:
+    """added_tokens.json of older saves: {text: id}."""
+    path = os.path.join(folder, "added_tokens.json")
+    entries = _read_json(path)
+    names = {t.content for t in specials.values() if t is not None} | {t.content for t in additional}
+    out = []
+    for text, token_id in entries.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise ModelFormatError(path, None, f"the id of {text!r} is not an integer")
+        out.append(AddedToken(text, token_id, special=text in names))
+    return out
 
 
 def _read_json(path: str) -> dict:

@@ -52,7 +52,10 @@ def tokenizer_from_model_proto(
 
     table = PieceTable(proto.arena, proto.offsets)
     dup = table.first_duplicate
-    if dup >= 0:
+    # Pieces appended after the model's own (HF added tokens) may repeat a
+    # piece's text: the added token keeps its own id.
+    model_pieces = int(options.pop("model_pieces", len(table)))  # type: ignore[call-overload]
+    if 0 <= dup < model_pieces:
         # sentencepiece refuses a model that defines a piece twice.
         first = table.find(table.piece_bytes(dup))
         raise ModelFormatError(

@@ -26,6 +26,11 @@ NormalizerSpec
     1 name, 2 precompiled_charsmap (bytes), 3 add_dummy_prefix,
     4 remove_extra_whitespaces, 5 escape_whitespaces
 
+sentencepiece reads the unk/bos/eos/pad ids only when training: a loaded model
+finds ``<unk>`` by its piece type and ``<s>``, ``</s>``, ``<pad>`` by their
+text (TrainerSpec.bos_piece etc., left at those defaults here).  They are
+written anyway, as a trained model records them.
+
 Fields are written in field-number order, every field of a message once, so
 the output is what a protobuf serializer produces for the same message.
 """
