@@ -1,13 +1,19 @@
 """Throughput of spmbpe against the reference tokenizers, as a table.
 
-    python benchmarks/compare.py [--corpus DIR] [--repeat N]
+    python benchmarks/compare.py [--corpus DIR] [--repeat N] [--files a.txt,b.txt]
 
-Each row is one corpus file and mode (per line, whole document, batch);
-each column a tokenizer, in MB/s of UTF-8 input (best of --repeat runs).
-Every tokenizer runs on the same vocabulary (the Llama 2 GGUF in
-tests/data); ids are compared before timing, and a disagreement is reported
-instead of a time.  spmbpe is timed with a fresh tokenizer per run.
-References are used when installed: llama-cpp-python (the same GGUF).
+Each row is one corpus file and mode (per line, whole document, batch); each
+column a tokenizer on a vocabulary, in MB/s of UTF-8 input (best of --repeat
+runs, one thread except spmbpe's batch, which uses every core).  Tokenizers
+are compared on the same vocabulary and file format:
+
+  sp        sentencepiece on mistral-v1.model      vs spmbpe on the same file
+  hf        tokenizers on mistral-v1.tokenizer.json vs spmbpe on the same file
+  llama.cpp llama-cpp-python on the Llama 2 GGUF   vs spmbpe on the same file
+
+Ids are compared before timing; a disagreement is printed instead of a time.
+spmbpe is timed with a fresh tokenizer per run, so nothing survives between
+runs.  A reference that is not installed is left out.
 """
 
 from __future__ import annotations
@@ -18,90 +24,139 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-GGUF = ROOT / "tests" / "data" / "ggml-vocab-llama-spm.gguf"
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+DATA = HERE.parent / "tests" / "data"
+MODEL = DATA / "mistral-v1.model"
+JSON = DATA / "mistral-v1.tokenizer.json"
+GGUF = DATA / "ggml-vocab-llama-spm.gguf"
 
 
-def best_of(repeat: int, setup: Callable[[], object], run: Callable[[object], object]) -> float:
+class Runner:
+    """One tokenizer: how to make it and how to encode lines / a document."""
+
+    def __init__(self, name: str, make: Callable[[], object], line: Callable, doc: Callable, batch: Callable,
+                 fresh: bool) -> None:
+        self.name, self.make, self.fresh = name, make, fresh
+        self.modes = {"line": line, "doc": doc, "batch": batch}
+        self._kept = None if fresh else make()
+
+    def instance(self):
+        return self.make() if self.fresh else self._kept
+
+
+def runners() -> List[Runner]:
+    import spmbpe
+
+    out = []
+
+    def spmbpe_runner(name, path):
+        return Runner(
+            name, lambda: spmbpe.load(path),
+            lambda t, lines: [t.encode_ordinary(x) for x in lines],
+            lambda t, doc: t.encode_ordinary(doc),
+            lambda t, lines: t.encode_batch(lines, special="none"),
+            fresh=True,
+        )
+
+    try:
+        import sentencepiece as spm
+
+        out.append(spmbpe_runner("spmbpe/sp", MODEL))
+        out.append(Runner(
+            "sentencepiece", lambda: spm.SentencePieceProcessor(model_file=str(MODEL)),
+            lambda t, lines: [t.encode(x) for x in lines], lambda t, doc: t.encode(doc),
+            lambda t, lines: t.encode(lines), fresh=False,
+        ))
+    except ImportError:
+        pass
+    try:
+        from tokenizers import Tokenizer
+
+        out.append(spmbpe_runner("spmbpe/hf", JSON))
+        out.append(Runner(
+            "tokenizers", lambda: Tokenizer.from_file(str(JSON)),
+            lambda t, lines: [t.encode(x, add_special_tokens=False).ids for x in lines],
+            lambda t, doc: t.encode(doc, add_special_tokens=False).ids,
+            lambda t, lines: [e.ids for e in t.encode_batch(lines, add_special_tokens=False)], fresh=False,
+        ))
+    except ImportError:
+        pass
+    try:
+        import llama_cpp
+
+        def enc(m, text):
+            return m.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+        out.append(spmbpe_runner("spmbpe/gguf", GGUF))
+        out.append(Runner(
+            "llama.cpp", lambda: llama_cpp.Llama(str(GGUF), vocab_only=True, verbose=False),
+            lambda m, lines: [enc(m, x) for x in lines], lambda m, doc: enc(m, doc),
+            lambda m, lines: [enc(m, x) for x in lines], fresh=False,
+        ))
+    except ImportError:
+        pass
+    return out
+
+
+def best_of(repeat: int, runner: Runner, mode: str, data) -> float:
     best = float("inf")
+    run = runner.modes[mode]
     for _ in range(repeat):
-        state = setup()
+        tok = runner.instance()
         start = time.perf_counter()
-        run(state)
+        run(tok, data)
         best = min(best, time.perf_counter() - start)
     return best
 
 
-def spmbpe_runner():
-    import spmbpe
-
-    def fresh():
-        return spmbpe.load(GGUF)
-
-    return "spmbpe", fresh, {
-        "line": lambda tok, lines: [tok.encode_ordinary(x) for x in lines],
-        "doc": lambda tok, doc: tok.encode_ordinary(doc),
-        "batch": lambda tok, lines: tok.encode_batch(lines, special="none"),
-    }
-
-
-def llama_cpp_runner():
-    try:
-        import llama_cpp
-    except ImportError:
-        return None
-    model = llama_cpp.Llama(str(GGUF), vocab_only=True, verbose=False)
-
-    def enc(text: str) -> List[int]:
-        return model.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-
-    return "llama.cpp", lambda: model, {
-        "line": lambda m, lines: [enc(x) for x in lines],
-        "doc": lambda m, doc: enc(doc),
-        "batch": lambda m, lines: [enc(x) for x in lines],
-    }
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=DATA / "corpus")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--files", default=None, help="comma-separated file names (default: all)")
     args = parser.parse_args(argv)
     files = sorted(args.corpus.glob("*.txt"))
+    if args.files:
+        wanted = set(args.files.split(","))
+        files = [f for f in files if f.name in wanted]
     if not files:
         print(f"no .txt files in {args.corpus}", file=sys.stderr)
         return 2
 
-    runners = [r for r in (spmbpe_runner(), llama_cpp_runner()) if r is not None]
     import spmbpe
 
-    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, spmbpe {spmbpe.__version__}")
-    header = f"{'file':<18} {'mode':<6} " + " ".join(f"{name:>12}" for name, _, _ in runners)
+    table = runners()
+    versions = []
+    for module in ("sentencepiece", "tokenizers", "llama_cpp"):
+        try:
+            versions.append(f"{module} {__import__(module).__version__}")
+        except (ImportError, AttributeError):
+            pass
+    print(f"# {platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Python "
+          f"{platform.python_version()}, spmbpe {spmbpe.__version__}, {', '.join(versions)}")
+    header = f"{'file':<16} {'mode':<5} " + " ".join(f"{r.name:>13}" for r in table)
     print(header)
     print("-" * len(header))
-    reference = spmbpe.load(GGUF)
     for path in files:
         doc = path.read_text(encoding="utf-8")
         lines = [x for x in doc.splitlines() if x.strip()]
-        inputs = {"line": lines, "doc": doc, "batch": lines}
-        for mode, data in inputs.items():
+        for mode, data in (("line", lines), ("doc", doc), ("batch", lines)):
             size = len(doc.encode("utf-8")) if mode == "doc" else sum(len(x.encode("utf-8")) for x in lines)
-            want = reference.encode_ordinary(doc) if mode == "doc" else reference.encode_batch(lines, special="none")
             cells = []
-            for name, setup, modes in runners:
-                run = modes[mode]
-                got = run(setup(), data)
-                if got != want:
-                    cells.append(f"{'differs':>12}")
-                    continue
-                seconds = best_of(args.repeat, setup, lambda state: run(state, data))
-                cells.append(f"{size / 1e6 / seconds:>12.2f}")
-            print(f"{path.name:<18} {mode:<6} " + " ".join(cells))
+            for i, runner in enumerate(table):
+                if i % 2 == 1:
+                    # Ids must agree with spmbpe on the same file (the column before).
+                    mine = table[i - 1].modes[mode](table[i - 1].instance(), data)
+                    theirs = runner.modes[mode](runner.instance(), data)
+                    if mine != theirs:
+                        cells[-1] = f"{'differs':>13}"
+                        cells.append(f"{'differs':>13}")
+                        continue
+                seconds = best_of(args.repeat, runner, mode, data)
+                cells.append(f"{size / 1e6 / seconds:>13.2f}")
+            print(f"{path.name:<16} {mode:<5} " + " ".join(cells), flush=True)
     return 0
 
 

@@ -12,7 +12,7 @@ import spmbpe
 
 ROOT = Path(__file__).resolve().parent.parent
 GGUF = ROOT / "tests" / "data" / "ggml-vocab-llama-spm.gguf"
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*.txt")) if CORPUS.is_dir() else []
 
 
