@@ -29,6 +29,9 @@ ctypedef struct Workspace:
     int32_t *ids          # output ids
     size_t ids_len
     size_t ids_cap
+    int32_t *spans        # with want_spans: [start, end) in `text` of each id
+    size_t spans_cap
+    bint want_spans
     int64_t bad_start     # where an unencodable character sits in `text`
     int64_t bad_len
     # Resplitting (sentencepiece's rev_merge): for a FLAG_RESPLIT piece id,
@@ -77,4 +80,5 @@ cdef class SpmCore:
                         bint *prev_unknown) noexcept nogil
     cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil
     cdef _encode_parts(self, list parts, Workspace *w)
+    cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)

@@ -72,6 +72,9 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.split_touched = NULL
     w.split_touched_len = 0
     w.split_touched_cap = 0
+    w.spans = NULL
+    w.spans_cap = 0
+    w.want_spans = False
 
 
 cdef inline void ws_free(Workspace *w) noexcept nogil:
@@ -81,6 +84,7 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.ids)
     free(w.split_left)
     free(w.split_touched)
+    free(w.spans)
     ws_init(w)
 
 
@@ -515,9 +519,10 @@ cdef class SpmCore:
     def encode_parts(self, list parts):
         """Ids of a partitioned text.
 
-        Each part is a token id (emitted as is) or a tuple (text, prefix):
-        a segment to escape and merge, or (text, prefix, skip): the same
-        without its first `skip` ids.
+        Each part is a token id (emitted as is), a tuple (token_id, start,
+        end), or a tuple (text, prefix[, skip[, origin, lead]]): a segment to
+        escape and merge, without its first `skip` ids (see
+        encode_parts_offsets for origin and lead).
         """
         cdef Workspace w
         ws_init(&w)
@@ -525,6 +530,81 @@ cdef class SpmCore:
             self._encode_parts(parts, &w)
             return list_from_ids(w.ids, w.ids_len)
         finally:
+            ws_free(&w)
+
+    def encode_parts_offsets(self, list parts):
+        """Ids of a partitioned text with the character span of each.
+
+        Parts: (token_id, start, end) for a token matched in the text, or
+        (text, prefix, skip, origin, lead) for a segment: `origin` is the
+        character offset in the original text of the segment's first
+        character that is not one of its `lead` synthetic leading characters
+        (a dummy prefix or HF's unk token put in front); those and the core's
+        own prefix are zero-width.  Returns (ids, starts, ends).
+        """
+        cdef Workspace w
+        cdef list ids = [], starts = [], ends = []
+        cdef object part
+        cdef str text
+        cdef Py_ssize_t n, i, k, origin, lead, skip, produced
+        cdef const char *src
+        cdef int rc
+        cdef bint prefix
+        cdef size_t mark
+        cdef int32_t *char_of = NULL
+        cdef int32_t s0, e0, c0, c1, pre
+        ws_init(&w)
+        w.want_spans = True
+        try:
+            for part in parts:
+                if type((<tuple>part)[0]) is not str:
+                    ids.append((<tuple>part)[0])
+                    starts.append((<tuple>part)[1])
+                    ends.append((<tuple>part)[2])
+                    continue
+                text, prefix, skip, origin, lead = part
+                src = PyUnicode_AsUTF8AndSize(text, &n)
+                mark = w.ids_len
+                with nogil:
+                    rc = self.encode_segment(src, n, prefix, &w)
+                self._check(rc, &w, text)
+                produced = w.ids_len - mark
+                if produced == 0:
+                    continue
+                # Character index of each escaped byte: the core's prefix is
+                # character -1; a space is one character of three bytes.
+                free(char_of)
+                char_of = <int32_t *>malloc((3 * n + 4) * sizeof(int32_t))
+                if char_of == NULL:
+                    raise MemoryError()
+                pre = 3 if prefix else 0
+                for i in range(pre):
+                    char_of[i] = -1
+                k = -1
+                e0 = pre
+                for i in range(n):
+                    if (<uint8_t>src[i] & 0xC0) != 0x80:
+                        k += 1
+                    if src[i] == c' ':
+                        char_of[e0] = char_of[e0 + 1] = char_of[e0 + 2] = <int32_t>k
+                        e0 += 3
+                    else:
+                        char_of[e0] = <int32_t>k
+                        e0 += 1
+                first = mark + (skip if produced >= skip else 0)
+                for i in range(first, w.ids_len):
+                    s0 = w.spans[2 * i]
+                    e0 = w.spans[2 * i + 1]
+                    c0 = char_of[s0] if s0 < e0 else (char_of[s0] if s0 < pre + 3 * n else <int32_t>(k + 1))
+                    if c0 < 0:
+                        c0 = 0
+                    c1 = char_of[e0 - 1] + 1 if e0 > s0 else c0
+                    ids.append(w.ids[i])
+                    starts.append(origin + max(0, c0 - lead))
+                    ends.append(origin + max(0, c1 - lead))
+            return ids, starts, ends
+        finally:
+            free(char_of)
             ws_free(&w)
 
     def encode_parts_batch(self, list batch):
@@ -554,6 +634,8 @@ cdef class SpmCore:
         cdef int64_t token_id
         cdef size_t mark, produced, skip
         for part in parts:
+            if type(part) is tuple and type((<tuple>part)[0]) is not str:
+                part = (<tuple>part)[0]  # (token_id, start, end): the id
             if type(part) is tuple:
                 text = (<tuple>part)[0]
                 prefix = (<tuple>part)[1]
@@ -562,8 +644,8 @@ cdef class SpmCore:
                 with nogil:
                     rc = self.encode_segment(src, n, prefix, w)
                 self._check(rc, w, text)
-                if len(<tuple>part) > 2:
-                    # (text, prefix, skip): leave out the segment's first
+                if len(<tuple>part) > 2 and (<tuple>part)[2]:
+                    # (text, prefix, skip, ...): leave out the segment's first
                     # `skip` ids, when it has that many (HF's "<unk>" trick).
                     skip = (<tuple>part)[2]
                     produced = w.ids_len - mark
@@ -700,7 +782,7 @@ cdef class SpmCore:
         if self.ignore_merges and m > 0:
             token_id = spm_vocab_find(self.vocab, text, <size_t>m)
             if token_id >= 0:
-                return ws_push_id(w, token_id)
+                return self.push(w, token_id, 0, <int32_t>m)
         while offset < m:
             length = utf8_len(<uint8_t>text[offset])
             if length > m - offset:
@@ -757,9 +839,11 @@ cdef class SpmCore:
             if self.push_rule(w, pos) != OK:
                 return ERR_NOMEM
         j = 0
+        offset = 0
         while j >= 0:
-            if ws_push_id(w, sym[j].start) != OK:
+            if self.push(w, sym[j].start, offset, offset + sym[j].n) != OK:
                 return ERR_NOMEM
+            offset += sym[j].n
             j = sym[j].next
         return OK
 
@@ -827,6 +911,25 @@ cdef class SpmCore:
         w.split_left[token_id] = left_n
         return OK
 
+    cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil:
+        """Appends an id and, when spans are wanted, the bytes of the
+        escaped segment it stands for."""
+        cdef size_t cap
+        cdef int32_t *grown
+        if w.want_spans:
+            if w.spans_cap < 2 * (w.ids_len + 1):
+                cap = w.spans_cap * 2 if w.spans_cap else 512
+                while cap < 2 * (w.ids_len + 1):
+                    cap *= 2
+                grown = <int32_t *>realloc(w.spans, cap * sizeof(int32_t))
+                if grown == NULL:
+                    return ERR_NOMEM
+                w.spans = grown
+                w.spans_cap = cap
+            w.spans[2 * w.ids_len] = start
+            w.spans[2 * w.ids_len + 1] = end
+        return ws_push_id(w, token_id)
+
     cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,
                         bint *prev_unknown) noexcept nogil:
         """Appends the id(s) of the final symbol text[start:start+n]."""
@@ -842,13 +945,14 @@ cdef class SpmCore:
                         return rc
                     return self.emit_piece(w, start + left_n, n - left_n, prev_unknown)
             prev_unknown[0] = False
-            return ws_push_id(w, token_id)
+            return self.push(w, token_id, start, start + n)
         # Only a single character reaches here: every merge builds a piece.
-        # Its UTF-8 bytes as <0xNN> pieces with byte fallback, else <unk>.
+        # Its UTF-8 bytes as <0xNN> pieces with byte fallback (each spanning
+        # the whole character), else <unk>.
         if self.byte_fallback:
             prev_unknown[0] = False
             for j in range(n):
-                if ws_push_id(w, self.byte_ids[<uint8_t>w.text[start + j]]) != OK:
+                if self.push(w, self.byte_ids[<uint8_t>w.text[start + j]], start, start + n) != OK:
                     return ERR_NOMEM
             return OK
         if self.unk_id < 0:
@@ -857,9 +961,11 @@ cdef class SpmCore:
             return ERR_UNENCODABLE
         # sentencepiece merges a run of unknown pieces into one <unk>.
         if self.collapse_unknown and prev_unknown[0]:
+            if w.want_spans:
+                w.spans[2 * w.ids_len - 1] = start + n
             return OK
         prev_unknown[0] = True
-        return ws_push_id(w, self.unk_id)
+        return self.push(w, self.unk_id, start, start + n)
 
     # ------------------------------------------------------------ decoding
 

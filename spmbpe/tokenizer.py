@@ -54,7 +54,7 @@ _RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
 REFERENCES = ("llama.cpp", "sentencepiece", "huggingface", "tokenizers")
 
 SpecialPolicy = Union[str, Collection[str]]
-Part = Union[int, Tuple[str, bool]]
+Part = Union[Tuple[int, int, int], Tuple[str, bool, int, int, int]]
 
 
 class SpmTokenizer:
@@ -416,6 +416,40 @@ class SpmTokenizer:
             self._add_boundary_tokens(ids)
         return ids
 
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        special: SpecialPolicy = "all",
+        add_special_tokens: bool = False,
+    ) -> Tuple[List[int], List[Tuple[int, int]]]:
+        """``encode`` with, for each id, the ``(start, end)`` character span
+        of the original text it stands for.
+
+        The dummy prefix takes no characters (a lone prefix id has an empty
+        span); a piece that begins with a space marker covers that space;
+        the byte pieces of one character all span that character; BOS/EOS
+        added by `add_special_tokens` have empty spans at the ends.
+
+        >>> tok.encode_with_offsets("Hello world")                # doctest: +SKIP
+        ([15043, 3186], [(0, 5), (5, 11)])
+        """
+        include, allowed = self._special_policy(special)
+        parts = self._plan(_check_text(text), include, allowed)
+        try:
+            ids, starts, ends = self._core.encode_parts_offsets(parts)
+        except UnicodeEncodeError:
+            raise _surrogate_error(text) from None
+        spans = list(zip(starts, ends))
+        if add_special_tokens:
+            if self._add_bos:
+                ids.insert(0, self._bos_id)  # type: ignore[arg-type]
+                spans.insert(0, (0, 0))
+            if self._add_eos:
+                ids.append(self._eos_id)  # type: ignore[arg-type]
+                spans.append((len(text), len(text)))
+        return ids, spans
+
     def encode_ordinary(self, text: str) -> List[int]:
         """``encode(text, special="none")``: special tokens are plain text."""
         return self.encode(text, special="none")
@@ -478,9 +512,16 @@ class SpmTokenizer:
             f"{type(special).__name__}"
         )
 
+    # Plans.  A plan is the list of parts the core encodes:
+    #   (token_id, start, end)               a token matched in the text;
+    #   (text, prefix, skip, origin, lead)   a segment to escape and merge:
+    #       `prefix` asks the core for the dummy prefix, the first `skip`
+    #       ids are left out, and text[lead:] is the original text from
+    #       character `origin` on (its first `lead` characters are synthetic:
+    #       a prefix or HF's unk token put in front), which is what
+    #       encode_with_offsets maps spans back through.
+
     def _plan(self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]) -> List[Part]:
-        """The parts the core encodes: token ids, and text fragments with
-        whether each carries the dummy prefix."""
         if not text:
             return []
         prefix = self._add_prefix_space
@@ -492,7 +533,7 @@ class SpmTokenizer:
             return self._plan_tokenizers(text, include_special, allowed)
         fragments = self._matcher.partition(text, include_special, allowed)
         if fragments is None:
-            return [(text, prefix)]
+            return [(text, prefix, 0, 0, 0)]
         parts: List[Part] = []
         if self._prefix_scheme == "after_each_special":
             # llama.cpp: is_prev_special starts true and is re-armed by every
@@ -501,10 +542,11 @@ class SpmTokenizer:
             prev_token = True
             for fragment in fragments:
                 if isinstance(fragment, TokenAt):
-                    parts.append(fragment.token.id)
+                    parts.append(_token_part(fragment))
                     prev_token = True
                 else:
-                    parts.append((text[fragment[0] : fragment[1]], prefix and prev_token))
+                    start, end = fragment
+                    parts.append((text[start:end], prefix and prev_token, 0, start, 0))
                     prev_token = False
             return parts
         # "once": the prefix belongs to the input, not to a fragment.  When a
@@ -515,30 +557,36 @@ class SpmTokenizer:
         first = fragments[0]
         if isinstance(first, TokenAt):
             if prefix and first.token.id not in self._sentinel_ids:
-                parts.append(("", True))
+                parts.append(("", True, 0, 0, 0))
             carries = False
         for fragment in fragments:
             if isinstance(fragment, TokenAt):
-                parts.append(fragment.token.id)
+                parts.append(_token_part(fragment))
             else:
-                parts.append((text[fragment[0] : fragment[1]], carries))
+                start, end = fragment
+                parts.append((text[start:end], carries, 0, start, 0))
                 carries = False
         return parts
 
-    def _plan_sentencepiece(self, text: str, prefix: bool) -> List[Part]:
+    def _plan_sentencepiece(self, text: str, prefix: bool, origin: int = 0, lead: int = 0) -> List[Part]:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
         then matches user-defined pieces in the normalized text, longest
         first at each position, and merges what lies between them."""
         escaped = text.replace(" ", "\u2581")
         if prefix:
             escaped = "\u2581" + escaped
+            lead += 1
         fragments = self._sp_matcher.partition_longest(escaped)
         if fragments is None:
-            return [(escaped, False)]
-        return [
-            f.token.id if isinstance(f, TokenAt) else (escaped[f[0] : f[1]], False)
-            for f in fragments
-        ]
+            return [(escaped, False, 0, origin, lead)]
+        parts: List[Part] = []
+        for f in fragments:
+            if isinstance(f, TokenAt):
+                end = f.start + len(f.token.content)
+                parts.append((f.token.id, origin + max(0, f.start - lead), origin + max(0, end - lead)))
+            else:
+                parts.append((escaped[f[0] : f[1]], False, 0, origin + max(0, f[0] - lead), max(0, lead - f[0])))
+        return parts
 
     def _plan_tokenizers(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]
@@ -549,12 +597,15 @@ class SpmTokenizer:
         parts: List[Part] = []
         for fragment in self._matcher.partition_hf(text, include_special, allowed):
             if isinstance(fragment, TokenAt):
-                parts.append(fragment.token.id)
+                parts.append(_token_part(fragment))
                 continue
+            origin = fragment[0]
             segment = text[fragment[0] : fragment[1]].replace(" ", "\u2581")
+            lead = 0
             if kind == "prepend":
                 # normalizer Sequence[Prepend("▁"), Replace(" ", "▁")]
                 segment = "\u2581" + segment
+                lead = 1
             else:
                 # pre_tokenizer Metaspace: "always" prepends "▁" unless the
                 # segment already starts with one; "first" only at offset 0.
@@ -563,16 +614,18 @@ class SpmTokenizer:
                     scheme == "always" or (scheme == "first" and fragment[0] == 0)
                 ):
                     segment = "\u2581" + segment
+                    lead = 1
                 if split:
                     # split=True: a word starts at every "▁" (merged with next).
                     start = 0
-                    for i in range(1, len(segment)):
-                        if segment[i] == "\u2581":
-                            parts.append((segment[start:i], False))
+                    for i in range(1, len(segment) + 1):
+                        if i == len(segment) or segment[i] == "\u2581":
+                            parts.append(
+                                (segment[start:i], False, 0, origin + max(0, start - lead), max(0, lead - start))
+                            )
                             start = i
-                    parts.append((segment[start:], False))
                     continue
-            parts.append((segment, False))
+            parts.append((segment, False, 0, origin, lead))
         return parts
 
     def _init_huggingface(self, special_tokens: Iterable[str], unk_token: str) -> None:
@@ -587,18 +640,21 @@ class SpmTokenizer:
         # as sp.encode(unk_token + segment)[len(sp.encode(unk_token)):],
         # with the dummy prefix off.
         self._hf_unk_length = len(self._core.encode_parts(self._plan_sentencepiece(unk_token, False)))
-        self._hf_lone_prefix = self._core.encode_parts(self._hf_segment("\u2581"))
+        self._hf_lone_prefix = self._core.encode_parts(self._hf_segment("\u2581", 0, 1))
 
-    def _hf_segment(self, segment: str) -> List[Part]:
+    def _hf_segment(self, segment: str, origin: int, lead: int) -> List[Part]:
         """Parts of one text segment of HF's non-legacy _tokenize."""
         if not segment.startswith(("\u2581", " ")):
-            return self._plan_sentencepiece(segment, False)
-        parts = self._plan_sentencepiece(self._hf_unk_token + segment, False)
-        if len(parts) == 1 and isinstance(parts[0], tuple):
-            return [(parts[0][0], False, self._hf_unk_length)]
+            return self._plan_sentencepiece(segment, False, origin, lead)
+        unk = self._hf_unk_token
+        parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk))
+        if len(parts) == 1 and isinstance(parts[0][0], str):
+            text, _, _, part_origin, part_lead = parts[0]
+            return [(text, False, self._hf_unk_length, part_origin, part_lead)]
         # A user-defined piece inside: drop the ids of the unk token here.
-        ids = self._core.encode_parts(parts)
-        return ids[self._hf_unk_length :] if len(ids) >= self._hf_unk_length else ids
+        ids, starts, ends = self._core.encode_parts_offsets(parts)
+        keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
+        return list(zip(ids[keep:], starts[keep:], ends[keep:]))
 
     def _plan_huggingface(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]
@@ -606,21 +662,28 @@ class SpmTokenizer:
         """transformers' slow LlamaTokenizer.tokenize, as parts."""
         legacy = self._prefix_scheme == "after_each_special"
         prefix = self._add_prefix_space
+        synthetic = 0
         if not legacy:
             # Non-legacy: a literal "▁" is a space, and the dummy prefix is
             # put on the text before splitting (sentencepiece's own is off).
             text = text.replace("\u2581", " ")
             if prefix:
                 text = "\u2581" + text
+                synthetic = 1
         fragments = self._matcher.partition_hf(text, include_special, allowed)
         parts: List[Part] = []
         for index, fragment in enumerate(fragments):
             if isinstance(fragment, TokenAt):
-                parts.append(fragment.token.id)
+                end = fragment.start + len(fragment.token.content)
+                parts.append(
+                    (fragment.token.id, max(0, fragment.start - synthetic), max(0, end - synthetic))
+                )
                 continue
             segment = text[fragment[0] : fragment[1]]
+            origin = max(0, fragment[0] - synthetic)
+            lead = max(0, synthetic - fragment[0])
             if legacy:
-                parts.extend(self._plan_sentencepiece(segment, prefix))
+                parts.extend(self._plan_sentencepiece(segment, prefix, origin, lead))
             elif (
                 index == 0
                 and segment == "\u2581"
@@ -632,7 +695,7 @@ class SpmTokenizer:
             ):
                 continue  # the lone "▁" before a special token is dropped
             else:
-                parts.extend(self._hf_segment(segment))
+                parts.extend(self._hf_segment(segment, origin, lead))
         return parts
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
@@ -665,6 +728,10 @@ class SpmTokenizer:
         'Hello world'
         """
         return self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
+
+
+def _token_part(fragment: TokenAt) -> Tuple[int, int, int]:
+    return (fragment.token.id, fragment.start, fragment.start + len(fragment.token.content))
 
 
 def _piece_bytes(piece: object, index: int) -> bytes:
