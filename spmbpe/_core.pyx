@@ -88,16 +88,26 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     ws_init(w)
 
 
-cdef inline int ws_push_id(Workspace *w, int32_t token_id) noexcept nogil:
-    cdef size_t cap
+cdef inline int grow_int32(int32_t **buf, size_t *cap, size_t need) noexcept nogil:
+    """Makes an int32 buffer hold at least `need` items (doubling)."""
+    cdef size_t size
     cdef int32_t *grown
-    if w.ids_len == w.ids_cap:
-        cap = w.ids_cap * 2 if w.ids_cap else 256
-        grown = <int32_t *>realloc(w.ids, cap * sizeof(int32_t))
-        if grown == NULL:
-            return ERR_NOMEM
-        w.ids = grown
-        w.ids_cap = cap
+    if need <= cap[0]:
+        return OK
+    size = cap[0] * 2 if cap[0] else 256
+    while size < need:
+        size *= 2
+    grown = <int32_t *>realloc(buf[0], size * sizeof(int32_t))
+    if grown == NULL:
+        return ERR_NOMEM
+    buf[0] = grown
+    cap[0] = size
+    return OK
+
+
+cdef inline int ws_push_id(Workspace *w, int32_t token_id) noexcept nogil:
+    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + 1) != OK:
+        return ERR_NOMEM
     w.ids[w.ids_len] = token_id
     w.ids_len += 1
     return OK
@@ -892,20 +902,13 @@ cdef class SpmCore:
         return OK
 
     cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil:
-        cdef size_t cap
-        cdef int32_t *grown
         if w.split_left == NULL:
             w.split_left = <int32_t *>calloc(self.n_pieces, sizeof(int32_t))
             if w.split_left == NULL:
                 return ERR_NOMEM
         if w.split_left[token_id] == 0:
-            if w.split_touched_len == w.split_touched_cap:
-                cap = w.split_touched_cap * 2 if w.split_touched_cap else 64
-                grown = <int32_t *>realloc(w.split_touched, cap * sizeof(int32_t))
-                if grown == NULL:
-                    return ERR_NOMEM
-                w.split_touched = grown
-                w.split_touched_cap = cap
+            if grow_int32(&w.split_touched, &w.split_touched_cap, w.split_touched_len + 1) != OK:
+                return ERR_NOMEM
             w.split_touched[w.split_touched_len] = token_id
             w.split_touched_len += 1
         w.split_left[token_id] = left_n
@@ -914,18 +917,9 @@ cdef class SpmCore:
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil:
         """Appends an id and, when spans are wanted, the bytes of the
         escaped segment it stands for."""
-        cdef size_t cap
-        cdef int32_t *grown
         if w.want_spans:
-            if w.spans_cap < 2 * (w.ids_len + 1):
-                cap = w.spans_cap * 2 if w.spans_cap else 512
-                while cap < 2 * (w.ids_len + 1):
-                    cap *= 2
-                grown = <int32_t *>realloc(w.spans, cap * sizeof(int32_t))
-                if grown == NULL:
-                    return ERR_NOMEM
-                w.spans = grown
-                w.spans_cap = cap
+            if grow_int32(&w.spans, &w.spans_cap, 2 * (w.ids_len + 1)) != OK:
+                return ERR_NOMEM
             w.spans[2 * w.ids_len] = start
             w.spans[2 * w.ids_len + 1] = end
         return ws_push_id(w, token_id)

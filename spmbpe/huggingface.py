@@ -175,8 +175,15 @@ def _legacy_added_tokens(folder: str, specials, additional) -> List[AddedToken]:
 
 
 def _read_json(path: str) -> dict:
+    """The JSON object in an optional file of a model folder ({} when absent)."""
     if not os.path.exists(path):
         return {}
+    return read_json_object(path)
+
+
+def read_json_object(path: str) -> dict:
+    """The JSON object in a file; ModelFormatError (with the offset) if it is
+    not one."""
     try:
         with open(path, encoding="utf-8") as f:
             value = json.load(f)

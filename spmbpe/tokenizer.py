@@ -328,7 +328,8 @@ class SpmTokenizer:
 
     @property
     def reference(self) -> str:
-        """Whose rules this tokenizer follows: "llama.cpp" or "sentencepiece"."""
+        """Whose rules this tokenizer follows: "llama.cpp", "sentencepiece",
+        "huggingface" (transformers' slow tokenizer) or "tokenizers"."""
         return self._reference
 
     @property

@@ -16,13 +16,12 @@ apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
 
 from __future__ import annotations
 
-import json
-import os
 from array import array
 from typing import Dict, List, Optional, Tuple
 
 from ._core import PieceTable
 from .errors import ModelFormatError, UnsupportedModelError
+from .huggingface import read_json_object
 from .tokenizer import SpmTokenizer
 from .tokens import AddedToken, TokenType
 
@@ -33,14 +32,8 @@ _MARKER = "\u2581"
 
 def load_tokenizer_json(path: str) -> SpmTokenizer:
     """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ModelFormatError(path, e.pos, f"not valid JSON: {e.msg} (line {e.lineno})") from None
-    except UnicodeDecodeError as e:
-        raise ModelFormatError(path, e.start, "not valid UTF-8") from None
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+    data = read_json_object(path)
+    if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
     model = data["model"]
     kind = model.get("type", "BPE" if "merges" in model else None)
