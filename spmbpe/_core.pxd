@@ -2,7 +2,7 @@
 # workspace and the merger.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from spmbpe._csrc cimport spm_heap, spm_pairs, spm_vocab
+from spmbpe._csrc cimport spm_cache, spm_heap, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -32,6 +32,10 @@ ctypedef struct Workspace:
     int32_t *spans        # with want_spans: [start, end) in `text` of each id
     size_t spans_cap
     bint want_spans
+    int32_t *bounds       # chunk boundaries of the current segment
+    size_t bounds_cap
+    spm_cache cache       # chunk -> ids (when the core is chunked)
+    bint cache_ready
     int64_t bad_start     # where an unencodable character sits in `text`
     int64_t bad_len
     # Resplitting (sentencepiece's rev_merge): for a FLAG_RESPLIT piece id,
@@ -67,13 +71,24 @@ cdef class SpmCore:
     cdef spm_pairs *pairs             # HF tokenizers' ranked merges, or NULL
     cdef bint fuse_unknown            # tokenizers' fuse_unk
     cdef bint ignore_merges           # tokenizers' ignore_merges
+    cdef readonly bint chunked        # merges never cross a safe "x▁" boundary
+    cdef bytes violators              # pieces that do cross one (few), back to back
+    cdef const char *violator_bytes   # their bytes (violators keeps them alive)
+    cdef int32_t n_violations
+    cdef int32_t violation[64][3]     # (offset in violators, length, marker offset in it)
+    cdef Workspace **pool             # idle workspaces, reused across calls
+    cdef int pool_len
     cdef bytes decoded_arena          # decode table: the bytes each id renders to
     cdef int64_t[::1] decoded_offsets
 
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil
-    cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil
-    cdef int merge_pairs(self, Workspace *w, Py_ssize_t m) noexcept nogil
+    cdef int run(self, Workspace *w, int32_t m) noexcept nogil
+    cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
+    cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
+    cdef int merge_pairs(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
+    cdef Workspace *acquire(self) except NULL
+    cdef void release(self, Workspace *w)
     cdef int push_rule(self, Workspace *w, int32_t left) noexcept nogil
     cdef int push_pair(self, Workspace *w, int32_t left, int32_t right) noexcept nogil
     cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,

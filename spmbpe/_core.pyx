@@ -20,6 +20,13 @@ from libc.string cimport memcmp, memcpy, memmove
 
 from spmbpe._csrc cimport (
     spm_bigram,
+    spm_cache_clear,
+    spm_cache_free,
+    spm_cache_get,
+    spm_cache_init,
+    spm_cache_put,
+    spm_cache_slot,
+    spm_hash_bytes,
     spm_pair_slot,
     spm_pairs_find,
     spm_pairs_free,
@@ -43,6 +50,8 @@ from spmbpe.errors import InvalidTokenIdError
 # and byte offset of the escaped text (up to 3 bytes per input byte, plus the
 # prefix) must fit in an int32.
 cdef Py_ssize_t MAX_SEGMENT_BYTES_C = (INT32_MAX - 3) // 3
+# Idle workspaces a core keeps (one per thread that encodes at a time).
+cdef int _POOL_SIZE = 16
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 
 cdef enum:
@@ -75,6 +84,9 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.spans = NULL
     w.spans_cap = 0
     w.want_spans = False
+    w.bounds = NULL
+    w.bounds_cap = 0
+    w.cache_ready = False
 
 
 cdef inline void ws_free(Workspace *w) noexcept nogil:
@@ -85,6 +97,9 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.split_left)
     free(w.split_touched)
     free(w.spans)
+    free(w.bounds)
+    if w.cache_ready:
+        spm_cache_free(&w.cache)
     ws_init(w)
 
 
@@ -390,6 +405,10 @@ cdef class SpmCore:
         self.collapse_unknown = False
         self.fuse_unknown = False
         self.ignore_merges = False
+        self.chunked = False
+        self.n_violations = 0
+        self.pool = NULL
+        self.pool_len = 0
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
@@ -427,6 +446,7 @@ cdef class SpmCore:
             self.byte_ids[b] = found
 
         self._build_decode_table(kinds)
+        self._find_violations(bytes(flag_view[i] & FLAG_MERGEABLE for i in range(n)))
 
     def _build_decode_table(self, const uint8_t[::1] kinds):
         """What each id decodes to: a BYTE piece ``<0xNN>`` its byte; CONTROL,
@@ -478,6 +498,101 @@ cdef class SpmCore:
         if self.pairs != NULL:
             spm_pairs_free(self.pairs)
             self.pairs = NULL
+        if self.pool != NULL:
+            while self.pool_len:
+                self.pool_len -= 1
+                ws_free(self.pool[self.pool_len])
+                free(self.pool[self.pool_len])
+            free(self.pool)
+            self.pool = NULL
+
+    cdef Workspace *acquire(self) except NULL:
+        """An idle workspace (its cache kept from earlier calls), or a new
+        one.  Called with the GIL held, which makes the pool thread-safe."""
+        cdef Workspace *w
+        if self.pool_len:
+            self.pool_len -= 1
+            w = self.pool[self.pool_len]
+        else:
+            w = <Workspace *>malloc(sizeof(Workspace))
+            if w == NULL:
+                raise MemoryError()
+            ws_init(w)
+        w.ids_len = 0
+        w.want_spans = False
+        return w
+
+    cdef void release(self, Workspace *w):
+        if self.pool == NULL:
+            self.pool = <Workspace **>calloc(_POOL_SIZE, sizeof(Workspace *))
+        if self.pool != NULL and self.pool_len < _POOL_SIZE:
+            self.pool[self.pool_len] = w
+            self.pool_len += 1
+        else:
+            ws_free(w)
+            free(w)
+
+    def disable_chunking(self):
+        """Merges whole segments from now on (to check that chunking and
+        caching change no id)."""
+        self.chunked = False
+
+    def clear_cache(self):
+        """Drops every cached chunk (each thread's workspace has a cache)."""
+        cdef int i
+        for i in range(self.pool_len):
+            if self.pool[i].cache_ready:
+                spm_cache_clear(&self.pool[i].cache)
+
+    def _find_violations(self, const uint8_t[::1] buildable):
+        """Chunking: merges never cross the boundary before a "▁" that
+        follows other text unless a piece the merger may build contains
+        "x▁" (x not "▁").  Such pieces are kept (up to 64 occurrences) so
+        the boundaries they could cover are not used; with more, or with
+        UNUSED pieces to resplit (sentencepiece resplits by the last pair
+        queued anywhere in the text), or without a "▁" piece, the core
+        merges whole segments."""
+        cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
+        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef Py_ssize_t i
+        cdef int64_t a, e, k
+        cdef list found = []
+        cdef bint prev_marker
+        self.chunked = False
+        self.n_violations = 0
+        if self.any_resplit or self.ignore_merges or spm_vocab_find(self.vocab, MARKER, 3) < 0:
+            return
+        for i in range(self.n_pieces):
+            if not buildable[i]:
+                continue
+            a = offsets[i]
+            e = offsets[i + 1]
+            k = a
+            prev_marker = True
+            while k < e:
+                if e - k >= 3 and memcmp(arena + k, MARKER, 3) == 0:
+                    if not prev_marker:
+                        found.append((i, k - a))
+                    prev_marker = True
+                    k += 3
+                else:
+                    prev_marker = False
+                    k += 1
+        if len(found) > 64:
+            return
+        pieces = []
+        total = 0
+        for i, (token_id, k) in enumerate(found):
+            piece = self.table.piece_bytes(token_id)
+            self.violation[i][0] = total
+            self.violation[i][1] = len(piece)
+            self.violation[i][2] = k
+            pieces.append(piece)
+            total += len(piece)
+        self.violators = b"".join(pieces)
+        self.violator_bytes = PyBytes_AS_STRING(self.violators)
+        self.n_violations = len(found)
+        self.chunked = True
 
     def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
         """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
@@ -503,6 +618,11 @@ cdef class SpmCore:
             raise MemoryError("cannot allocate the merge rules")
         self.fuse_unknown = fuse_unknown
         self.ignore_merges = ignore_merges
+        # Only merge results can cross a boundary.
+        buildable = bytearray(self.n_pieces)
+        for i in range(n):
+            buildable[m[i]] = 1
+        self._find_violations(bytes(buildable))
 
     @property
     def vocab_size(self):
@@ -513,18 +633,17 @@ cdef class SpmCore:
     def encode(self, str text, bint prefix):
         """Ids of one segment: text escaped (with the dummy prefix when
         `prefix`) and merged."""
-        cdef Workspace w
         cdef Py_ssize_t n
         cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
         cdef int rc
-        ws_init(&w)
+        cdef Workspace *w = self.acquire()
         try:
             with nogil:
-                rc = self.encode_segment(src, n, prefix, &w)
-            self._check(rc, &w, text)
+                rc = self.encode_segment(src, n, prefix, w)
+            self._check(rc, w, text)
             return list_from_ids(w.ids, w.ids_len)
         finally:
-            ws_free(&w)
+            self.release(w)
 
     def encode_parts(self, list parts):
         """Ids of a partitioned text.
@@ -534,13 +653,12 @@ cdef class SpmCore:
         escape and merge, without its first `skip` ids (see
         encode_parts_offsets for origin and lead).
         """
-        cdef Workspace w
-        ws_init(&w)
+        cdef Workspace *w = self.acquire()
         try:
-            self._encode_parts(parts, &w)
+            self._encode_parts(parts, w)
             return list_from_ids(w.ids, w.ids_len)
         finally:
-            ws_free(&w)
+            self.release(w)
 
     def encode_parts_offsets(self, list parts):
         """Ids of a partitioned text with the character span of each.
@@ -552,7 +670,8 @@ cdef class SpmCore:
         (a dummy prefix or HF's unk token put in front); those and the core's
         own prefix are zero-width.  Returns (ids, starts, ends).
         """
-        cdef Workspace w
+        cdef Workspace *wp = self.acquire()
+        cdef Workspace w = wp[0]
         cdef list ids = [], starts = [], ends = []
         cdef object part
         cdef str text
@@ -563,7 +682,6 @@ cdef class SpmCore:
         cdef size_t mark
         cdef int32_t *char_of = NULL
         cdef int32_t s0, e0, c0, c1, pre
-        ws_init(&w)
         w.want_spans = True
         try:
             for part in parts:
@@ -615,24 +733,25 @@ cdef class SpmCore:
             return ids, starts, ends
         finally:
             free(char_of)
-            ws_free(&w)
+            w.want_spans = False
+            wp[0] = w
+            self.release(wp)
 
     def encode_parts_batch(self, list batch):
         """encode_parts over a list of partitioned texts, one workspace."""
-        cdef Workspace w
         cdef list out = []
         cdef list parts
         cdef size_t mark
-        ws_init(&w)
+        cdef Workspace *w = self.acquire()
         try:
             for parts in batch:
                 mark = w.ids_len
-                self._encode_parts(parts, &w)
+                self._encode_parts(parts, w)
                 out.append(list_from_ids(w.ids + mark, w.ids_len - mark))
                 w.ids_len = mark
             return out
         finally:
-            ws_free(&w)
+            self.release(w)
 
     cdef _encode_parts(self, list parts, Workspace *w):
         cdef object part
@@ -711,15 +830,86 @@ cdef class SpmCore:
             else:
                 w.text[m] = c
                 m += 1
-        if self.pairs != NULL:
-            return self.merge_pairs(w, m)
-        return self.merge(w, m)
+        return self.run(w, <int32_t>m)
 
-    cdef int merge(self, Workspace *w, Py_ssize_t m) noexcept nogil:
+    cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil:
+        """No piece that contains "x▁" can lie across position i."""
+        cdef const char *v = self.violator_bytes
+        cdef int32_t j, start, length
+        for j in range(self.n_violations):
+            start = i - self.violation[j][2]
+            length = self.violation[j][1]
+            if start >= 0 and start + length <= m and memcmp(text + start, v + self.violation[j][0], length) == 0:
+                return False
+        return True
+
+    cdef int run(self, Workspace *w, int32_t m) noexcept nogil:
+        """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
+        before a "▁" that follows other text, reusing cached chunks."""
+        cdef const char *text = w.text
+        cdef int32_t i, begin, end, nb = 0, b
+        cdef bint prev_marker = True
+        cdef const spm_cache_slot *hit
+        cdef uint64_t h
+        cdef size_t mark
+        cdef bint use_cache
+        cdef int rc
+        if not self.chunked or m < 8:
+            if self.pairs != NULL:
+                return self.merge_pairs(w, 0, m)
+            return self.merge(w, 0, m)
+        # Chunk boundaries.
+        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(m // 3 + 2)) != OK:
+            return ERR_NOMEM
+        i = 0
+        while i < m:
+            if i + 3 <= m and text[i] == MARKER[0] and text[i + 1] == MARKER[1] and text[i + 2] == MARKER[2]:
+                if not prev_marker and (self.n_violations == 0 or self.safe_boundary(text, i, m)):
+                    w.bounds[nb] = i
+                    nb += 1
+                prev_marker = True
+                i += 3
+            else:
+                prev_marker = False
+                i += 1
+        w.bounds[nb] = m
+        nb += 1
+        if not w.cache_ready and not w.want_spans:
+            if spm_cache_init(&w.cache) != 0:
+                return ERR_NOMEM
+            w.cache_ready = True
+        begin = 0
+        for b in range(nb):
+            end = w.bounds[b]
+            use_cache = w.cache_ready and not w.want_spans and end - begin <= 256
+            if use_cache:
+                h = spm_hash_bytes(text + begin, <size_t>(end - begin))
+                hit = spm_cache_get(&w.cache, text + begin, <size_t>(end - begin), h)
+                if hit != NULL:
+                    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
+                        return ERR_NOMEM
+                    memcpy(w.ids + w.ids_len, w.cache.ids + hit.ids_off, hit.ids_len * sizeof(int32_t))
+                    w.ids_len += hit.ids_len
+                    begin = end
+                    continue
+            mark = w.ids_len
+            if self.pairs != NULL:
+                rc = self.merge_pairs(w, begin, end)
+            else:
+                rc = self.merge(w, begin, end)
+            if rc != OK:
+                return rc
+            if use_cache:
+                spm_cache_put(&w.cache, text + begin, <size_t>(end - begin), h, w.ids + mark, w.ids_len - mark)
+            begin = end
+        return OK
+
+    cdef int merge(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
+        """SPM-BPE over w.text[begin:m]."""
         cdef Symbol *sym = w.symbols
         cdef const char *text = w.text
         cdef int32_t count = 0
-        cdef int32_t offset = 0
+        cdef int32_t offset = begin
         cdef int32_t length, i, left, right, nxt, token_id
         cdef spm_bigram top
         cdef bint prev_unknown = False
@@ -776,23 +966,23 @@ cdef class SpmCore:
             i = sym[i].next
         return OK
 
-    cdef int merge_pairs(self, Workspace *w, Py_ssize_t m) noexcept nogil:
-        """HuggingFace tokenizers' BPE (Word::merge_all) over w.text[0:m].
+    cdef int merge_pairs(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
+        """HuggingFace tokenizers' BPE (Word::merge_all) over w.text[begin:m].
 
         A symbol's `start` holds its id.  The agenda is ordered by rank, then
         position; an entry is stale unless the pair now at its position
         still joins into the same id (tokenizers' own test)."""
         cdef Symbol *sym = w.symbols
         cdef const char *text = w.text
-        cdef int32_t count = 0, offset = 0, length, token_id, j
+        cdef int32_t count = 0, offset = begin, length, token_id, j
         cdef int32_t unk_len = 0
         cdef int32_t pos, nxt, prv
         cdef const spm_pair_slot *rule
         cdef spm_bigram top
-        if self.ignore_merges and m > 0:
-            token_id = spm_vocab_find(self.vocab, text, <size_t>m)
+        if self.ignore_merges and m > begin:
+            token_id = spm_vocab_find(self.vocab, text + begin, <size_t>(m - begin))
             if token_id >= 0:
-                return self.push(w, token_id, 0, <int32_t>m)
+                return self.push(w, token_id, begin, m)
         while offset < m:
             length = utf8_len(<uint8_t>text[offset])
             if length > m - offset:
@@ -849,7 +1039,7 @@ cdef class SpmCore:
             if self.push_rule(w, pos) != OK:
                 return ERR_NOMEM
         j = 0
-        offset = 0
+        offset = begin
         while j >= 0:
             if self.push(w, sym[j].start, offset, offset + sym[j].n) != OK:
                 return ERR_NOMEM

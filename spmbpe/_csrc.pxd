@@ -44,3 +44,23 @@ cdef extern from "spm_pairs.h" nogil:
                              const int32_t *merged)
     void spm_pairs_free(spm_pairs *p)
     const spm_pair_slot *spm_pairs_find(const spm_pairs *p, int32_t left, int32_t right)
+
+
+cdef extern from "spm_cache.h" nogil:
+    ctypedef struct spm_cache_slot:
+        int32_t ids_len
+        int64_t ids_off
+
+    ctypedef struct spm_cache:
+        int32_t *ids
+
+    int spm_cache_init(spm_cache *c)
+    void spm_cache_free(spm_cache *c)
+    void spm_cache_clear(spm_cache *c)
+    const spm_cache_slot *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
+    void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h,
+                       const int32_t *ids, size_t n)
+
+
+cdef extern from "spm_vocab.h" nogil:
+    uint64_t spm_hash_bytes(const char *s, size_t n)

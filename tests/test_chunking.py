@@ -1,0 +1,99 @@
+"""Exact chunking and the chunk cache: every path gives the same ids.
+
+The core splits a segment before each "▁" that follows other text when no
+piece it may build contains "x▁"; with a few such pieces it skips only the
+boundaries they could cover; with many it merges whole segments.  These
+tests compare against the whole-segment merge (disable_chunking) — which the
+conformance tests pin to the references — on real vocabularies and on
+synthetic ones that break the property in a few pieces and everywhere.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import spmbpe
+
+DATA = Path(__file__).parent / "data"
+FILES = ["ggml-vocab-llama-spm.gguf", "mistral-v1.model", "mistral-v3.model", "mistral-v1.tokenizer.json"]
+
+
+def _pair(path_or_args):
+    if isinstance(path_or_args, (str, Path)):
+        fast, slow = spmbpe.load(path_or_args), spmbpe.load(path_or_args)
+    else:
+        fast, slow = (spmbpe.SpmTokenizer(*path_or_args[0], **path_or_args[1]) for _ in range(2))
+    slow._core.disable_chunking()
+    return fast, slow
+
+
+@pytest.fixture(scope="module", params=FILES)
+def pair(request):
+    fast, slow = _pair(DATA / request.param)
+    assert fast._core.chunked and not slow._core.chunked
+    return fast, slow
+
+
+def _texts():
+    texts = []
+    for name in ("llama-spm.gguf.jsonl", "mistral-v1.model.jsonl", "mistral-v3.model.jsonl"):
+        with open(DATA / name, encoding="utf-8") as f:
+            texts += [json.loads(line)["text"] for line in f]
+    for path in sorted((DATA / "corpus").glob("*.txt")):
+        texts += [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()][:150]
+    return texts
+
+
+def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
+    fast, slow = pair
+    texts = _texts()
+    # Twice: the second pass is served from the cache.
+    for _ in range(2):
+        assert fast.encode_batch(texts, num_threads=1) == slow.encode_batch(texts, num_threads=1)
+    doc = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:50000]
+    assert fast.encode(doc) == slow.encode(doc)
+    assert fast.encode_with_offsets(doc) == slow.encode_with_offsets(doc)
+
+
+_WORDS = st.sampled_from(["the", " the", "  ", "▁", "a", "ab", "abc", " x", "日本", "🦙", "\n", "\t", "é", "<s>", "</s>", "q "])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(_WORDS, max_size=30).map("".join) | st.text(max_size=60).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)))
+def test_hypothesis_on_real_vocabularies(text):
+    for fast, slow in _PAIRS:
+        assert fast.encode(text) == slow.encode(text)
+
+
+_PAIRS = [_pair(DATA / name) for name in ("mistral-v3.model", "ggml-vocab-llama-spm.gguf")]
+
+
+def _synthetic(violators):
+    """A small rank-scored vocabulary; `violators` are pieces with "x▁"."""
+    pieces = ["<unk>", "▁", "a", "b", "c", "x", ">", "<", "/", "▁a", "▁b", "ab", "bc", "▁ab", "▁abc", "c▁", *violators]
+    scores = [-float(i) for i in range(len(pieces))]
+    return (pieces, scores), {}
+
+
+@pytest.mark.parametrize(
+    "violators",
+    [[], [">▁</", "c▁a"], ["a▁", "b▁", "c▁b", "x▁x", ">▁", "▁a▁b"] + [f"{ch}▁{d}" for ch in "abcx<>/" for d in "abcx<>/"]],
+    ids=["none-but-one", "a-few", "everywhere"],
+)
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(["a", "b", "c", "x", " ", "  ", ">", "<", "/", "▁"]), max_size=40).map("".join))
+def test_synthetic_vocabularies_that_break_the_property(violators, text):
+    fast, slow = _pair(_synthetic(violators))
+    assert fast.encode(text) == slow.encode(text)
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+
+
+def test_chunking_is_off_when_pieces_cross_boundaries_everywhere():
+    many = [f"{a}▁{b}" for a in "abcdefghij" for b in "abcdefghij"]
+    fast, _ = _pair(_synthetic(many))
+    assert not fast._core.chunked
+    few, _ = _pair(_synthetic([">▁</"]))
+    assert few._core.chunked
