@@ -46,6 +46,15 @@ ctypedef struct Workspace:
     size_t split_touched_cap
 
 
+# One part of a batch, gathered with the GIL and merged without it.
+ctypedef struct BatchPart:
+    const char *src       # UTF-8 of a segment (token_id < 0)
+    Py_ssize_t n
+    bint prefix
+    int32_t skip
+    int64_t token_id      # a token matched in the text, or -1
+
+
 cdef class PieceTable:
     cdef spm_vocab *vocab
     cdef readonly bytes arena          # every piece's UTF-8, back to back
@@ -95,5 +104,7 @@ cdef class SpmCore:
                         bint *prev_unknown) noexcept nogil
     cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil
     cdef _encode_parts(self, list parts, Workspace *w)
+    cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
+                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed) noexcept nogil
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)

@@ -738,20 +738,93 @@ cdef class SpmCore:
             self.release(wp)
 
     def encode_parts_batch(self, list batch):
-        """encode_parts over a list of partitioned texts, one workspace."""
-        cdef list out = []
-        cdef list parts
+        """encode_parts over a list of partitioned texts.
+
+        The parts are gathered first (UTF-8 pointers into the part strings,
+        which `batch` keeps alive), then every text is merged in one stretch
+        without the GIL, so threads encoding other batches run meanwhile.
+        """
+        cdef Py_ssize_t n_parts = 0, i, t, n
+        cdef Py_ssize_t n_texts = len(batch)
+        cdef list parts, out
+        cdef object part
+        cdef BatchPart *items = NULL
+        cdef int32_t *counts = NULL
+        cdef size_t *ends = NULL
+        cdef int rc
+        cdef Py_ssize_t failed = -1
         cdef size_t mark
-        cdef Workspace *w = self.acquire()
+        cdef Workspace *w
+        for parts in batch:
+            n_parts += len(parts)
+        items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
+        ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
+        if items == NULL or counts == NULL or ends == NULL:
+            free(items)
+            free(counts)
+            free(ends)
+            raise MemoryError()
+        w = self.acquire()
         try:
-            for parts in batch:
-                mark = w.ids_len
-                self._encode_parts(parts, w)
-                out.append(list_from_ids(w.ids + mark, w.ids_len - mark))
-                w.ids_len = mark
+            i = 0
+            for t in range(n_texts):
+                parts = batch[t]
+                counts[t] = <int32_t>len(parts)
+                for part in parts:
+                    if type(part) is tuple and type((<tuple>part)[0]) is str:
+                        items[i].src = PyUnicode_AsUTF8AndSize((<tuple>part)[0], &n)
+                        items[i].n = n
+                        items[i].prefix = (<tuple>part)[1]
+                        items[i].skip = (<tuple>part)[2] if len(<tuple>part) > 2 else 0
+                        items[i].token_id = -1
+                    else:
+                        if type(part) is tuple:
+                            part = (<tuple>part)[0]
+                        items[i].token_id = part
+                        if not 0 <= items[i].token_id < self.n_pieces:
+                            raise ValueError(f"token id {items[i].token_id} is not a piece id")
+                    i += 1
+            with nogil:
+                rc = self.encode_items(w, items, counts, n_texts, ends, &failed)
+            if rc != OK:
+                self._check(rc, w, _part_text(batch, failed))
+            out = []
+            mark = 0
+            for t in range(n_texts):
+                out.append(list_from_ids(w.ids + mark, ends[t] - mark))
+                mark = ends[t]
             return out
         finally:
+            free(items)
+            free(counts)
+            free(ends)
             self.release(w)
+
+    cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
+                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed) noexcept nogil:
+        cdef Py_ssize_t t, k, i = 0
+        cdef size_t mark, produced, skip
+        cdef int rc
+        for t in range(n_texts):
+            for k in range(counts[t]):
+                if items[i].token_id >= 0:
+                    if ws_push_id(w, <int32_t>items[i].token_id) != OK:
+                        return ERR_NOMEM
+                else:
+                    mark = w.ids_len
+                    rc = self.encode_segment(items[i].src, items[i].n, items[i].prefix, w)
+                    if rc != OK:
+                        failed[0] = i
+                        return rc
+                    skip = <size_t>items[i].skip
+                    produced = w.ids_len - mark
+                    if skip and produced >= skip:
+                        memmove(w.ids + mark, w.ids + mark + skip, (produced - skip) * sizeof(int32_t))
+                        w.ids_len -= skip
+                i += 1
+            ends[t] = w.ids_len
+        return OK
 
     cdef _encode_parts(self, list parts, Workspace *w):
         cdef object part
@@ -1177,6 +1250,17 @@ cdef class SpmCore:
                     a += 1
             out += arena[a:b]
         return bytes(out)
+
+
+cdef str _part_text(list batch, Py_ssize_t index):
+    """The text of the index-th part of a batch (for an error message)."""
+    cdef list parts
+    for parts in batch:
+        if index < len(parts):
+            part = parts[index]
+            return part[0] if type(part) is tuple and type(part[0]) is str else ""
+        index -= len(parts)
+    return ""
 
 
 cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:

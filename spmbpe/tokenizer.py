@@ -466,18 +466,23 @@ class SpmTokenizer:
         """``[encode(t, ...) for t in texts]``, merged on `num_threads`
         threads (default: the machine's cores) with the GIL released."""
         include, allowed = self._special_policy(special)
-        texts = list(texts)
-        plans = [self._plan(_check_text(t), include, allowed) for t in texts]
-        threads = _thread_count(num_threads, len(plans))
+        texts = [_check_text(t) for t in texts]
+        threads = _thread_count(num_threads, len(texts))
+
+        def encode_chunk(chunk: List[str]) -> List[List[int]]:
+            # Planning holds the GIL; merging (most of the work) does not,
+            # so one thread plans while the others merge.
+            return self._core.encode_parts_batch([self._plan(t, include, allowed) for t in chunk])
+
         try:
             if threads <= 1:
-                out = self._core.encode_parts_batch(plans)
+                out = encode_chunk(texts)
             else:
                 out = []
-                step = -(-len(plans) // (threads * 4))
-                chunks = [plans[i : i + step] for i in range(0, len(plans), step)]
-                for chunk in self._executor(threads).map(self._core.encode_parts_batch, chunks):
-                    out.extend(chunk)
+                step = max(1, min(2048, -(-len(texts) // (threads * 4))))
+                chunks = [texts[i : i + step] for i in range(0, len(texts), step)]
+                for ids in self._executor(threads).map(encode_chunk, chunks):
+                    out.extend(ids)
         except UnicodeEncodeError:
             for t in texts:
                 _check_surrogates(t)
@@ -573,6 +578,9 @@ class SpmTokenizer:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
         then matches user-defined pieces in the normalized text, longest
         first at each position, and merges what lies between them."""
+        if not self._sp_matcher:
+            # No user-defined pieces: the core escapes and prefixes alike.
+            return [(text, prefix, 0, origin, lead)]
         escaped = text.replace(" ", "\u2581")
         if prefix:
             escaped = "\u2581" + escaped
