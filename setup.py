@@ -1,23 +1,25 @@
-"""Build script for spmbpe's C extension ``spmbpe._core``.
+"""Build script for spmbpe's C extensions ``spmbpe._core`` and ``spmbpe._normalizer``.
 
 All project metadata lives in pyproject.toml; this file only defines the
 extension and how its C source is obtained.
 
-The extension is compiled from ``spmbpe/_core.c`` plus every ``csrc/*.c``.
-``spmbpe/_core.c`` is generated from ``spmbpe/_core.pyx`` by Cython, is not
-kept in git, and is shipped in the sdist.  The rule:
+``spmbpe._core`` is compiled from ``spmbpe/_core.c`` plus every ``csrc/*.c``;
+``spmbpe._normalizer`` from ``spmbpe/_normalizer.c`` plus
+``csrc/spm_normalizer.c``.  Each ``spmbpe/<name>.c`` is generated from
+``spmbpe/<name>.pyx`` by Cython, is not kept in git, and is shipped in the
+sdist.  The rule (for the generated C files together):
 
-* ``spmbpe/_core.c`` exists, is up to date, and ``SPMBPE_CYTHONIZE`` is not
-  ``1``: compile that C file and do not import Cython at all (Cython is even
-  hidden from this process, so that setuptools does not import it either).
-* ``spmbpe/_core.c`` is older than ``spmbpe/*.pyx``, ``spmbpe/*.pxd`` or
-  ``csrc/*.h``: re-generate it if Cython can be imported; otherwise warn and
-  compile the existing C file.
-* ``spmbpe/_core.c`` is missing, or ``SPMBPE_CYTHONIZE=1``: generate it with
-  Cython (language_level=3); fail with a clear message if Cython is missing.
+* they exist, are up to date, and ``SPMBPE_CYTHONIZE`` is not ``1``: compile
+  them and do not import Cython at all (Cython is even hidden from this
+  process, so that setuptools does not import it either).
+* one is older than ``spmbpe/*.pyx``, ``spmbpe/*.pxd`` or ``csrc/*.h``:
+  re-generate them if Cython can be imported; otherwise warn and compile the
+  existing C files.
+* one is missing, or ``SPMBPE_CYTHONIZE=1``: generate them with Cython
+  (language_level=3); fail with a clear message if Cython is missing.
 
 ``python -m build --sdist`` (or ``setup.py sdist``) applies the same rule
-before packing, so the sdist always contains an up-to-date generated C file.
+before packing, so the sdist always contains up-to-date generated C files.
 """
 
 import glob
@@ -26,8 +28,10 @@ import sys
 from importlib.util import find_spec
 
 PKG = "spmbpe"
-PYX = "spmbpe/_core.pyx"
-C_FILE = "spmbpe/_core.c"
+# The Cython modules: extension name -> path stem of its .pyx / generated .c.
+MODULES = (("spmbpe._core", "spmbpe/_core"), ("spmbpe._normalizer", "spmbpe/_normalizer"))
+PYXS = [stem + ".pyx" for _, stem in MODULES]
+C_FILES = [stem + ".c" for _, stem in MODULES]
 CSRC = "csrc"
 
 # setuptools runs this file from the project directory; be robust anyway.
@@ -41,7 +45,7 @@ def _log(msg):
 
 
 def _cython_inputs():
-    """Files whose change means spmbpe/_core.c must be re-generated."""
+    """Files whose change means the generated C files must be re-generated."""
     return sorted(
         glob.glob(os.path.join(PKG, "*.pyx"))
         + glob.glob(os.path.join(PKG, "*.pxd"))
@@ -50,25 +54,30 @@ def _cython_inputs():
 
 
 def _newer_inputs():
-    c_mtime = os.path.getmtime(C_FILE)
-    return [p for p in _cython_inputs() if os.path.getmtime(p) > c_mtime]
+    """(input, C file) pairs where the input is newer than the C file."""
+    return [
+        (p, c)
+        for c in C_FILES
+        for p in _cython_inputs()
+        if os.path.getmtime(p) > os.path.getmtime(c)
+    ]
 
 
 def _decide():
     """Return (use_cython, reason)."""
     if os.environ.get("SPMBPE_CYTHONIZE", "") == "1":
         return True, "SPMBPE_CYTHONIZE=1"
-    if not os.path.exists(C_FILE):
-        return True, C_FILE + " does not exist"
+    for c_file in C_FILES:
+        if not os.path.exists(c_file):
+            return True, c_file + " does not exist"
     newer = _newer_inputs()
     if newer:
         # find_spec on a top-level name does not import the package.
         if find_spec("Cython") is not None:
-            return True, "%s is newer than %s" % (newer[0], C_FILE)
+            return True, "%s is newer than %s" % newer[0]
         _log(
             "WARNING: %s is newer than %s but Cython is not installed; "
-            "compiling the existing C file, which may be out of date"
-            % (newer[0], C_FILE)
+            "compiling the existing C files, which may be out of date" % newer[0]
         )
     return False, None
 
@@ -86,7 +95,7 @@ class _HideCython:
     def find_spec(self, name, path=None, target=None):
         if name == "Cython" or name.startswith("Cython."):
             raise ModuleNotFoundError(
-                "Cython is not used when building spmbpe from %s" % C_FILE,
+                "Cython is not used when building spmbpe from %s" % ", ".join(C_FILES),
                 name=name,
             )
         return None
@@ -104,7 +113,7 @@ _generated = False
 
 
 def _generate_c():
-    """Run Cython on spmbpe/_core.pyx (at most once per process)."""
+    """Run Cython on the .pyx files (at most once per process)."""
     global _generated
     if _generated:
         return
@@ -115,17 +124,18 @@ def _generate_c():
             "error: building spmbpe needs Cython>=3.0 to generate %s from %s "
             "(%s), but Cython cannot be imported: %s\n"
             "Install Cython (python -m pip install 'Cython>=3.0'), or build "
-            "from an sdist, which ships the generated C file."
-            % (C_FILE, PYX, REASON, exc)
+            "from an sdist, which ships the generated C files."
+            % (", ".join(C_FILES), ", ".join(PYXS), REASON, exc)
         )
-    _log("cythonizing %s (%s)" % (PYX, REASON))
+    _log("cythonizing %s (%s)" % (", ".join(PYXS), REASON))
     cythonize(
-        [Extension("spmbpe._core", [PYX], include_dirs=[CSRC])],
+        [Extension(name, [stem + ".pyx"], include_dirs=[CSRC]) for name, stem in MODULES],
         compiler_directives={"language_level": 3},
         force=True,
     )
-    if not os.path.exists(C_FILE):
-        raise SystemExit("error: Cython did not produce %s" % C_FILE)
+    for c_file in C_FILES:
+        if not os.path.exists(c_file):
+            raise SystemExit("error: Cython did not produce %s" % c_file)
     _generated = True
 
 
@@ -134,7 +144,7 @@ class build_ext(_build_ext):
         if USE_CYTHON:
             _generate_c()
         else:
-            _log("compiling the pre-generated %s (Cython not used)" % C_FILE)
+            _log("compiling the pre-generated %s (Cython not used)" % ", ".join(C_FILES))
         super().run()
 
     def build_extensions(self):
@@ -154,18 +164,25 @@ class sdist(_sdist):
 
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
-        if not os.path.exists(os.path.join(base_dir, C_FILE)):
-            raise SystemExit("error: %s is missing from the sdist" % C_FILE)
+        for c_file in C_FILES:
+            if not os.path.exists(os.path.join(base_dir, c_file)):
+                raise SystemExit("error: %s is missing from the sdist" % c_file)
 
 
 setup(
     ext_modules=[
         Extension(
             "spmbpe._core",
-            sources=[C_FILE] + sorted(glob.glob(os.path.join(CSRC, "*.c"))),
+            sources=["spmbpe/_core.c"] + sorted(glob.glob(os.path.join(CSRC, "*.c"))),
             include_dirs=[CSRC],
             depends=_cython_inputs(),
-        )
+        ),
+        Extension(
+            "spmbpe._normalizer",
+            sources=["spmbpe/_normalizer.c", os.path.join(CSRC, "spm_normalizer.c")],
+            include_dirs=[CSRC],
+            depends=_cython_inputs(),
+        ),
     ],
     cmdclass={"build_ext": build_ext, "sdist": sdist},
 )

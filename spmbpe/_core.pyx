@@ -668,7 +668,9 @@ cdef class SpmCore:
         character offset in the original text of the segment's first
         character that is not one of its `lead` synthetic leading characters
         (a dummy prefix or HF's unk token put in front); those and the core's
-        own prefix are zero-width.  Returns (ids, starts, ends).
+        own prefix are zero-width.  A sixth item, a list of the original
+        offset of each character of the text (and of its end), replaces
+        origin and lead (normalized text).  Returns (ids, starts, ends).
         """
         cdef Workspace *wp = self.acquire()
         cdef Workspace w = wp[0]
@@ -690,7 +692,8 @@ cdef class SpmCore:
                     starts.append((<tuple>part)[1])
                     ends.append((<tuple>part)[2])
                     continue
-                text, prefix, skip, origin, lead = part
+                text, prefix, skip, origin, lead = (<tuple>part)[:5]
+                align = (<tuple>part)[5] if len(<tuple>part) > 5 else None
                 src = PyUnicode_AsUTF8AndSize(text, &n)
                 mark = w.ids_len
                 with nogil:
@@ -728,8 +731,12 @@ cdef class SpmCore:
                         c0 = 0
                     c1 = char_of[e0 - 1] + 1 if e0 > s0 else c0
                     ids.append(w.ids[i])
-                    starts.append(origin + max(0, c0 - lead))
-                    ends.append(origin + max(0, c1 - lead))
+                    if align is not None:
+                        starts.append(align[c0])
+                        ends.append(align[c1])
+                    else:
+                        starts.append(origin + max(0, c0 - lead))
+                        ends.append(origin + max(0, c1 - lead))
             return ids, starts, ends
         finally:
             free(char_of)

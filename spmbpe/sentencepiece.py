@@ -37,7 +37,9 @@ def tokenizer_from_model_proto(
     proto: SpmModelProto, path: Optional[str] = None, **options: object
 ) -> SpmTokenizer:
     """A tokenizer from a decoded ModelProto; `options` override the
-    SpmTokenizer settings the file implies (the HF folder loader uses them)."""
+    SpmTokenizer settings the file implies (the HF folder loader uses them).
+    A normalizer other than identity is applied as sentencepiece applies it
+    (spmbpe._normalizer)."""
     where = path if path is not None else "<model proto>"
     trainer = proto.trainer
     model_type = int(trainer.model_type)
@@ -49,6 +51,7 @@ def tokenizer_from_model_proto(
         )
     normalizer = proto.normalizer_or_default
     _check_normalizer(normalizer, trainer, where)
+    text_normalizers = _text_normalizers(proto, normalizer)
 
     table = PieceTable(proto.arena, proto.offsets)
     dup = table.first_duplicate
@@ -80,6 +83,8 @@ def tokenizer_from_model_proto(
         prefix_scheme="once",
         reference="sentencepiece",
         byte_fallback=bool(trainer.byte_fallback),
+        normalizers=text_normalizers,
+        denormalizer=_denormalizer(proto),
     )
     # sentencepiece adds BOS/EOS only when asked; for add_special_tokens=True
     # a bare model follows the Llama/Mistral convention: BOS, no EOS.
@@ -90,23 +95,52 @@ def tokenizer_from_model_proto(
 
 
 def _check_normalizer(normalizer, trainer, where: str) -> None:
-    """Models whose normalizer spmbpe does not implement yet are refused
-    rather than tokenized differently."""
-    name = normalizer.name or "(unnamed)"
-    if normalizer.precompiled_charsmap or name not in ("identity",):
+    """Settings spmbpe does not implement yet are refused rather than
+    tokenized differently."""
+    if not bool(normalizer.escape_whitespaces):
         raise NotImplementedError(
-            f"{where}: the sentencepiece normalizer {name!r} is not implemented yet; "
-            f"spmbpe reads models with the 'identity' normalizer (Llama, Mistral)"
+            f"{where}: normalizer_spec.escape_whitespaces = false is not implemented yet"
         )
-    for field, wanted in (
-        ("remove_extra_whitespaces", False),
-        ("escape_whitespaces", True),
-    ):
-        if bool(getattr(normalizer, field)) != wanted:
-            raise NotImplementedError(
-                f"{where}: normalizer_spec.{field} = {not wanted} is not implemented yet"
-            )
     if bool(trainer.treat_whitespace_as_suffix):
         raise NotImplementedError(
             f"{where}: trainer_spec.treat_whitespace_as_suffix = true is not implemented yet"
         )
+
+
+def _denormalizer(proto: SpmModelProto):
+    """The denormalizer_spec's rules, which sentencepiece applies to decoded
+    text, or None."""
+    spec = proto.denormalizer
+    if spec is None or not spec.precompiled_charsmap:
+        return None
+    from ._normalizer import Normalizer
+
+    return Normalizer(
+        bytes(spec.precompiled_charsmap),
+        add_dummy_prefix=False,
+        remove_extra_whitespaces=False,
+        escape_whitespaces=False,
+    )
+
+
+def _text_normalizers(proto: SpmModelProto, normalizer) -> Optional[dict]:
+    """sentencepiece's normalizer for this model, with and without the dummy
+    prefix ({True: ..., False: ...}), or None when it changes nothing but the
+    spaces and the prefix (identity rules, no whitespace removal), which the
+    core does itself at no cost."""
+    if not normalizer.precompiled_charsmap and not bool(normalizer.remove_extra_whitespaces):
+        return None
+    from ._normalizer import Normalizer
+
+    user_defined = [proto.piece(i) for i, t in enumerate(proto.types) if t == 4]
+    return {
+        prefix: Normalizer(
+            bytes(normalizer.precompiled_charsmap),
+            add_dummy_prefix=prefix,
+            remove_extra_whitespaces=bool(normalizer.remove_extra_whitespaces),
+            escape_whitespaces=True,
+            treat_whitespace_as_suffix=False,
+            user_defined_symbols=user_defined,
+        )
+        for prefix in (True, False)
+    }

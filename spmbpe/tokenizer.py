@@ -146,6 +146,8 @@ class SpmTokenizer:
         hf_special_tokens: Iterable[str] = (),
         hf_unk_token: str = "<unk>",
         front_end: Tuple[str, ...] = ("metaspace", "always", False),
+        normalizers: Optional[Dict[bool, object]] = None,
+        denormalizer: Optional[object] = None,
     ) -> None:
         n = len(table)
         if reference not in REFERENCES:
@@ -175,6 +177,10 @@ class SpmTokenizer:
         self._table = table
         self._types = types
         self._reference = reference
+        # sentencepiece's normalizer, with and without the dummy prefix, for
+        # models whose rules are not identity (None: the core escapes).
+        self._normalizers = normalizers
+        self._denormalizer = denormalizer
         self._add_prefix_space = bool(add_prefix_space)
         self._prefix_scheme = prefix_scheme
         self._add_bos = bool(add_bos)
@@ -525,7 +531,10 @@ class SpmTokenizer:
     #       ids are left out, and text[lead:] is the original text from
     #       character `origin` on (its first `lead` characters are synthetic:
     #       a prefix or HF's unk token put in front), which is what
-    #       encode_with_offsets maps spans back through.
+    #       encode_with_offsets maps spans back through;
+    #   (text, prefix, skip, origin, lead, alignment)   the same for
+    #       normalized text: alignment[k] is the original offset of
+    #       character k (and of the end).
 
     def _plan(self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]) -> List[Part]:
         if not text:
@@ -578,6 +587,8 @@ class SpmTokenizer:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
         then matches user-defined pieces in the normalized text, longest
         first at each position, and merges what lies between them."""
+        if self._normalizers is not None:
+            return self._plan_normalized(text, prefix, origin, lead)
         if not self._sp_matcher:
             # No user-defined pieces: the core escapes and prefixes alike.
             return [(text, prefix, 0, origin, lead)]
@@ -595,6 +606,29 @@ class SpmTokenizer:
                 parts.append((f.token.id, origin + max(0, f.start - lead), origin + max(0, end - lead)))
             else:
                 parts.append((escaped[f[0] : f[1]], False, 0, origin + max(0, f[0] - lead), max(0, lead - f[0])))
+        return parts
+
+    def _plan_normalized(self, text: str, prefix: bool, origin: int, lead: int) -> List[Part]:
+        """sentencepiece with a normalizer: the normalized text (prefix and
+        "▁" included) is split at user-defined pieces and merged; spans map
+        back through the normalizer's alignment (character offsets)."""
+        normalized, align = self._normalizers[prefix].normalize_with_offsets(text)
+        if not normalized:
+            return []
+        fragments = self._sp_matcher.partition_longest(normalized)
+        if fragments is None:
+            fragments = [(0, len(normalized))]
+
+        def back(k: int) -> int:
+            return origin + max(0, align[k] - lead)
+
+        parts: List[Part] = []
+        for f in fragments:
+            if isinstance(f, TokenAt):
+                parts.append((f.token.id, back(f.start), back(f.start + len(f.token.content))))
+            else:
+                # (text, prefix, skip, origin, lead, alignment)
+                parts.append((normalized[f[0] : f[1]], False, 0, 0, 0, [back(k) for k in range(f[0], f[1] + 1)]))
         return parts
 
     def _plan_tokenizers(
@@ -658,8 +692,8 @@ class SpmTokenizer:
         unk = self._hf_unk_token
         parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk))
         if len(parts) == 1 and isinstance(parts[0][0], str):
-            text, _, _, part_origin, part_lead = parts[0]
-            return [(text, False, self._hf_unk_length, part_origin, part_lead)]
+            text, _, _, part_origin, part_lead = parts[0][:5]
+            return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]
         # A user-defined piece inside: drop the ids of the unk token here.
         ids, starts, ends = self._core.encode_parts_offsets(parts)
         keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
@@ -736,7 +770,11 @@ class SpmTokenizer:
         >>> tok.decode([15043, 3186])                            # doctest: +SKIP
         'Hello world'
         """
-        return self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
+        text = self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
+        if self._denormalizer is not None:
+            # sentencepiece's denormalizer_spec, applied to the decoded text.
+            text = self._denormalizer.normalize(text)  # type: ignore[attr-defined]
+        return text
 
 
 def _token_part(fragment: TokenAt) -> Tuple[int, int, int]:
