@@ -81,6 +81,7 @@ cdef class SpmCore:
     cdef bint fuse_unknown            # tokenizers' fuse_unk
     cdef bint ignore_merges           # tokenizers' ignore_merges
     cdef readonly bint chunked        # merges never cross a safe "x▁" boundary
+    cdef readonly bint escape_spaces  # spaces become "▁" (escape_whitespaces)
     cdef bytes violators              # pieces that do cross one (few), back to back
     cdef const char *violator_bytes   # their bytes (violators keeps them alive)
     cdef int32_t n_violations

@@ -406,6 +406,7 @@ cdef class SpmCore:
         self.fuse_unknown = False
         self.ignore_merges = False
         self.chunked = False
+        self.escape_spaces = True
         self.n_violations = 0
         self.pool = NULL
         self.pool_len = 0
@@ -531,6 +532,11 @@ cdef class SpmCore:
         else:
             ws_free(w)
             free(w)
+
+    def set_escape_spaces(self, bint escape):
+        """Whether segments have their spaces turned into "▁" (sentencepiece's
+        escape_whitespaces; text from its normalizer is already escaped)."""
+        self.escape_spaces = escape
 
     def disable_chunking(self):
         """Merges whole segments from now on (to check that chunking and
@@ -716,7 +722,7 @@ cdef class SpmCore:
                 for i in range(n):
                     if (<uint8_t>src[i] & 0xC0) != 0x80:
                         k += 1
-                    if src[i] == c' ':
+                    if src[i] == c' ' and self.escape_spaces:
                         char_of[e0] = char_of[e0 + 1] = char_of[e0 + 2] = <int32_t>k
                         e0 += 3
                     else:
@@ -902,14 +908,18 @@ cdef class SpmCore:
         if prefix:
             memcpy(w.text, MARKER, 3)
             m = 3
-        for i in range(n):
-            c = src[i]
-            if c == c' ':
-                memcpy(w.text + m, MARKER, 3)
-                m += 3
-            else:
-                w.text[m] = c
-                m += 1
+        if not self.escape_spaces:
+            memcpy(w.text + m, src, n)
+            m += n
+        else:
+            for i in range(n):
+                c = src[i]
+                if c == c' ':
+                    memcpy(w.text + m, MARKER, 3)
+                    m += 3
+                else:
+                    w.text[m] = c
+                    m += 1
         return self.run(w, <int32_t>m)
 
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil:

@@ -50,7 +50,6 @@ def tokenizer_from_model_proto(
             f"(model_type BPE)"
         )
     normalizer = proto.normalizer_or_default
-    _check_normalizer(normalizer, trainer, where)
     text_normalizers = _text_normalizers(proto, normalizer)
 
     table = PieceTable(proto.arena, proto.offsets)
@@ -85,6 +84,9 @@ def tokenizer_from_model_proto(
         byte_fallback=bool(trainer.byte_fallback),
         normalizers=text_normalizers,
         denormalizer=_denormalizer(proto),
+        # treat_whitespace_as_suffix changes only normalization (the marker
+        # goes after words); sentencepiece decodes such ids as any others.
+        escape_spaces=bool(normalizer.escape_whitespaces),
     )
     # sentencepiece adds BOS/EOS only when asked; for add_special_tokens=True
     # a bare model follows the Llama/Mistral convention: BOS, no EOS.
@@ -92,19 +94,6 @@ def tokenizer_from_model_proto(
     settings["add_eos"] = False
     settings.update(options)
     return SpmTokenizer._from_table(table, proto.scores, proto.types, **settings)
-
-
-def _check_normalizer(normalizer, trainer, where: str) -> None:
-    """Settings spmbpe does not implement yet are refused rather than
-    tokenized differently."""
-    if not bool(normalizer.escape_whitespaces):
-        raise NotImplementedError(
-            f"{where}: normalizer_spec.escape_whitespaces = false is not implemented yet"
-        )
-    if bool(trainer.treat_whitespace_as_suffix):
-        raise NotImplementedError(
-            f"{where}: trainer_spec.treat_whitespace_as_suffix = true is not implemented yet"
-        )
 
 
 def _denormalizer(proto: SpmModelProto):
@@ -128,7 +117,12 @@ def _text_normalizers(proto: SpmModelProto, normalizer) -> Optional[dict]:
     prefix ({True: ..., False: ...}), or None when it changes nothing but the
     spaces and the prefix (identity rules, no whitespace removal), which the
     core does itself at no cost."""
-    if not normalizer.precompiled_charsmap and not bool(normalizer.remove_extra_whitespaces):
+    if (
+        not normalizer.precompiled_charsmap
+        and not bool(normalizer.remove_extra_whitespaces)
+        and bool(normalizer.escape_whitespaces)
+        and not bool(proto.trainer.treat_whitespace_as_suffix)
+    ):
         return None
     from ._normalizer import Normalizer
 
@@ -138,8 +132,8 @@ def _text_normalizers(proto: SpmModelProto, normalizer) -> Optional[dict]:
             bytes(normalizer.precompiled_charsmap),
             add_dummy_prefix=prefix,
             remove_extra_whitespaces=bool(normalizer.remove_extra_whitespaces),
-            escape_whitespaces=True,
-            treat_whitespace_as_suffix=False,
+            escape_whitespaces=bool(normalizer.escape_whitespaces),
+            treat_whitespace_as_suffix=bool(proto.trainer.treat_whitespace_as_suffix),
             user_defined_symbols=user_defined,
         )
         for prefix in (True, False)

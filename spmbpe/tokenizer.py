@@ -148,6 +148,7 @@ class SpmTokenizer:
         front_end: Tuple[str, ...] = ("metaspace", "always", False),
         normalizers: Optional[Dict[bool, object]] = None,
         denormalizer: Optional[object] = None,
+        escape_spaces: bool = True,
     ) -> None:
         n = len(table)
         if reference not in REFERENCES:
@@ -230,6 +231,11 @@ class SpmTokenizer:
             if reference != "llama.cpp"
             else []
         )
+        # sentencepiece's decoder removes the dummy prefix only as a leading
+        # "▁"; without escape_whitespaces it is a plain space and stays.
+        self._strip_prefix_on_decode = self._add_prefix_space and escape_spaces
+        if not escape_spaces:
+            self._core.set_escape_spaces(False)
         if reference == "huggingface":
             self._init_huggingface(hf_special_tokens, hf_unk_token)
         self._front_end = front_end
@@ -755,7 +761,7 @@ class SpmTokenizer:
     def decode_bytes(self, ids: Iterable[int], *, skip_special: bool = False) -> bytes:
         """The UTF-8 bytes `ids` stand for (byte pieces may split a character)."""
         skip = self._skip_special if skip_special else self._skip_none
-        return self._core.decode_bytes(ids, skip, self._add_prefix_space)
+        return self._core.decode_bytes(ids, skip, self._strip_prefix_on_decode)
 
     def decode(
         self, ids: Iterable[int], *, skip_special: bool = False, errors: str = "replace"

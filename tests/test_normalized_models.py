@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import spmbpe
 
-from test_normalizer import _train
+from test_normalizer import _train, _with_normalizer_fields
 
 DATA = Path(__file__).parent / "data"
 CORPUS = sorted((DATA / "corpus").glob("*.txt"))
@@ -27,12 +27,24 @@ VARIANTS = {
     "nmt_nfkc-no-prefix": dict(rule="nmt_nfkc", add_dummy_prefix=False),
     "nmt_nfkc-bytes": dict(rule="nmt_nfkc", byte_fallback=True),
     "nmt_nfkc-user-defined": dict(rule="nmt_nfkc", user_defined_symbols=("<sep>", "ｘｙ", "▁▁")),
+    "nmt_nfkc-suffix": dict(rule="nmt_nfkc", treat_whitespace_as_suffix=True),
+    "identity-suffix": dict(rule="identity", remove_extra_whitespaces=False, treat_whitespace_as_suffix=True),
+    # The BPE trainer refuses escape_whitespaces=false; the model gets it
+    # from a second normalizer_spec, which protobuf merges into the first.
+    "nmt_nfkc-no-escape": dict(rule="nmt_nfkc", escape=False),
 }
+
+
+def _model(variant):
+    settings_ = dict(VARIANTS[variant])
+    escape = settings_.pop("escape", True)
+    model = _train(**settings_)
+    return model if escape else _with_normalizer_fields(model, escape_whitespaces=False)
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def pair(request, tmp_path_factory):
-    model = _train(**VARIANTS[request.param])
+    model = _model(request.param)
     path = tmp_path_factory.mktemp("model") / f"{request.param}.model"
     path.write_bytes(model)
     return spmbpe.load(path), spm.SentencePieceProcessor(model_proto=model)
@@ -78,6 +90,15 @@ def _sp_spans(sp, text):
         pos += len(ch.encode("utf-8"))
     b2c[pos] = len(text)
     return [(p.id, b2c[p.begin], b2c[p.end]) for p in sp.encode(text, return_type="proto").pieces]
+
+
+def test_decode_equals_sentencepiece(pair):
+    tok, sp = pair
+    for line in _lines()[::25]:
+        ids = sp.encode(line)
+        if tok.unk_id in ids:
+            continue  # unknown ids decode as their piece text: documented
+        assert tok.decode(ids) == sp.decode(ids), line
 
 
 def test_offsets_equal_sentencepiece_on_normalized_text(pair):

@@ -179,14 +179,18 @@ def test_unigram_and_other_model_types_are_refused(tmp_path):
         spmbpe.load(path)
 
 
-def test_unimplemented_whitespace_settings_raise_naming_them(tmp_path):
-    # escape_whitespaces = false: spaces stay spaces, which spmbpe does not
-    # implement yet; it refuses rather than giving other ids.
-    pieces, types = _vocab(with_bytes=False)
+def test_escape_whitespaces_false_keeps_spaces_as_spaces(tmp_path):
+    # Spaces stay spaces (no "▁"); checked against live sentencepiece.
+    pieces, types = _vocab(with_bytes=True)
+    pieces = pieces + [" a", "a b", " "]
+    types = types + [NORMAL, NORMAL, NORMAL]
     path = tmp_path / "n.model"
-    path.write_bytes(bpe_model_proto(pieces, [0.0] * len(pieces), types, byte_fallback=False, escape_whitespaces=False))
-    with pytest.raises(NotImplementedError, match="escape_whitespaces"):
-        spmbpe.load(path)
+    path.write_bytes(bpe_model_proto(pieces, [-float(i) for i in range(len(pieces))], types,
+                                     byte_fallback=True, escape_whitespaces=False))
+    tok, sp = spmbpe.load(path), spm.SentencePieceProcessor(model_file=str(path))
+    for text in ["a b", " a", "ab  cd", "x a b ", "<ud> a", "é a"]:
+        assert tok.encode(text) == sp.encode(text), text
+        assert tok.decode(sp.encode(text)) == sp.decode(sp.encode(text)), text
 
 
 def test_a_corrupt_model_names_file_and_offset(tmp_path):
