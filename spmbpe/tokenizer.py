@@ -448,7 +448,7 @@ class SpmTokenizer:
         ([15043, 3186], [(0, 5), (5, 11)])
         """
         include, allowed = self._special_policy(special)
-        parts = self._plan(_check_text(text), include, allowed)
+        parts = self._plan(_check_text(text), include, allowed, offsets=True)
         try:
             ids, starts, ends = self._core.encode_parts_offsets(parts)
         except UnicodeEncodeError:
@@ -542,14 +542,16 @@ class SpmTokenizer:
     #       normalized text: alignment[k] is the original offset of
     #       character k (and of the end).
 
-    def _plan(self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]) -> List[Part]:
+    def _plan(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
+    ) -> List[Part]:
         if not text:
             return []
         prefix = self._add_prefix_space
         if self._reference == "sentencepiece":
-            return self._plan_sentencepiece(text, prefix)
+            return self._plan_sentencepiece(text, prefix, offsets=offsets)
         if self._reference == "huggingface":
-            return self._plan_huggingface(text, include_special, allowed)
+            return self._plan_huggingface(text, include_special, allowed, offsets)
         if self._reference == "tokenizers":
             return self._plan_tokenizers(text, include_special, allowed)
         fragments = self._matcher.partition(text, include_special, allowed)
@@ -589,12 +591,14 @@ class SpmTokenizer:
                 carries = False
         return parts
 
-    def _plan_sentencepiece(self, text: str, prefix: bool, origin: int = 0, lead: int = 0) -> List[Part]:
+    def _plan_sentencepiece(
+        self, text: str, prefix: bool, origin: int = 0, lead: int = 0, offsets: bool = False
+    ) -> List[Part]:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
         then matches user-defined pieces in the normalized text, longest
         first at each position, and merges what lies between them."""
         if self._normalizers is not None:
-            return self._plan_normalized(text, prefix, origin, lead)
+            return self._plan_normalized(text, prefix, origin, lead, offsets)
         if not self._sp_matcher:
             # No user-defined pieces: the core escapes and prefixes alike.
             return [(text, prefix, 0, origin, lead)]
@@ -614,11 +618,23 @@ class SpmTokenizer:
                 parts.append((escaped[f[0] : f[1]], False, 0, origin + max(0, f[0] - lead), max(0, lead - f[0])))
         return parts
 
-    def _plan_normalized(self, text: str, prefix: bool, origin: int, lead: int) -> List[Part]:
+    def _plan_normalized(self, text: str, prefix: bool, origin: int, lead: int, offsets: bool) -> List[Part]:
         """sentencepiece with a normalizer: the normalized text (prefix and
-        "▁" included) is split at user-defined pieces and merged; spans map
-        back through the normalizer's alignment (character offsets)."""
-        normalized, align = self._normalizers[prefix].normalize_with_offsets(text)
+        "▁" included) is split at user-defined pieces and merged; for
+        offsets, spans map back through the normalizer's alignment."""
+        normalizer = self._normalizers[prefix]  # type: ignore[index]
+        if not offsets:
+            normalized = normalizer.normalize(text)
+            if not normalized:
+                return []
+            fragments = self._sp_matcher.partition_longest(normalized)
+            if fragments is None:
+                return [(normalized, False, 0, 0, 0)]
+            return [
+                f.token.id if isinstance(f, TokenAt) else (normalized[f[0] : f[1]], False, 0, 0, 0)
+                for f in fragments
+            ]
+        normalized, align = normalizer.normalize_with_offsets(text)
         if not normalized:
             return []
         fragments = self._sp_matcher.partition_longest(normalized)
@@ -691,12 +707,12 @@ class SpmTokenizer:
         self._hf_unk_length = len(self._core.encode_parts(self._plan_sentencepiece(unk_token, False)))
         self._hf_lone_prefix = self._core.encode_parts(self._hf_segment("\u2581", 0, 1))
 
-    def _hf_segment(self, segment: str, origin: int, lead: int) -> List[Part]:
+    def _hf_segment(self, segment: str, origin: int, lead: int, offsets: bool = False) -> List[Part]:
         """Parts of one text segment of HF's non-legacy _tokenize."""
         if not segment.startswith(("\u2581", " ")):
-            return self._plan_sentencepiece(segment, False, origin, lead)
+            return self._plan_sentencepiece(segment, False, origin, lead, offsets)
         unk = self._hf_unk_token
-        parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk))
+        parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk), offsets)
         if len(parts) == 1 and isinstance(parts[0][0], str):
             text, _, _, part_origin, part_lead = parts[0][:5]
             return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]
@@ -706,7 +722,7 @@ class SpmTokenizer:
         return list(zip(ids[keep:], starts[keep:], ends[keep:]))
 
     def _plan_huggingface(
-        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]]
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
     ) -> List[Part]:
         """transformers' slow LlamaTokenizer.tokenize, as parts."""
         legacy = self._prefix_scheme == "after_each_special"
@@ -732,7 +748,7 @@ class SpmTokenizer:
             origin = max(0, fragment[0] - synthetic)
             lead = max(0, synthetic - fragment[0])
             if legacy:
-                parts.extend(self._plan_sentencepiece(segment, prefix, origin, lead))
+                parts.extend(self._plan_sentencepiece(segment, prefix, origin, lead, offsets))
             elif (
                 index == 0
                 and segment == "\u2581"
@@ -744,7 +760,7 @@ class SpmTokenizer:
             ):
                 continue  # the lone "▁" before a special token is dropped
             else:
-                parts.extend(self._hf_segment(segment, origin, lead))
+                parts.extend(self._hf_segment(segment, origin, lead, offsets))
         return parts
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
