@@ -52,6 +52,9 @@ from spmbpe.errors import InvalidTokenIdError
 cdef Py_ssize_t MAX_SEGMENT_BYTES_C = (INT32_MAX - 3) // 3
 # Idle workspaces a core keeps (one per thread that encodes at a time).
 cdef int _POOL_SIZE = 16
+# Single texts shorter than this are merged without releasing the GIL (the
+# release and re-acquisition cost more); batches release it once per chunk.
+cdef Py_ssize_t _NOGIL_BYTES = 2048
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 
 cdef enum:
@@ -644,7 +647,11 @@ cdef class SpmCore:
         cdef int rc
         cdef Workspace *w = self.acquire()
         try:
-            with nogil:
+            if n > _NOGIL_BYTES:
+                with nogil:
+                    rc = self.encode_segment(src, n, prefix, w)
+            else:
+                # Releasing the GIL costs more than merging a short text.
                 rc = self.encode_segment(src, n, prefix, w)
             self._check(rc, w, text)
             return list_from_ids(w.ids, w.ids_len)
@@ -856,7 +863,10 @@ cdef class SpmCore:
                 prefix = (<tuple>part)[1]
                 src = PyUnicode_AsUTF8AndSize(text, &n)
                 mark = w.ids_len
-                with nogil:
+                if n > _NOGIL_BYTES:
+                    with nogil:
+                        rc = self.encode_segment(src, n, prefix, w)
+                else:
                     rc = self.encode_segment(src, n, prefix, w)
                 self._check(rc, w, text)
                 if len(<tuple>part) > 2 and (<tuple>part)[2]:

@@ -239,6 +239,11 @@ class SpmTokenizer:
         if reference == "huggingface":
             self._init_huggingface(hf_special_tokens, hf_unk_token)
         self._front_end = front_end
+        # No splitting and no normalizing to do: encode hands the text to the
+        # core directly (the common case of Mistral/Llama .model files).
+        self._plain = (reference == "sentencepiece" and normalizers is None and not self._sp_matcher) or (
+            reference == "llama.cpp" and not self._matcher
+        )
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
@@ -419,6 +424,14 @@ class SpmTokenizer:
         >>> tok.encode("Hello world")                            # doctest: +SKIP
         [15043, 3186]
         """
+        if self._plain and type(text) is str and (special == "all" or special == "none"):
+            try:
+                ids = self._core.encode(text, self._add_prefix_space) if text else []
+            except UnicodeEncodeError:
+                raise _surrogate_error(text) from None
+            if add_special_tokens:
+                self._add_boundary_tokens(ids)
+            return ids
         include, allowed = self._special_policy(special)
         parts = self._plan(_check_text(text), include, allowed)
         try:
