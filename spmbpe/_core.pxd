@@ -91,6 +91,7 @@ cdef class SpmCore:
     cdef bytes decoded_arena          # decode table: the bytes each id renders to
     cdef int64_t[::1] decoded_offsets
 
+    cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil

@@ -647,13 +647,7 @@ cdef class SpmCore:
         cdef int rc
         cdef Workspace *w = self.acquire()
         try:
-            if n > _NOGIL_BYTES:
-                with nogil:
-                    rc = self.encode_segment(src, n, prefix, w)
-            else:
-                # Releasing the GIL costs more than merging a short text.
-                rc = self.encode_segment(src, n, prefix, w)
-            self._check(rc, w, text)
+            self._check(self.segment(src, n, prefix, w), w, text)
             return list_from_ids(w.ids, w.ids_len)
         finally:
             self.release(w)
@@ -863,12 +857,7 @@ cdef class SpmCore:
                 prefix = (<tuple>part)[1]
                 src = PyUnicode_AsUTF8AndSize(text, &n)
                 mark = w.ids_len
-                if n > _NOGIL_BYTES:
-                    with nogil:
-                        rc = self.encode_segment(src, n, prefix, w)
-                else:
-                    rc = self.encode_segment(src, n, prefix, w)
-                self._check(rc, w, text)
+                self._check(self.segment(src, n, prefix, w), w, text)
                 if len(<tuple>part) > 2 and (<tuple>part)[2]:
                     # (text, prefix, skip, ...): leave out the segment's first
                     # `skip` ids, when it has that many (HF's "<unk>" trick).
@@ -901,6 +890,16 @@ cdef class SpmCore:
             f"cannot encode the character {shown!r}: it is not in the vocabulary, "
             f"and the vocabulary has neither the 256 <0xNN> byte pieces nor an unknown piece"
         )
+
+    cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept:
+        """encode_segment, releasing the GIL only for a long text (the
+        release and re-acquisition cost more than merging a short one)."""
+        cdef int rc
+        if n > _NOGIL_BYTES:
+            with nogil:
+                rc = self.encode_segment(src, n, prefix, w)
+            return rc
+        return self.encode_segment(src, n, prefix, w)
 
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil:
