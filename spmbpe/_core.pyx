@@ -11,6 +11,7 @@ goes, BOS/EOS) is the Python layer's; this module knows nothing of it.
 
 from array import array
 
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
@@ -751,12 +752,15 @@ cdef class SpmCore:
             wp[0] = w
             self.release(wp)
 
-    def encode_parts_batch(self, list batch):
+    def encode_parts_batch(self, list batch, bint flat=False):
         """encode_parts over a list of partitioned texts.
 
         The parts are gathered first (UTF-8 pointers into the part strings,
         which `batch` keeps alive), then every text is merged in one stretch
         without the GIL, so threads encoding other batches run meanwhile.
+        With `flat`, returns (ids, ends) instead of lists: every id as native
+        uint32 in a bytearray, and array('q') of each text's end index —
+        no Python int per token.
         """
         cdef Py_ssize_t n_parts = 0, i, t, n
         cdef Py_ssize_t n_texts = len(batch)
@@ -803,6 +807,11 @@ cdef class SpmCore:
                 rc = self.encode_items(w, items, counts, n_texts, ends, &failed)
             if rc != OK:
                 self._check(rc, w, _part_text(batch, failed))
+            if flat:
+                ends_out = array("q", bytes(8 * n_texts))
+                for t in range(n_texts):
+                    ends_out[t] = ends[t]
+                return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), ends_out
             out = []
             mark = 0
             for t in range(n_texts):
