@@ -164,11 +164,13 @@ cdef inline int32_t utf8_len(uint8_t lead) noexcept nogil:
     return 4
 
 
-cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t token_id,
+cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t start,
                                int32_t n) noexcept nogil:
+    """Appends a symbol linked after the previous one; `start` is its byte
+    offset (or, in the ranked-merge path, its id)."""
     sym[count].prev = count - 1
     sym[count].next = count + 1
-    sym[count].start = token_id
+    sym[count].start = start
     sym[count].n = n
     return count + 1
 
@@ -1028,12 +1030,8 @@ cdef class SpmCore:
             length = utf8_len(<uint8_t>text[offset])
             if length > m - offset:
                 length = <int32_t>(m - offset)
-            sym[count].prev = count - 1
-            sym[count].next = count + 1
-            sym[count].start = offset
-            sym[count].n = length
+            count = add_symbol(sym, count, offset, length)
             offset += length
-            count += 1
         if count == 0:
             return OK
         sym[count - 1].next = -1
