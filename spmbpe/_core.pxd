@@ -61,6 +61,7 @@ cdef class PieceTable:
     cdef const int64_t[::1] offsets    # n + 1 offsets into arena
     cdef object offsets_owner          # the buffer `offsets` views
     cdef readonly int32_t size
+    cdef int64_t utf8_bad              # first_invalid_utf8's answer; -2 before
     cdef readonly int32_t first_empty  # the first id whose piece is empty, or -1
 
     cdef int32_t find_c(self, const char *s, size_t n) noexcept nogil

@@ -28,6 +28,12 @@ def split_length_prefixed(
     buf: Union[bytes, memoryview], pos: int, count: int, big_endian: bool
 ) -> Optional[Tuple[bytes, "array[int]", int]]: ...
 
+def first_invalid_utf8_piece(arena: Union[bytes, bytearray], offsets: "array[int]") -> int: ...
+
+def scan_model_pieces(
+    buf: Union[bytes, memoryview], pos: int, base: int
+) -> Tuple[bytes, bytes, bytes, bytes, int]: ...
+
 class SpmCore:
     table: PieceTable
     byte_fallback: bool

@@ -205,6 +205,7 @@ cdef class PieceTable:
     def __cinit__(self):
         self.vocab = NULL
         self.size = 0
+        self.utf8_bad = -2
 
     def __init__(self, bytes arena, offsets):
         cdef const int64_t[::1] view = offsets
@@ -284,13 +285,22 @@ cdef class PieceTable:
 
     def first_invalid_utf8(self):
         """The first id whose piece is not valid UTF-8, or -1."""
-        cdef const char *arena = PyBytes_AS_STRING(self.arena)
-        cdef Py_ssize_t i
-        for i in range(self.size):
-            if not utf8_valid(<const uint8_t *>arena + self.offsets[i],
-                              self.offsets[i + 1] - self.offsets[i]):
-                return i
-        return -1
+        # Loaders check it to report a file offset; the tokenizer checks
+        # again for tables built by hand.  Pieces never change: once will do.
+        if self.utf8_bad == -2:
+            self.utf8_bad = first_invalid_utf8_piece(self.arena, self.offsets)
+        return self.utf8_bad
+
+
+def first_invalid_utf8_piece(const uint8_t[::1] arena, const int64_t[::1] offsets):
+    """The first i whose piece arena[offsets[i]:offsets[i + 1]] is not valid
+    UTF-8, or -1 (offsets ascending, within the arena)."""
+    cdef Py_ssize_t i
+    cdef const uint8_t *base = &arena[0] if arena.shape[0] else <const uint8_t *>b""
+    for i in range(offsets.shape[0] - 1):
+        if not utf8_valid(base + offsets[i], offsets[i + 1] - offsets[i]):
+            return i
+    return -1
 
 
 cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n) noexcept nogil:
@@ -376,6 +386,71 @@ def split_length_prefixed(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t cou
     return arena, out, p
 
 
+def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
+    """Reads consecutive ModelProto `pieces` entries in the common layout from
+    buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A, one-byte
+    length), the score (0x15, a
+    float32) and optionally the type (0x18, 1..6), in that order -- what every
+    sentencepiece serializer writes.  Stops at the first entry in any other
+    shape, which the caller parses with the general reader.
+
+    Returns (arena, offsets, scores, types, end): the piece bytes back to
+    back, one int64 end offset per piece (plus `base`) as native bytes, the
+    4-byte little-endian scores, one type byte per piece, and where the
+    scan stopped.  This is the `.model` load's hot loop (32k-256k pieces).
+    """
+    cdef Py_ssize_t n = buf.shape[0]
+    cdef Py_ssize_t p = pos
+    cdef Py_ssize_t count = 0
+    cdef int64_t total = 0
+    cdef Py_ssize_t ln, sl, ps, pe, end
+    cdef uint8_t t
+    # First pass: how many entries take this shape, and their total length.
+    while p + 4 <= n:
+        ln = buf[p + 1]
+        sl = buf[p + 3]
+        ps = p + 4
+        pe = ps + sl
+        end = p + 2 + ln
+        if (buf[p] != 0x0A or buf[p + 2] != 0x0A or ln >= 0x80 or sl >= 0x80
+                or end > n or pe >= end or buf[pe] != 0x15):
+            break
+        if end == pe + 7:
+            t = buf[pe + 5 + 1]
+            if buf[pe + 5] != 0x18 or t < 1 or t > 6:
+                break
+        elif end != pe + 5:
+            break
+        count += 1
+        total += sl
+        p = end
+    cdef bytes arena = PyBytes_FromStringAndSize(NULL, total)
+    cdef bytes offsets = PyBytes_FromStringAndSize(NULL, count * 8)
+    cdef bytes scores = PyBytes_FromStringAndSize(NULL, count * 4)
+    cdef bytes types = PyBytes_FromStringAndSize(NULL, count)
+    cdef char *a = PyBytes_AS_STRING(arena)
+    cdef int64_t *o = <int64_t *>PyBytes_AS_STRING(offsets)
+    cdef char *sc = PyBytes_AS_STRING(scores)
+    cdef char *ty = PyBytes_AS_STRING(types)
+    cdef Py_ssize_t i
+    cdef int64_t at = 0
+    p = pos
+    for i in range(count):
+        ln = buf[p + 1]
+        sl = buf[p + 3]
+        ps = p + 4
+        pe = ps + sl
+        end = p + 2 + ln
+        if sl:
+            memcpy(a + at, &buf[ps], sl)
+        at += sl
+        o[i] = base + at
+        memcpy(sc + 4 * i, &buf[pe + 1], 4)
+        ty[i] = <char>(buf[pe + 6] if end == pe + 7 else 1)
+        p = end
+    return arena, offsets, scores, types, p
+
+
 # ---------------------------------------------------------------- the core
 
 # Token types (spmbpe.TokenType), as stored in SpmCore's types buffer.
@@ -453,7 +528,11 @@ cdef class SpmCore:
             self.byte_ids[b] = found
 
         self._build_decode_table(kinds)
-        self._find_violations(bytes(flag_view[i] & FLAG_MERGEABLE for i in range(n)))
+        buildable = bytearray(n)
+        cdef uint8_t[::1] build_view = buildable
+        for b in range(n):
+            build_view[b] = flag_view[b] & FLAG_MERGEABLE
+        self._find_violations(bytes(buildable))
 
     def _build_decode_table(self, const uint8_t[::1] kinds):
         """What each id decodes to: a BYTE piece ``<0xNN>`` its byte; CONTROL,
@@ -632,8 +711,9 @@ cdef class SpmCore:
         self.ignore_merges = ignore_merges
         # Only merge results can cross a boundary.
         buildable = bytearray(self.n_pieces)
+        cdef uint8_t[::1] build_view = buildable
         for i in range(n):
-            buildable[m[i]] = 1
+            build_view[m[i]] = 1
         self._find_violations(bytes(buildable))
 
     @property

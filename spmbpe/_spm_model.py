@@ -71,6 +71,7 @@ import sys
 from array import array
 from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Union
 
+from ._core import first_invalid_utf8_piece, scan_model_pieces
 from .errors import ModelFormatError
 
 __all__ = [
@@ -558,12 +559,6 @@ def _parse_piece_slow(
 
 _ZERO_SCORE = b"\x00\x00\x00\x00"
 
-# Zero bytes appended to the data so that the fast path may read a few bytes
-# past the end without bounds checks (it reads at most 2 + 255 + 7 bytes past
-# a position < len(data)); every value it accepts is still checked against the
-# real length.
-_PAD = bytes(272)
-
 _SPEC_NAMES = ("", "pieces", "trainer_spec", "normalizer_spec", "self_test_data",
                "denormalizer_spec")
 
@@ -582,7 +577,6 @@ def parse_model_proto(
         spath = os.fsdecode(spath)
     data = bytes(data)
     n = len(data)
-    buf = data + _PAD  # the fast path reads buf, everything else data
 
     # Built as we go, with no per-piece object kept alive (that matters for
     # the speed of a 256k-piece model as much as the bytecode count does).
@@ -597,45 +591,20 @@ def parse_model_proto(
     add_offset = offsets.append
     add_type = types.append
 
-    bad_start = False
     pos = 0
     while pos < n:
-        # Fast path: a piece message (key 0x0A, one-byte length) holding the
-        # piece string (key 0x0A, one-byte length), the score (key 0x15, four
-        # bytes) and optionally the type (key 0x18, one byte), in that order,
-        # which is what every serializer writes.  It also requires the
-        # piece's first byte not to be a UTF-8 continuation byte (see the
-        # UTF-8 check below).  Anything else takes the general path.
-        ln = buf[pos + 1]
-        sl = buf[pos + 3]
-        ps = pos + 4
-        pe = ps + sl
-        end = pos + 2 + ln
-        if (
-            buf[pos] == 0x0A
-            and buf[pos + 2] == 0x0A
-            and ln < 0x80
-            and sl < 0x80
-            and end <= n
-            and buf[pe] == 0x15
-            and buf[ps] & 0xC0 != 0x80
-        ):
-            if end == pe + 5:
-                arena += buf[ps:pe]
-                add_offset(len(arena))
-                scores += buf[pe + 1 : end]
-                add_type(1)
-                pos = end
+        # Fast path, in C: the run of piece messages in the layout every
+        # serializer writes (see _core.scan_model_pieces); anything else
+        # takes the general path below.
+        if data[pos] == 0x0A:
+            run_arena, run_offsets, run_scores, run_types, stop = scan_model_pieces(data, pos, len(arena))
+            if stop != pos:
+                arena += run_arena
+                offsets.frombytes(run_offsets)
+                scores += run_scores
+                types += run_types
+                pos = stop
                 continue
-            if end == pe + 7 and buf[pe + 5] == 0x18:
-                t = buf[pe + 6]
-                if 0 < t < 7:
-                    arena += buf[ps:pe]
-                    add_offset(len(arena))
-                    scores += buf[pe + 1 : pe + 5]
-                    add_type(t)
-                    pos = end
-                    continue
 
         # General path: any top-level field.
         key_pos = pos
@@ -654,8 +623,6 @@ def parse_model_proto(
         if field == 1:
             index = len(types)
             ps, pe, sp, t = _parse_piece_slow(data, pos, end, index, spath)
-            if pe > ps and data[ps] & 0xC0 == 0x80:
-                bad_start = True  # certainly invalid; reported below
             arena += data[ps:pe]
             add_offset(len(arena))
             scores += _ZERO_SCORE if sp is None else data[sp : sp + 4]
@@ -676,25 +643,14 @@ def parse_model_proto(
     if not types:
         _fail(spath, None, "not a sentencepiece model: it has no pieces")
 
-    # UTF-8.  Each piece must be valid on its own, and a concatenation can be
-    # valid when its parts are not ("\xc3" + "\xa9").  But if the whole arena
-    # is valid UTF-8, a piece is valid exactly when it starts and ends on
-    # character boundaries, i.e. when neither its first byte nor the first
-    # byte of the next non-empty piece is a UTF-8 continuation byte (10xxxxxx).
-    # Both paths above checked the first byte of every non-empty piece, so
-    # one decode of the arena validates all pieces.
-    try:
-        if bad_start:
-            raise UnicodeDecodeError("utf-8", b"", 0, 0, "")
-        arena.decode("utf-8")
-    except UnicodeDecodeError:
-        for i in range(len(types)):
-            chunk = bytes(arena[offsets[i] : offsets[i + 1]])
-            try:
-                chunk.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                _bad_utf8_piece(spath, i, _piece_offset(data, i) + exc.start, chunk)
-        raise  # pragma: no cover - unreachable
+    # Every piece must be valid UTF-8 on its own, as sentencepiece requires.
+    bad = first_invalid_utf8_piece(arena, offsets)
+    if bad >= 0:
+        chunk = bytes(arena[offsets[bad] : offsets[bad + 1]])
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            _bad_utf8_piece(spath, bad, _piece_offset(data, bad) + exc.start, chunk)
 
     score_array = array("f")
     score_array.frombytes(scores)
