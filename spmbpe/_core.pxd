@@ -2,7 +2,7 @@
 # workspace and the merger.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from spmbpe._csrc cimport spm_cache, spm_heap, spm_pairs, spm_vocab
+from spmbpe._csrc cimport spm_cache, spm_heap, spm_merges, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -79,6 +79,8 @@ cdef class SpmCore:
     cdef bint collapse_unknown        # consecutive unknown characters -> one unk
     cdef bint any_resplit             # some piece has FLAG_RESPLIT
     cdef spm_pairs *pairs             # HF tokenizers' ranked merges, or NULL
+    cdef spm_merges *merges           # the mergeable pieces with their scores, or NULL
+    cdef bint small_merges            # short chunks merge by linear scan (merge_small)
     cdef bint fuse_unknown            # tokenizers' fuse_unk
     cdef bint ignore_merges           # tokenizers' ignore_merges
     cdef readonly bint chunked        # merges never cross a safe "x▁" boundary
@@ -95,9 +97,13 @@ cdef class SpmCore:
     cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil
+    cdef Py_ssize_t escape(self, const char *src, Py_ssize_t n, bint prefix,
+                           Workspace *w) noexcept nogil
+    cdef int32_t find_bounds(self, Workspace *w, int32_t m) noexcept nogil
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
+    cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_pairs(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef Workspace *acquire(self) except NULL
     cdef void release(self, Workspace *w)

@@ -17,7 +17,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 from spmbpe._csrc cimport (
     spm_bigram,
@@ -28,6 +28,10 @@ from spmbpe._csrc cimport (
     spm_cache_put,
     spm_cache_slot,
     spm_hash_bytes,
+    spm_merge_slot,
+    spm_merges_find,
+    spm_merges_free,
+    spm_merges_new,
     spm_pair_slot,
     spm_pairs_find,
     spm_pairs_free,
@@ -57,6 +61,14 @@ cdef int _POOL_SIZE = 16
 # release and re-acquisition cost more); batches release it once per chunk.
 cdef Py_ssize_t _NOGIL_BYTES = 2048
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
+# Chunks up to this many bytes merge by a linear scan over at most that many
+# symbols (merge_small); longer ones over the heap.
+cdef enum:
+    SMALL_BYTES = 48
+# The escaped text buffer has this much slack past its end, so lookups may
+# read 8 bytes at any position (spm_merges_find's padded mode).
+cdef enum:
+    TEXT_SLACK = 8
 
 cdef enum:
     OK = 0
@@ -137,9 +149,10 @@ cdef inline int ws_reserve(Workspace *w, size_t text_bytes) noexcept nogil:
     cdef char *text
     cdef Symbol *symbols
     if text_bytes > w.text_cap:
-        text = <char *>realloc(w.text, text_bytes)
+        text = <char *>realloc(w.text, text_bytes + TEXT_SLACK)
         if text == NULL:
             return ERR_NOMEM
+        memset(text + text_bytes, 0, TEXT_SLACK)
         w.text = text
         w.text_cap = text_bytes
     if text_bytes > w.symbols_cap:
@@ -480,6 +493,8 @@ cdef class SpmCore:
     def __cinit__(self):
         self.vocab = NULL
         self.pairs = NULL
+        self.merges = NULL
+        self.small_merges = False
         self.n_pieces = 0
         self.unk_id = -1
         self.byte_fallback = False
@@ -533,6 +548,31 @@ cdef class SpmCore:
         for b in range(n):
             build_view[b] = flag_view[b] & FLAG_MERGEABLE
         self._find_violations(bytes(buildable))
+        self._build_merge_index(build_view)
+
+    def _build_merge_index(self, uint8_t[::1] selected):
+        """The merge index: every piece a merge may build, under its text
+        (the lowest id of a text, as the table resolves it), with its score.
+        Short chunks then merge by linear scan (merge_small), which picks the
+        same pair as the heap: best score, leftmost on ties.  Not for UNUSED
+        pieces to resplit (their halves depend on the heap's queue order) nor
+        NaN scores (which order differently in the heap)."""
+        cdef Py_ssize_t i, n = self.n_pieces
+        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
+        cdef bint any_nan = False
+        for i in range(n):
+            if selected[i] and offsets[i + 1] == offsets[i]:
+                selected[i] = 0
+            if self.table.vocab.duplicates and selected[i] and \
+                    spm_vocab_find(self.vocab, arena + offsets[i], <size_t>(offsets[i + 1] - offsets[i])) != i:
+                selected[i] = 0
+            if self.scores[i] != self.scores[i]:
+                any_nan = True
+        self.merges = spm_merges_new(<int32_t>n, arena, &offsets[0], &self.scores[0], &selected[0])
+        if self.merges == NULL:
+            raise MemoryError("cannot allocate the merge index")
+        self.small_merges = not self.any_resplit and not any_nan
 
     def _build_decode_table(self, const uint8_t[::1] kinds):
         """What each id decodes to: a BYTE piece ``<0xNN>`` its byte; CONTROL,
@@ -584,6 +624,9 @@ cdef class SpmCore:
         if self.pairs != NULL:
             spm_pairs_free(self.pairs)
             self.pairs = NULL
+        if self.merges != NULL:
+            spm_merges_free(self.merges)
+            self.merges = NULL
         if self.pool != NULL:
             while self.pool_len:
                 self.pool_len -= 1
@@ -627,6 +670,11 @@ cdef class SpmCore:
         """Merges whole segments from now on (to check that chunking and
         caching change no id)."""
         self.chunked = False
+
+    def disable_small_merges(self):
+        """Merges every segment or chunk over the heap from now on (to check
+        that merge_small's linear scan changes no id)."""
+        self.small_merges = False
 
     def clear_cache(self):
         """Drops every cached chunk (each thread's workspace has a cache)."""
@@ -995,10 +1043,20 @@ cdef class SpmCore:
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
                             Workspace *w) noexcept nogil:
         """Escapes src[0:n] into the workspace, merges it and appends the ids."""
-        cdef Py_ssize_t i, m = 0
-        cdef char c
+        cdef Py_ssize_t m
         if n == 0 and not prefix:
             return OK
+        m = self.escape(src, n, prefix, w)
+        if m < 0:
+            return <int>m
+        return self.run(w, <int32_t>m)
+
+    cdef Py_ssize_t escape(self, const char *src, Py_ssize_t n, bint prefix,
+                           Workspace *w) noexcept nogil:
+        """Writes src[0:n] to w.text with spaces as "▁" (and the dummy prefix
+        when `prefix`); returns its length, or an error code (< 0)."""
+        cdef Py_ssize_t i, m = 0
+        cdef char c
         if n > MAX_SEGMENT_BYTES_C:
             return ERR_TOO_LONG
         if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
@@ -1020,7 +1078,59 @@ cdef class SpmCore:
                 else:
                     w.text[m] = c
                     m += 1
-        return self.run(w, <int32_t>m)
+        return m
+
+    def split_points(self, str text, bint prefix, Py_ssize_t parts):
+        """Up to parts - 1 character offsets at which the segment `text` can
+        be cut so that the pieces (the first with `prefix`, the others
+        without) encode to exactly the ids of the whole: chunk boundaries,
+        the first at or after each equal share of its length.  Empty when
+        the core merges whole segments.  For encoding one large document on
+        several threads."""
+        cdef Py_ssize_t n, m, i, c = -1, e, j = 0, nw = 0
+        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+        cdef int32_t nb, b
+        cdef list out = []
+        cdef int64_t last = 0, at
+        cdef int64_t *wanted
+        if not self.chunked or parts < 2 or n == 0:
+            return out
+        wanted = <int64_t *>malloc(parts * sizeof(int64_t))
+        if wanted == NULL:
+            raise MemoryError()
+        cdef Workspace *w = self.acquire()
+        try:
+            m = self.escape(src, n, prefix, w)
+            if m < 0:
+                self._check(<int>m, w, text)
+            nb = self.find_bounds(w, <int32_t>m)
+            if nb < 0:
+                raise MemoryError()
+            # The boundary at or after each share (bounds are ascending; the
+            # last one is the end).
+            b = 0
+            for j in range(1, parts):
+                at = m * j // parts
+                while b < nb - 1 and w.bounds[b] < at:
+                    b += 1
+                if b < nb - 1 and w.bounds[b] > last:
+                    last = w.bounds[b]
+                    wanted[nw] = last
+                    nw += 1
+            # Escaped byte offsets -> character offsets of `text`.
+            e = 3 if prefix else 0
+            j = 0
+            for i in range(n):
+                if (<uint8_t>src[i] & 0xC0) != 0x80:
+                    c += 1
+                    if j < nw and e == wanted[j]:
+                        out.append(c)
+                        j += 1
+                e += 3 if (src[i] == c' ' and self.escape_spaces) else 1
+            return out
+        finally:
+            free(wanted)
+            self.release(w)
 
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil:
         """No piece that contains "x▁" can lie across position i."""
@@ -1033,25 +1143,15 @@ cdef class SpmCore:
                 return False
         return True
 
-    cdef int run(self, Workspace *w, int32_t m) noexcept nogil:
-        """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
-        before a "▁" that follows other text, reusing cached chunks."""
+    cdef int32_t find_bounds(self, Workspace *w, int32_t m) noexcept nogil:
+        """The chunk boundaries of w.text[0:m] into w.bounds, ending with m:
+        the safe positions before a "▁" that follows other text.  Returns
+        their number, or -1 when out of memory."""
         cdef const char *text = w.text
-        cdef int32_t i, begin, end, nb = 0, b
+        cdef int32_t i = 0, nb = 0
         cdef bint prev_marker = True
-        cdef const spm_cache_slot *hit
-        cdef uint64_t h
-        cdef size_t mark
-        cdef bint use_cache
-        cdef int rc
-        if not self.chunked or m < 8:
-            if self.pairs != NULL:
-                return self.merge_pairs(w, 0, m)
-            return self.merge(w, 0, m)
-        # Chunk boundaries.
         if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(m // 3 + 2)) != OK:
-            return ERR_NOMEM
-        i = 0
+            return -1
         while i < m:
             if i + 3 <= m and text[i] == MARKER[0] and text[i + 1] == MARKER[1] and text[i + 2] == MARKER[2]:
                 if not prev_marker and (self.n_violations == 0 or self.safe_boundary(text, i, m)):
@@ -1063,7 +1163,25 @@ cdef class SpmCore:
                 prev_marker = False
                 i += 1
         w.bounds[nb] = m
-        nb += 1
+        return nb + 1
+
+    cdef int run(self, Workspace *w, int32_t m) noexcept nogil:
+        """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
+        before a "▁" that follows other text, reusing cached chunks."""
+        cdef const char *text = w.text
+        cdef int32_t begin, end, nb, b
+        cdef const spm_cache_slot *hit
+        cdef uint64_t h
+        cdef size_t mark
+        cdef bint use_cache
+        cdef int rc
+        if not self.chunked or m < 8:
+            if self.pairs != NULL:
+                return self.merge_pairs(w, 0, m)
+            return self.merge(w, 0, m)
+        nb = self.find_bounds(w, m)
+        if nb < 0:
+            return ERR_NOMEM
         if not w.cache_ready and not w.want_spans:
             if spm_cache_init(&w.cache) != 0:
                 return ERR_NOMEM
@@ -1094,8 +1212,76 @@ cdef class SpmCore:
             begin = end
         return OK
 
+    cdef int merge_small(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
+        """SPM-BPE over a short w.text[begin:m] (at most SMALL_BYTES): the
+        symbols in arrays, the best pair found by a scan from the left (so
+        ties go to the leftmost, as in the heap), the merged ids kept."""
+        cdef int32_t start[SMALL_BYTES]
+        cdef int32_t size[SMALL_BYTES]
+        cdef int32_t tid[SMALL_BYTES]       # id of a merged symbol, -1 for a character
+        cdef int32_t pair_id[SMALL_BYTES]   # the piece symbol i + next would make, or -1
+        cdef float pair_score[SMALL_BYTES]
+        cdef const char *text = w.text
+        cdef int32_t count = 0, offset = begin, length, i, best
+        cdef const spm_merge_slot *slot
+        cdef bint prev_unknown = False
+        cdef int rc
+        while offset < m:
+            length = utf8_len(<uint8_t>text[offset])
+            if length > m - offset:
+                length = m - offset
+            start[count] = offset
+            size[count] = length
+            tid[count] = -1
+            count += 1
+            offset += length
+        for i in range(count - 1):
+            slot = spm_merges_find(self.merges, text + start[i], <size_t>(size[i] + size[i + 1]), 1)
+            pair_id[i] = slot.id if slot != NULL else -1
+            if slot != NULL:
+                pair_score[i] = slot.score
+        while True:
+            best = -1
+            for i in range(count - 1):
+                if pair_id[i] >= 0 and (best < 0 or pair_score[i] > pair_score[best]):
+                    best = i
+            if best < 0:
+                break
+            size[best] += size[best + 1]
+            tid[best] = pair_id[best]
+            count -= 1
+            for i in range(best + 1, count):
+                start[i] = start[i + 1]
+                size[i] = size[i + 1]
+                tid[i] = tid[i + 1]
+                pair_id[i] = pair_id[i + 1]
+                pair_score[i] = pair_score[i + 1]
+            if best > 0:
+                slot = spm_merges_find(self.merges, text + start[best - 1],
+                                       <size_t>(size[best - 1] + size[best]), 1)
+                pair_id[best - 1] = slot.id if slot != NULL else -1
+                if slot != NULL:
+                    pair_score[best - 1] = slot.score
+            if best < count - 1:
+                slot = spm_merges_find(self.merges, text + start[best],
+                                       <size_t>(size[best] + size[best + 1]), 1)
+                pair_id[best] = slot.id if slot != NULL else -1
+                if slot != NULL:
+                    pair_score[best] = slot.score
+        for i in range(count):
+            if tid[i] >= 0:
+                prev_unknown = False
+                rc = self.push(w, tid[i], start[i], start[i] + size[i])
+            else:
+                rc = self.emit_piece(w, start[i], size[i], &prev_unknown)
+            if rc != OK:
+                return rc
+        return OK
+
     cdef int merge(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
         """SPM-BPE over w.text[begin:m]."""
+        if self.small_merges and m - begin <= SMALL_BYTES:
+            return self.merge_small(w, begin, m)
         cdef Symbol *sym = w.symbols
         cdef const char *text = w.text
         cdef int32_t count = 0
@@ -1259,13 +1445,15 @@ cdef class SpmCore:
         cdef Symbol *sym = w.symbols
         cdef spm_bigram b
         cdef int32_t token_id
+        cdef const spm_merge_slot *slot
         if left < 0 or right < 0:
             return OK
         b.size = sym[left].n + sym[right].n
-        token_id = spm_vocab_find(self.vocab, w.text + sym[left].start, <size_t>b.size)
-        if token_id < 0 or not (self.flags[token_id] & FLAG_MERGEABLE):
+        slot = spm_merges_find(self.merges, w.text + sym[left].start, <size_t>b.size, 1)
+        if slot == NULL:
             return OK
-        b.score = self.scores[token_id]
+        token_id = slot.id
+        b.score = slot.score
         b.left = left
         b.right = right
         if spm_heap_push(&w.heap, b) != 0:

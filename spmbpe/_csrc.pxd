@@ -64,3 +64,18 @@ cdef extern from "spm_cache.h" nogil:
 
 cdef extern from "spm_vocab.h" nogil:
     uint64_t spm_hash_bytes(const char *s, size_t n)
+
+
+cdef extern from "spm_merges.h" nogil:
+    ctypedef struct spm_merge_slot:
+        float score
+        int32_t id
+
+    ctypedef struct spm_merges:
+        size_t count
+
+    spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
+                               const float *scores, const unsigned char *selected)
+    void spm_merges_free(spm_merges *m)
+    const spm_merge_slot *spm_merges_find(const spm_merges *m, const char *s, size_t length,
+                                          int padded)
