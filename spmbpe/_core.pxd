@@ -1,6 +1,6 @@
 # C-level layout of the compiled core: the vocabulary table, the merge
 # workspace and the merger.
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from spmbpe._csrc cimport spm_cache, spm_heap, spm_merges, spm_pairs, spm_vocab
 
@@ -44,6 +44,11 @@ ctypedef struct Workspace:
     int32_t *split_touched
     size_t split_touched_len
     size_t split_touched_cap
+    # BPE-dropout (sentencepiece's enable_sampling): each merge about to be
+    # made is skipped with probability `alpha` (0: never); `rng` is the state
+    # of a splitmix64 generator.
+    double alpha
+    uint64_t rng
 
 
 # One part of a batch, gathered with the GIL and merged without it.
@@ -114,6 +119,7 @@ cdef class SpmCore:
     cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil
     cdef _encode_parts(self, list parts, Workspace *w)
     cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
-                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed) noexcept nogil
+                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed,
+                          const uint64_t *seeds) noexcept nogil
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)

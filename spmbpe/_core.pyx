@@ -103,6 +103,25 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.bounds = NULL
     w.bounds_cap = 0
     w.cache_ready = False
+    w.alpha = 0.0
+    w.rng = 0
+
+
+cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
+    """The next value of a splitmix64 generator (Steele, Lea, Flood 2014)."""
+    state[0] += <uint64_t>0x9E3779B97F4A7C15
+    cdef uint64_t z = state[0]
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline bint skip_merge(Workspace *w) noexcept nogil:
+    """BPE-dropout: whether to skip the merge about to be made (probability
+    w.alpha), as sentencepiece's bpe_model.cc does inside its merge loop."""
+    if w.alpha <= 0.0:
+        return False
+    return (splitmix64(&w.rng) >> 11) * (1.0 / 9007199254740992.0) < w.alpha
 
 
 cdef inline void ws_free(Workspace *w) noexcept nogil:
@@ -649,6 +668,7 @@ cdef class SpmCore:
             ws_init(w)
         w.ids_len = 0
         w.want_spans = False
+        w.alpha = 0.0
         return w
 
     cdef void release(self, Workspace *w):
@@ -783,15 +803,18 @@ cdef class SpmCore:
         finally:
             self.release(w)
 
-    def encode_parts(self, list parts):
+    def encode_parts(self, list parts, double alpha=0.0, uint64_t seed=0):
         """Ids of a partitioned text.
 
         Each part is a token id (emitted as is), a tuple (token_id, start,
         end), or a tuple (text, prefix[, skip[, origin, lead]]): a segment to
         escape and merge, without its first `skip` ids (see
-        encode_parts_offsets for origin and lead).
+        encode_parts_offsets for origin and lead).  With `alpha` > 0, BPE-
+        dropout with that probability, from a generator seeded by `seed`.
         """
         cdef Workspace *w = self.acquire()
+        w.alpha = alpha
+        w.rng = seed
         try:
             self._encode_parts(parts, w)
             return list_from_ids(w.ids, w.ids_len)
@@ -882,7 +905,7 @@ cdef class SpmCore:
             wp[0] = w
             self.release(wp)
 
-    def encode_parts_batch(self, list batch, bint flat=False):
+    def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None):
         """encode_parts over a list of partitioned texts.
 
         The parts are gathered first (UTF-8 pointers into the part strings,
@@ -890,9 +913,11 @@ cdef class SpmCore:
         without the GIL, so threads encoding other batches run meanwhile.
         With `flat`, returns (ids, ends) instead of lists: every id as native
         uint32 in a bytearray, and array('q') of each text's end index —
-        no Python int per token.
+        no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
+        generator seeded by seeds[t] (array('Q')).
         """
         cdef Py_ssize_t n_parts = 0, i, t, n
+        cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_texts = len(batch)
         cdef list parts, out
         cdef object part
@@ -913,7 +938,13 @@ cdef class SpmCore:
             free(counts)
             free(ends)
             raise MemoryError()
+        if alpha > 0.0 and seed_view.shape[0] < n_texts:
+            free(items)
+            free(counts)
+            free(ends)
+            raise ValueError("sampling needs one seed per text")
         w = self.acquire()
+        w.alpha = alpha
         try:
             i = 0
             for t in range(n_texts):
@@ -934,7 +965,8 @@ cdef class SpmCore:
                             raise ValueError(f"token id {items[i].token_id} is not a piece id")
                     i += 1
             with nogil:
-                rc = self.encode_items(w, items, counts, n_texts, ends, &failed)
+                rc = self.encode_items(w, items, counts, n_texts, ends, &failed,
+                                       &seed_view[0] if seed_view.shape[0] else NULL)
             if rc != OK:
                 self._check(rc, w, _part_text(batch, failed))
             if flat:
@@ -955,11 +987,14 @@ cdef class SpmCore:
             self.release(w)
 
     cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
-                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed) noexcept nogil:
+                          Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed,
+                          const uint64_t *seeds) noexcept nogil:
         cdef Py_ssize_t t, k, i = 0
         cdef size_t mark, produced, skip
         cdef int rc
         for t in range(n_texts):
+            if seeds != NULL:
+                w.rng = seeds[t]
             for k in range(counts[t]):
                 if items[i].token_id >= 0:
                     if ws_push_id(w, <int32_t>items[i].token_id) != OK:
@@ -1175,7 +1210,9 @@ cdef class SpmCore:
         cdef size_t mark
         cdef bint use_cache
         cdef int rc
-        if not self.chunked or m < 8:
+        if not self.chunked or m < 8 or w.alpha > 0.0:
+            # (Sampling merges whole segments, as sentencepiece does, and
+            # never caches.)
             if self.pairs != NULL:
                 return self.merge_pairs(w, 0, m)
             return self.merge(w, 0, m)
@@ -1280,7 +1317,7 @@ cdef class SpmCore:
 
     cdef int merge(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
         """SPM-BPE over w.text[begin:m]."""
-        if self.small_merges and m - begin <= SMALL_BYTES:
+        if self.small_merges and m - begin <= SMALL_BYTES and w.alpha <= 0.0:
             return self.merge_small(w, begin, m)
         cdef Symbol *sym = w.symbols
         cdef const char *text = w.text
@@ -1318,6 +1355,8 @@ cdef class SpmCore:
             left = top.left
             right = top.right
             if sym[left].n == 0 or sym[right].n == 0 or sym[left].n + sym[right].n != top.size:
+                continue
+            if skip_merge(w):
                 continue
             sym[left].n += sym[right].n
             sym[right].n = 0
@@ -1398,6 +1437,8 @@ cdef class SpmCore:
             nxt = sym[pos].next
             rule = spm_pairs_find(self.pairs, sym[pos].start, sym[nxt].start)
             if rule == NULL or rule.merged != top.size:
+                continue
+            if skip_merge(w):
                 continue
             sym[pos].start = rule.merged
             sym[pos].n += sym[nxt].n
@@ -1575,6 +1616,10 @@ cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:
     if token_id < 0 or token_id >= n:
         raise InvalidTokenIdError(item, n)
     return token_id
+
+
+# encode_parts_batch's seeds when there are none.
+_NO_SEEDS = array("Q")
 
 
 def _offsets_of(list chunks):
