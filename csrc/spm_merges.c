@@ -8,9 +8,13 @@ spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
     if (!m) return NULL;
     size_t count = 0;
     for (int32_t id = 0; id < n; id++) count += selected[id] != 0;
-    /* Load factor at most 1/2 keeps probe chains short. */
-    uint64_t cap = 16;
-    while (cap < (uint64_t)count * 2) cap <<= 1;
+    /* Load factor 2/3: probe chains stay short (about 2 slots for a hit, 5
+     * for a miss, in adjacent memory). */
+    uint64_t cap = (uint64_t)count + count / 2 + 16;
+    if (cap > UINT32_MAX) {
+        free(m);
+        return NULL;
+    }
     m->slots = (spm_merge_slot *)malloc(sizeof(spm_merge_slot) * cap);
     if (!m->slots) {
         free(m);
@@ -18,7 +22,7 @@ spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
     }
     m->arena = arena;
     m->offsets = offsets;
-    m->mask = cap - 1;
+    m->cap = (uint32_t)cap;
     m->count = count;
     for (uint64_t i = 0; i < cap; i++) m->slots[i].id = -1;
     for (int32_t id = 0; id < n; id++) {
@@ -26,15 +30,13 @@ spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
         const char *s = arena + offsets[id];
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
         uint64_t head = spm_merge_head(s, len, 0);
-        uint64_t h = spm_merge_hash(head, s, len);
-        uint64_t i = h & m->mask;
-        while (m->slots[i].id >= 0) i = (i + 1) & m->mask;
+        uint32_t i = spm_merge_home(spm_merge_hash(head, s, len), m->cap);
+        while (m->slots[i].id >= 0)
+            if (++i == m->cap) i = 0;
         spm_merge_slot *slot = &m->slots[i];
         slot->head = head;
         slot->score = scores[id];
         slot->id = id;
-        slot->len = (uint32_t)len;
-        slot->tag = (uint32_t)(h >> 32);
     }
     return m;
 }

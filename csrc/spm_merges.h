@@ -5,8 +5,10 @@
  * adjacent pair, many times per word.  The general vocabulary table
  * (spm_vocab) answers with an id, after which the id's offsets, arena bytes,
  * flags and score each cost a separate memory access.  Here one slot holds
- * the first 8 bytes of the piece, its length, id and score, so a lookup of a
- * piece of at most 8 bytes (most merge candidates) touches a single slot.
+ * the first 8 bytes of the piece, its id and score in 16 bytes, so a lookup
+ * that misses (most do) touches one or two slots, and a hit one more load
+ * (the length, from the offsets).  The table is 1.5 slots per piece: a power
+ * of two would take up to twice that, and memory is a target (3x the file).
  */
 #ifndef SPM_MERGES_H
 #define SPM_MERGES_H
@@ -23,15 +25,13 @@ typedef struct {
     uint64_t head;  /* the first min(len, 8) bytes, zero padded */
     float score;
     int32_t id;     /* -1: empty slot */
-    uint32_t len;
-    uint32_t tag;   /* upper hash bits */
 } spm_merge_slot;
 
 typedef struct {
     const char *arena;       /* the pieces (not owned) */
     const int64_t *offsets;  /* n + 1 offsets into arena (not owned) */
     spm_merge_slot *slots;
-    uint64_t mask;
+    uint32_t cap;            /* slots; not a power of two (see spm_merge_home) */
     size_t count;
 } spm_merges;
 
@@ -67,20 +67,27 @@ spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
                            const float *scores, const unsigned char *selected);
 void spm_merges_free(spm_merges *m);
 
+/* Where the probe for hash h starts: h scaled to [0, cap) (Lemire's
+ * multiply-shift, which works for any capacity). */
+static inline uint32_t spm_merge_home(uint64_t h, uint32_t cap) {
+    return (uint32_t)(((h >> 32) * (uint64_t)cap) >> 32);
+}
+
 /* The slot of the piece s[0:len], or NULL.  `padded`: see spm_merge_head. */
 static inline const spm_merge_slot *spm_merges_find(const spm_merges *m, const char *s, size_t len,
                                                     int padded) {
     uint64_t head = spm_merge_head(s, len, padded);
-    uint64_t h = spm_merge_hash(head, s, len);
-    uint32_t tag = (uint32_t)(h >> 32);
-    uint64_t i = h & m->mask;
+    uint32_t i = spm_merge_home(spm_merge_hash(head, s, len), m->cap);
     for (;;) {
         const spm_merge_slot *slot = &m->slots[i];
         if (slot->id < 0) return NULL;
-        if (slot->tag == tag && slot->head == head && slot->len == len &&
-            (len <= 8 || memcmp(m->arena + m->offsets[slot->id] + 8, s + 8, len - 8) == 0))
-            return slot;
-        i = (i + 1) & m->mask;
+        if (slot->head == head) {
+            int64_t a = m->offsets[slot->id];
+            if ((size_t)(m->offsets[slot->id + 1] - a) == len &&
+                (len <= 8 || memcmp(m->arena + a + 8, s + 8, len - 8) == 0))
+                return slot;
+        }
+        if (++i == m->cap) i = 0;
     }
 }
 

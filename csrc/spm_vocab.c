@@ -11,15 +11,18 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
     v->arena = arena;
     v->offsets = offsets;
     v->first_duplicate = -1;
-    /* Load factor at most 1/2 keeps probe chains short. */
-    uint64_t cap = 16;
-    while (cap < (uint64_t)n * 2) cap <<= 1;
+    /* Load factor 2/3 keeps probe chains short (the tag skips most compares). */
+    uint64_t cap = (uint64_t)n + (uint64_t)n / 2 + 16;
+    if (cap > UINT32_MAX) {
+        free(v);
+        return NULL;
+    }
     v->slots = (spm_vocab_slot *)malloc(sizeof(spm_vocab_slot) * cap);
     if (!v->slots) {
         free(v);
         return NULL;
     }
-    v->mask = cap - 1;
+    v->cap = (uint32_t)cap;
     for (uint64_t i = 0; i < cap; i++) {
         v->slots[i].id = -1;
         v->slots[i].tag = 0;
@@ -30,7 +33,7 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
         uint64_t h = spm_hash_bytes(s, len);
         uint32_t tag = (uint32_t)(h >> 32);
-        uint64_t i = h & v->mask;
+        uint32_t i = spm_vocab_home(h, v->cap);
         int duplicate = 0;
         while (v->slots[i].id >= 0) {
             int32_t other = v->slots[i].id;
@@ -39,7 +42,7 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
                 duplicate = 1;
                 break;
             }
-            i = (i + 1) & v->mask;
+            if (++i == v->cap) i = 0;
         }
         if (duplicate) {
             /* First id wins: a duplicated piece keeps its lowest id. */

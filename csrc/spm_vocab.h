@@ -29,8 +29,8 @@ typedef struct {
     int32_t n;               /* number of ids */
     int32_t duplicates;      /* ids whose piece an earlier id already has */
     int32_t first_duplicate; /* the first such id, or -1 */
-    spm_vocab_slot *slots;   /* capacity = mask + 1, a power of two */
-    uint64_t mask;
+    spm_vocab_slot *slots;
+    uint32_t cap;            /* slots: 1.5 per id, not a power of two */
 } spm_vocab;
 
 /* Hash of a byte string (not cryptographic; stable within a process). */
@@ -65,10 +65,16 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets);
 void spm_vocab_free(spm_vocab *v);
 
 /* The lowest id whose piece is exactly s[0:len], or -1. */
+/* Where the probe for hash h starts: h scaled to [0, cap) (Lemire's
+ * multiply-shift, which works for any capacity). */
+static inline uint32_t spm_vocab_home(uint64_t h, uint32_t cap) {
+    return (uint32_t)(((h & 0xFFFFFFFFu) * (uint64_t)cap) >> 32);
+}
+
 static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t len) {
     uint64_t h = spm_hash_bytes(s, len);
     uint32_t tag = (uint32_t)(h >> 32);
-    uint64_t i = h & v->mask;
+    uint32_t i = spm_vocab_home(h, v->cap);
     for (;;) {
         const spm_vocab_slot *slot = &v->slots[i];
         if (slot->id < 0) return -1;
@@ -78,7 +84,7 @@ static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t l
             if ((size_t)(b - a) == len && memcmp(v->arena + a, s, len) == 0)
                 return slot->id;
         }
-        i = (i + 1) & v->mask;
+        if (++i == v->cap) i = 0;
     }
 }
 

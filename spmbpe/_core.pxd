@@ -96,8 +96,7 @@ cdef class SpmCore:
     cdef int32_t violation[64][3]     # (offset in violators, length, marker offset in it)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
-    cdef bytes decoded_arena          # decode table: the bytes each id renders to
-    cdef int64_t[::1] decoded_offsets
+    cdef const uint8_t[::1] types     # TokenType of each id (decoding)
 
     cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,

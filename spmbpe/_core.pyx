@@ -561,7 +561,7 @@ cdef class SpmCore:
                 break
             self.byte_ids[b] = found
 
-        self._build_decode_table(kinds)
+        self.types = types
         buildable = bytearray(n)
         cdef uint8_t[::1] build_view = buildable
         for b in range(n):
@@ -592,50 +592,6 @@ cdef class SpmCore:
         if self.merges == NULL:
             raise MemoryError("cannot allocate the merge index")
         self.small_merges = not self.any_resplit and not any_nan
-
-    def _build_decode_table(self, const uint8_t[::1] kinds):
-        """What each id decodes to: a BYTE piece ``<0xNN>`` its byte; CONTROL,
-        UNKNOWN and USER_DEFINED pieces their text as spelled (llama.cpp's
-        token_to_piece); every other piece its text with U+2581 as a space."""
-        cdef const char *src = PyBytes_AS_STRING(self.table.arena)
-        cdef const int64_t[::1] offsets = self.table.offsets
-        cdef Py_ssize_t n = self.n_pieces
-        cdef bytes arena = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(self.table.arena))
-        cdef char *dst = PyBytes_AS_STRING(arena)
-        out = array("q", bytes(8 * (n + 1)))
-        cdef int64_t[::1] dec = out
-        cdef int64_t m = 0, a, e
-        cdef Py_ssize_t i
-        cdef uint8_t kind
-        cdef int hi, lo
-        for i in range(n):
-            dec[i] = m
-            a = offsets[i]
-            e = offsets[i + 1]
-            kind = kinds[i]
-            if kind == TYPE_BYTE and e - a == 6 and memcmp(src + a, b"<0x", 3) == 0 and src[a + 5] == c'>':
-                hi = hex_value(src[a + 3])
-                lo = hex_value(src[a + 4])
-                if hi >= 0 and lo >= 0:
-                    dst[m] = <char>(hi * 16 + lo)
-                    m += 1
-                    continue
-            if kind == TYPE_CONTROL or kind == TYPE_UNKNOWN or kind == TYPE_USER_DEFINED:
-                memcpy(dst + m, src + a, e - a)
-                m += e - a
-                continue
-            while a < e:
-                if e - a >= 3 and memcmp(src + a, MARKER, 3) == 0:
-                    dst[m] = c' '
-                    m += 1
-                    a += 3
-                else:
-                    dst[m] = src[a]
-                    m += 1
-                    a += 1
-        dec[n] = m
-        self.decoded_arena = arena[:m]
-        self.decoded_offsets = out
 
     def __dealloc__(self):
         # The hash table belongs to self.table, which frees it.
@@ -1569,29 +1525,80 @@ cdef class SpmCore:
     # ------------------------------------------------------------ decoding
 
     def decode_bytes(self, ids, const uint8_t[::1] skip, bint strip_prefix):
-        """The bytes of `ids`, each id rendered by the decode table.
+        """The bytes of `ids`, each id rendered as llama.cpp's token_to_piece
+        and sentencepiece's decoder do: a BYTE piece ``<0xNN>`` as its byte;
+        CONTROL, UNKNOWN and USER_DEFINED pieces as spelled; every other
+        piece with U+2581 as a space.
 
         Ids whose `skip` byte is nonzero are left out.  With `strip_prefix`,
         one leading space of the first rendered piece is removed: the dummy
-        prefix the encoder added.
+        prefix the encoder added.  (Rendered on the fly rather than from a
+        table: a second copy of the vocabulary would cost memory.)
         """
-        cdef bytearray out = bytearray()
-        cdef const char *arena = PyBytes_AS_STRING(self.decoded_arena)
-        cdef int64_t a, b
+        cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
+        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef const uint8_t[::1] kinds = self.types
+        cdef char *buf = NULL
+        cdef char *grown
+        cdef size_t length = 0, cap = 0, want
+        cdef int64_t a, e
         cdef Py_ssize_t token_id
         cdef bint first = True
-        for item in ids:
-            token_id = _as_id(item, self.n_pieces)
-            if skip[token_id]:
-                continue
-            a = self.decoded_offsets[token_id]
-            b = self.decoded_offsets[token_id + 1]
-            if first:
-                first = False
-                if strip_prefix and b > a and arena[a] == c' ':
-                    a += 1
-            out += arena[a:b]
-        return bytes(out)
+        cdef uint8_t kind
+        cdef int hi, lo
+        try:
+            for item in ids:
+                token_id = _as_id(item, self.n_pieces)
+                if skip[token_id]:
+                    continue
+                a = offsets[token_id]
+                e = offsets[token_id + 1]
+                want = length + <size_t>(e - a)
+                if want > cap:
+                    cap = want * 2 if want > 64 else 128
+                    grown = <char *>realloc(buf, cap)
+                    if grown == NULL:
+                        raise MemoryError()
+                    buf = grown
+                kind = kinds[token_id]
+                if kind == TYPE_BYTE and e - a == 6 and memcmp(arena + a, b"<0x", 3) == 0 and arena[a + 5] == c'>':
+                    hi = hex_value(arena[a + 3])
+                    lo = hex_value(arena[a + 4])
+                    if hi >= 0 and lo >= 0:
+                        if first:
+                            first = False
+                            if strip_prefix and hi * 16 + lo == 0x20:
+                                continue
+                        buf[length] = <char>(hi * 16 + lo)
+                        length += 1
+                        continue
+                if kind == TYPE_CONTROL or kind == TYPE_UNKNOWN or kind == TYPE_USER_DEFINED:
+                    if first:
+                        first = False
+                        if strip_prefix and e > a and arena[a] == c' ':
+                            a += 1
+                    memcpy(buf + length, arena + a, e - a)
+                    length += e - a
+                    continue
+                if first:
+                    first = False
+                    if strip_prefix and e > a:
+                        if arena[a] == c' ':
+                            a += 1
+                        elif e - a >= 3 and memcmp(arena + a, MARKER, 3) == 0:
+                            a += 3
+                while a < e:
+                    if e - a >= 3 and memcmp(arena + a, MARKER, 3) == 0:
+                        buf[length] = c' '
+                        length += 1
+                        a += 3
+                    else:
+                        buf[length] = arena[a]
+                        length += 1
+                        a += 1
+            return PyBytes_FromStringAndSize(buf, length)
+        finally:
+            free(buf)
 
 
 cdef str _part_text(list batch, Py_ssize_t index):
