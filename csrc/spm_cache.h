@@ -3,8 +3,15 @@
  * When no piece can span the boundary before a "▁" that follows other text,
  * the merge of each chunk between such boundaries does not depend on its
  * neighbours, so a chunk seen before (a word, mostly) can reuse its ids.
- * Bounded: when the table or its arenas are full, everything is dropped and
- * filling starts again.  Not shared between threads (each workspace has one).
+ *
+ * Layout, for the hit path (most chunks of real text): a slot of 16 bytes
+ * (hash tag, lengths, offset) and one entry in the data arena holding the
+ * key's bytes then its ids, so a hit reads two places.  The table starts
+ * small and doubles as it fills, so the slots of common words stay close
+ * together in the CPU cache and a short text costs little memory.  Bounded:
+ * at SPM_CACHE_MAX_SLOTS slots, or when the arena is full, everything is
+ * dropped and filling starts again.  Not shared between threads (each
+ * workspace has one).
  */
 #ifndef SPM_CACHE_H
 #define SPM_CACHE_H
@@ -19,93 +26,122 @@ extern "C" {
 #endif
 
 typedef struct {
-    uint64_t hash;
-    int64_t key_off;  /* into keys */
-    int32_t key_len;  /* -1: empty slot */
-    int32_t ids_len;
-    int64_t ids_off;  /* into ids */
+    uint32_t tag;      /* upper hash bits */
+    uint32_t off;      /* entry in data: key bytes, padding to 4, ids */
+    uint16_t key_len;  /* 0: empty slot (chunks are never empty) */
+    uint16_t ids_len;
+    uint32_t hash_lo;  /* lower hash bits, for rehashing when the table grows */
 } spm_cache_slot;
 
 typedef struct {
     spm_cache_slot *slots;
-    uint64_t mask;
-    size_t used;
-    char *keys;
-    size_t keys_len, keys_cap;
-    int32_t *ids;
-    size_t ids_len, ids_cap;
+    uint32_t mask;     /* slots - 1 (a power of two) */
+    uint32_t used;
+    char *data;
+    size_t data_len, data_cap;
 } spm_cache;
 
-#define SPM_CACHE_SLOTS (1u << 16)
-#define SPM_CACHE_KEY_BYTES (1u << 20)
-#define SPM_CACHE_IDS (1u << 18)
+#define SPM_CACHE_MIN_SLOTS (1u << 10)
+#define SPM_CACHE_MAX_SLOTS (1u << 16)
+#define SPM_CACHE_MIN_DATA (1u << 14)
+#define SPM_CACHE_MAX_DATA (1u << 21)
 #define SPM_CACHE_MAX_KEY 256
 
+static inline const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s) {
+    return (const int32_t *)(c->data + s->off + ((s->key_len + 3u) & ~3u));
+}
+
 static inline void spm_cache_clear(spm_cache *c) {
-    for (uint64_t i = 0; i <= c->mask; i++) c->slots[i].key_len = -1;
+    memset(c->slots, 0, sizeof(spm_cache_slot) * ((size_t)c->mask + 1));
     c->used = 0;
-    c->keys_len = 0;
-    c->ids_len = 0;
+    c->data_len = 0;
 }
 
 /* 0 on success, -1 when out of memory. */
 static inline int spm_cache_init(spm_cache *c) {
-    c->slots = (spm_cache_slot *)malloc(sizeof(spm_cache_slot) * SPM_CACHE_SLOTS);
-    c->keys = (char *)malloc(SPM_CACHE_KEY_BYTES);
-    c->ids = (int32_t *)malloc(sizeof(int32_t) * SPM_CACHE_IDS);
-    if (!c->slots || !c->keys || !c->ids) {
+    c->slots = (spm_cache_slot *)calloc(SPM_CACHE_MIN_SLOTS, sizeof(spm_cache_slot));
+    c->data = (char *)malloc(SPM_CACHE_MIN_DATA);
+    if (!c->slots || !c->data) {
         free(c->slots);
-        free(c->keys);
-        free(c->ids);
+        free(c->data);
         c->slots = NULL;
-        c->keys = NULL;
-        c->ids = NULL;
+        c->data = NULL;
         return -1;
     }
-    c->mask = SPM_CACHE_SLOTS - 1;
-    c->keys_cap = SPM_CACHE_KEY_BYTES;
-    c->ids_cap = SPM_CACHE_IDS;
-    spm_cache_clear(c);
+    c->mask = SPM_CACHE_MIN_SLOTS - 1;
+    c->used = 0;
+    c->data_len = 0;
+    c->data_cap = SPM_CACHE_MIN_DATA;
     return 0;
 }
 
 static inline void spm_cache_free(spm_cache *c) {
     free(c->slots);
-    free(c->keys);
-    free(c->ids);
+    free(c->data);
     c->slots = NULL;
-    c->keys = NULL;
-    c->ids = NULL;
+    c->data = NULL;
 }
 
 /* The slot holding key[0:len] (hash h), or NULL. */
 static inline const spm_cache_slot *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
-    uint64_t i = h & c->mask;
+    uint32_t tag = (uint32_t)(h >> 32);
+    uint32_t i = (uint32_t)h & c->mask;
     for (;;) {
         const spm_cache_slot *s = &c->slots[i];
-        if (s->key_len < 0) return NULL;
-        if (s->hash == h && (size_t)s->key_len == len && memcmp(c->keys + s->key_off, key, len) == 0) return s;
+        if (s->key_len == 0) return NULL;
+        if (s->tag == tag && s->key_len == len && memcmp(c->data + s->off, key, len) == 0) return s;
         i = (i + 1) & c->mask;
     }
 }
 
-/* Stores key -> ids[0:n] (the key must not be present). */
+/* Doubles the table (rehashing); 0 on success, -1 when out of memory. */
+static inline int spm_cache_grow(spm_cache *c) {
+    uint32_t cap = (c->mask + 1) * 2;
+    spm_cache_slot *slots = (spm_cache_slot *)calloc(cap, sizeof(spm_cache_slot));
+    if (!slots) return -1;
+    for (uint32_t k = 0; k <= c->mask; k++) {
+        spm_cache_slot *s = &c->slots[k];
+        if (s->key_len == 0) continue;
+        uint32_t i = s->hash_lo & (cap - 1);
+        while (slots[i].key_len) i = (i + 1) & (cap - 1);
+        slots[i] = *s;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->mask = cap - 1;
+    return 0;
+}
+
+/* Stores key -> ids[0:n] (the key must not be present).  Out of memory only
+ * means the entry is not kept. */
 static inline void spm_cache_put(spm_cache *c, const char *key, size_t len, uint64_t h, const int32_t *ids, size_t n) {
-    if (len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY) return;
-    if (c->used * 2 >= SPM_CACHE_SLOTS || c->keys_len + len > c->keys_cap || c->ids_len + n > c->ids_cap)
-        spm_cache_clear(c);
-    uint64_t i = h & c->mask;
-    while (c->slots[i].key_len >= 0) i = (i + 1) & c->mask;
+    if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY) return;
+    size_t entry = ((len + 3u) & ~(size_t)3u) + n * sizeof(int32_t);
+    if ((c->used + 1) * 2 > c->mask + 1) {
+        if (c->mask + 1 >= SPM_CACHE_MAX_SLOTS || spm_cache_grow(c) != 0) spm_cache_clear(c);
+    }
+    if (c->data_len + entry > c->data_cap) {
+        size_t cap = c->data_cap * 2;
+        while (cap < c->data_len + entry) cap *= 2;
+        char *data = cap <= SPM_CACHE_MAX_DATA ? (char *)realloc(c->data, cap) : NULL;
+        if (data) {
+            c->data = data;
+            c->data_cap = cap;
+        } else {
+            spm_cache_clear(c);
+        }
+    }
+    uint32_t i = (uint32_t)h & c->mask;
+    while (c->slots[i].key_len) i = (i + 1) & c->mask;
     spm_cache_slot *s = &c->slots[i];
-    s->hash = h;
-    s->key_off = (int64_t)c->keys_len;
-    s->key_len = (int32_t)len;
-    s->ids_off = (int64_t)c->ids_len;
-    s->ids_len = (int32_t)n;
-    memcpy(c->keys + c->keys_len, key, len);
-    c->keys_len += len;
-    memcpy(c->ids + c->ids_len, ids, n * sizeof(int32_t));
-    c->ids_len += n;
+    s->tag = (uint32_t)(h >> 32);
+    s->hash_lo = (uint32_t)h;
+    s->off = (uint32_t)c->data_len;
+    s->key_len = (uint16_t)len;
+    s->ids_len = (uint16_t)n;
+    memcpy(c->data + c->data_len, key, len);
+    memcpy(c->data + c->data_len + ((len + 3u) & ~(size_t)3u), ids, n * sizeof(int32_t));
+    c->data_len += entry;
     c->used++;
 }
 

@@ -24,6 +24,7 @@ from spmbpe._csrc cimport (
     spm_cache_clear,
     spm_cache_free,
     spm_cache_get,
+    spm_cache_ids,
     spm_cache_init,
     spm_cache_put,
     spm_cache_slot,
@@ -1189,7 +1190,7 @@ cdef class SpmCore:
                 if hit != NULL:
                     if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
                         return ERR_NOMEM
-                    memcpy(w.ids + w.ids_len, w.cache.ids + hit.ids_off, hit.ids_len * sizeof(int32_t))
+                    memcpy(w.ids + w.ids_len, spm_cache_ids(&w.cache, hit), hit.ids_len * sizeof(int32_t))
                     w.ids_len += hit.ids_len
                     begin = end
                     continue

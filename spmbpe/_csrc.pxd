@@ -48,16 +48,16 @@ cdef extern from "spm_pairs.h" nogil:
 
 cdef extern from "spm_cache.h" nogil:
     ctypedef struct spm_cache_slot:
-        int32_t ids_len
-        int64_t ids_off
+        int ids_len
 
     ctypedef struct spm_cache:
-        int32_t *ids
+        pass
 
     int spm_cache_init(spm_cache *c)
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
     const spm_cache_slot *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
+    const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s)
     void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h,
                        const int32_t *ids, size_t n)
 
