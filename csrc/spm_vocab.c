@@ -2,21 +2,16 @@
 
 #include <stdlib.h>
 
-spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
-    if (n < 1) return NULL;
+spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
+    if (n < 1 || n > SPM_ID_MASK) return NULL;
     spm_vocab *v = (spm_vocab *)calloc(1, sizeof(spm_vocab));
     if (!v) return NULL;
-
     v->n = n;
     v->arena = arena;
     v->offsets = offsets;
     v->first_duplicate = -1;
-    /* Load factor 2/3 keeps probe chains short (the tag skips most compares). */
+    /* Load factor 2/3: short probe chains, in adjacent memory. */
     uint64_t cap = (uint64_t)n + (uint64_t)n / 2 + 16;
-    if (cap > UINT32_MAX) {
-        free(v);
-        return NULL;
-    }
     v->slots = (spm_vocab_slot *)malloc(sizeof(spm_vocab_slot) * cap);
     if (!v->slots) {
         free(v);
@@ -25,19 +20,18 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
     v->cap = (uint32_t)cap;
     for (uint64_t i = 0; i < cap; i++) {
         v->slots[i].id = -1;
-        v->slots[i].tag = 0;
+        v->slots[i].score = 0.0f;
+        v->slots[i].head = 0;
     }
-
     for (int32_t id = 0; id < n; id++) {
         const char *s = arena + offsets[id];
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
-        uint64_t h = spm_hash_bytes(s, len);
-        uint32_t tag = (uint32_t)(h >> 32);
-        uint32_t i = spm_vocab_home(h, v->cap);
+        uint64_t head = spm_vocab_head(s, len, 0);
+        uint32_t i = spm_vocab_home(head, s, len, v->cap);
         int duplicate = 0;
         while (v->slots[i].id >= 0) {
             int32_t other = v->slots[i].id;
-            if (v->slots[i].tag == tag && (size_t)(offsets[other + 1] - offsets[other]) == len &&
+            if (v->slots[i].head == head && (size_t)(offsets[other + 1] - offsets[other]) == len &&
                 memcmp(arena + offsets[other], s, len) == 0) {
                 duplicate = 1;
                 break;
@@ -51,9 +45,20 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets) {
             continue;
         }
         v->slots[i].id = id;
-        v->slots[i].tag = tag;
+        v->slots[i].head = head;
     }
     return v;
+}
+
+void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected) {
+    for (uint32_t i = 0; i < v->cap; i++) {
+        spm_vocab_slot *slot = &v->slots[i];
+        if (slot->id < 0) continue;
+        int32_t id = slot->id & SPM_ID_MASK;
+        slot->score = scores[id];
+        slot->id = selected[id] ? (id | SPM_MERGEABLE) : id;
+    }
+    v->marked = 1;
 }
 
 void spm_vocab_free(spm_vocab *v) {

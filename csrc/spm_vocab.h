@@ -1,11 +1,14 @@
-/* spm_vocab: the vocabulary as a C hash table, UTF-8 piece bytes -> id.
+/* spm_vocab: the vocabulary as an open-addressing hash table from a piece's
+ * UTF-8 bytes to its id (the lowest id when a text is listed twice), with
+ * each piece's merge score in its slot.
  *
- * Pieces live in one arena that the caller owns and keeps alive (the table
- * points into it); the table is open addressing with linear probing over
- * slots that hold an id and a 32-bit tag of the hash, so a miss rarely
- * touches the arena.  A duplicated piece maps to its lowest id, as
- * sentencepiece's vocab construction does.  Read-only after construction:
- * safe to share between threads.
+ * One table serves both lookups: "which id is this text?" (loading, single
+ * characters) and, in the merge loop, "is left+right a piece the merger may
+ * build, and at what score?" -- asked for every adjacent pair, many times per
+ * word, so it must cost one slot: a slot holds the piece's first 8 bytes, its
+ * score and its id in 16 bytes, and a miss (most lookups) rarely reads
+ * anything else.  1.5 slots per piece, not a power of two: memory is a target
+ * (at most 3x the vocabulary file).
  */
 #ifndef SPM_VOCAB_H
 #define SPM_VOCAB_H
@@ -18,22 +21,28 @@
 extern "C" {
 #endif
 
+/* In a slot's id: set when the merger may build the piece (spm_vocab_mark). */
+#define SPM_MERGEABLE 0x40000000
+#define SPM_ID_MASK 0x3FFFFFFF
+
 typedef struct {
-    uint32_t tag; /* upper bits of the hash, to skip most arena compares */
-    int32_t id;   /* -1: empty slot */
+    uint64_t head;  /* the first min(len, 8) bytes, zero padded */
+    float score;    /* merge score (spm_vocab_mark), 0 before */
+    int32_t id;     /* the id, | SPM_MERGEABLE; -1: empty slot */
 } spm_vocab_slot;
 
 typedef struct {
     const char *arena;       /* all pieces, back to back (not owned) */
-    const int64_t *offsets;  /* n + 1 offsets into arena (not owned) */
+    const int32_t *offsets;  /* n + 1 offsets into arena (not owned) */
     int32_t n;               /* number of ids */
     int32_t duplicates;      /* ids whose piece an earlier id already has */
     int32_t first_duplicate; /* the first such id, or -1 */
+    int32_t marked;          /* whether spm_vocab_mark has run */
     spm_vocab_slot *slots;
-    uint32_t cap;            /* slots: 1.5 per id, not a power of two */
+    uint32_t cap;
 } spm_vocab;
 
-/* Hash of a byte string (not cryptographic; stable within a process). */
+/* A general hash of bytes (the chunk cache's). */
 static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
     while (n >= 8) {
@@ -58,38 +67,74 @@ static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
     return h;
 }
 
-/* Builds a table over n pieces: piece i is arena[offsets[i] : offsets[i+1]].
- * arena and offsets must outlive the table.  Returns NULL when out of memory
- * or n < 1. */
-spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets);
-void spm_vocab_free(spm_vocab *v);
-
-/* The lowest id whose piece is exactly s[0:len], or -1. */
-/* Where the probe for hash h starts: h scaled to [0, cap) (Lemire's
- * multiply-shift, which works for any capacity). */
-static inline uint32_t spm_vocab_home(uint64_t h, uint32_t cap) {
-    return (uint32_t)(((h & 0xFFFFFFFFu) * (uint64_t)cap) >> 32);
+/* The first min(len, 8) bytes of s, zero padded.  With `padded`, s may be read
+ * 8 bytes past its start whatever len is (the caller's buffer has slack). */
+static inline uint64_t spm_vocab_head(const char *s, size_t len, int padded) {
+    uint64_t k = 0;
+    if (padded) {
+        memcpy(&k, s, 8);
+        if (len < 8) k &= (((uint64_t)1) << (8 * len)) - 1;
+    } else {
+        memcpy(&k, s, len < 8 ? len : 8);
+    }
+    return k;
 }
 
-static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t len) {
-    uint64_t h = spm_hash_bytes(s, len);
-    uint32_t tag = (uint32_t)(h >> 32);
-    uint32_t i = spm_vocab_home(h, v->cap);
+/* Where the probe for the piece (head, s, len) starts: its hash scaled to
+ * [0, cap) by Lemire's multiply-shift, which works for any capacity. */
+static inline uint32_t spm_vocab_home(uint64_t head, const char *s, size_t len, uint32_t cap) {
+    uint64_t h = (head ^ ((uint64_t)len << 56)) * 0x9E3779B97F4A7C15ULL;
+    for (size_t i = 8; i < len; i += 8) {
+        uint64_t k = 0;
+        memcpy(&k, s + i, len - i < 8 ? len - i : 8);
+        h = (h ^ (h >> 29) ^ k) * 0xBF58476D1CE4E5B9ULL;
+    }
+    h ^= h >> 32;
+    h *= 0x94D049BB133111EBULL;
+    h ^= h >> 29;
+    return (uint32_t)(((h >> 32) * (uint64_t)cap) >> 32);
+}
+
+/* NULL when out of memory or n >= 2**30. */
+spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets);
+void spm_vocab_free(spm_vocab *v);
+/* Gives each selected id its score and makes it buildable by merges (a
+ * duplicate text's higher ids have no slot: the lowest id decides). */
+void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected);
+
+/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_vocab_head. */
+static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
+                                                      int padded) {
+    uint64_t head = spm_vocab_head(s, len, padded);
+    uint32_t i = spm_vocab_home(head, s, len, v->cap);
     for (;;) {
         const spm_vocab_slot *slot = &v->slots[i];
-        if (slot->id < 0) return -1;
-        if (slot->tag == tag) {
-            int64_t a = v->offsets[slot->id];
-            int64_t b = v->offsets[slot->id + 1];
-            if ((size_t)(b - a) == len && memcmp(v->arena + a, s, len) == 0)
-                return slot->id;
+        if (slot->id < 0) return NULL;
+        if (slot->head == head) {
+            int32_t id = slot->id & SPM_ID_MASK;
+            int32_t a = v->offsets[id];
+            if ((size_t)(v->offsets[id + 1] - a) == len &&
+                (len <= 8 || memcmp(v->arena + a + 8, s + 8, len - 8) == 0))
+                return slot;
         }
         if (++i == v->cap) i = 0;
     }
 }
 
+/* The lowest id of the piece s[0:len], or -1. */
+static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t len) {
+    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 0);
+    return slot ? (slot->id & SPM_ID_MASK) : -1;
+}
+
+/* The slot of s[0:len] when the merger may build it, or NULL (s padded). */
+static inline const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t len) {
+    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 1);
+    return slot && (slot->id & SPM_MERGEABLE) ? slot : NULL;
+}
+
 static inline const char *spm_vocab_piece(const spm_vocab *v, int32_t id, size_t *len) {
-    int64_t a = v->offsets[id];
+    int32_t a = v->offsets[id];
     *len = (size_t)(v->offsets[id + 1] - a);
     return v->arena + a;
 }

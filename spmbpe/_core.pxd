@@ -2,7 +2,7 @@
 # workspace and the merger.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from spmbpe._csrc cimport spm_cache, spm_heap, spm_merges, spm_pairs, spm_vocab
+from spmbpe._csrc cimport spm_cache, spm_heap, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -63,8 +63,7 @@ ctypedef struct BatchPart:
 cdef class PieceTable:
     cdef spm_vocab *vocab
     cdef readonly bytes arena          # every piece's UTF-8, back to back
-    cdef const int64_t[::1] offsets    # n + 1 offsets into arena
-    cdef object offsets_owner          # the buffer `offsets` views
+    cdef int32_t *offsets              # n + 1 offsets into arena (owned; 32 bits halve them)
     cdef readonly int32_t size
     cdef int64_t utf8_bad              # first_invalid_utf8's answer; -2 before
     cdef readonly int32_t first_empty  # the first id whose piece is empty, or -1
@@ -74,7 +73,8 @@ cdef class PieceTable:
 
 cdef class SpmCore:
     cdef readonly PieceTable table
-    cdef spm_vocab *vocab              # table.vocab, for the nogil loop
+    cdef spm_vocab *vocab              # table.vocab, marked with this core's scores,
+                                      # or a private copy when another core marked it
     cdef const float[::1] scores
     cdef const uint8_t[::1] flags
     cdef int32_t n_pieces
@@ -84,7 +84,7 @@ cdef class SpmCore:
     cdef bint collapse_unknown        # consecutive unknown characters -> one unk
     cdef bint any_resplit             # some piece has FLAG_RESPLIT
     cdef spm_pairs *pairs             # HF tokenizers' ranked merges, or NULL
-    cdef spm_merges *merges           # the mergeable pieces with their scores, or NULL
+    cdef bint own_vocab               # vocab is a private copy (the table's was taken)
     cdef bint small_merges            # short chunks merge by linear scan (merge_small)
     cdef bint fuse_unknown            # tokenizers' fuse_unk
     cdef bint ignore_merges           # tokenizers' ignore_merges

@@ -29,10 +29,6 @@ from spmbpe._csrc cimport (
     spm_cache_put,
     spm_cache_slot,
     spm_hash_bytes,
-    spm_merge_slot,
-    spm_merges_find,
-    spm_merges_free,
-    spm_merges_new,
     spm_pair_slot,
     spm_pairs_find,
     spm_pairs_free,
@@ -44,7 +40,11 @@ from spmbpe._csrc cimport (
     spm_heap_reserve,
     spm_vocab_find,
     spm_vocab_free,
+    spm_vocab_mark,
+    spm_vocab_mergeable,
     spm_vocab_new,
+    spm_vocab_slot,
+    SPM_ID_MASK,
 )
 
 cdef extern from "Python.h":
@@ -67,7 +67,7 @@ MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 cdef enum:
     SMALL_BYTES = 48
 # The escaped text buffer has this much slack past its end, so lookups may
-# read 8 bytes at any position (spm_merges_find's padded mode).
+# read 8 bytes at any position (spm_vocab_mergeable reads 8 at a time).
 cdef enum:
     TEXT_SLACK = 8
 
@@ -237,6 +237,7 @@ cdef class PieceTable:
 
     def __cinit__(self):
         self.vocab = NULL
+        self.offsets = NULL
         self.size = 0
         self.utf8_bad = -2
 
@@ -250,19 +251,26 @@ cdef class PieceTable:
             raise ValueError(f"too many pieces ({n}); at most {INT32_MAX - 1}")
         if view[0] != 0 or view[n] != PyBytes_GET_SIZE(arena):
             raise ValueError("piece offsets do not span the arena")
+        if view[n] > INT32_MAX:
+            raise ValueError(f"the pieces take {view[n]} bytes; at most {INT32_MAX}")
         self.first_empty = -1
         for i in range(n):
             if view[i + 1] < view[i]:
                 raise ValueError(f"piece offsets decrease at piece {i}")
             if view[i + 1] == view[i] and self.first_empty < 0:
                 self.first_empty = <int32_t>i
-        self.arena = arena
-        self.offsets = view
-        self.offsets_owner = offsets
-        self.size = <int32_t>n
         if self.vocab != NULL:
             spm_vocab_free(self.vocab)
-        self.vocab = spm_vocab_new(self.size, PyBytes_AS_STRING(arena), &view[0])
+            self.vocab = NULL
+        free(self.offsets)
+        self.offsets = <int32_t *>malloc((n + 1) * sizeof(int32_t))
+        if self.offsets == NULL:
+            raise MemoryError("cannot allocate the vocabulary table")
+        for i in range(n + 1):
+            self.offsets[i] = <int32_t>view[i]
+        self.arena = arena
+        self.size = <int32_t>n
+        self.vocab = spm_vocab_new(self.size, PyBytes_AS_STRING(arena), self.offsets)
         if self.vocab == NULL:
             raise MemoryError("cannot allocate the vocabulary table")
 
@@ -275,6 +283,8 @@ cdef class PieceTable:
         if self.vocab != NULL:
             spm_vocab_free(self.vocab)
             self.vocab = NULL
+        free(self.offsets)
+        self.offsets = NULL
 
     def __len__(self):
         return self.size
@@ -320,8 +330,14 @@ cdef class PieceTable:
         """The first id whose piece is not valid UTF-8, or -1."""
         # Loaders check it to report a file offset; the tokenizer checks
         # again for tables built by hand.  Pieces never change: once will do.
+        cdef Py_ssize_t i
         if self.utf8_bad == -2:
-            self.utf8_bad = first_invalid_utf8_piece(self.arena, self.offsets)
+            self.utf8_bad = -1
+            for i in range(self.size):
+                if not utf8_valid(<const uint8_t *>PyBytes_AS_STRING(self.arena) + self.offsets[i],
+                                  self.offsets[i + 1] - self.offsets[i]):
+                    self.utf8_bad = i
+                    break
         return self.utf8_bad
 
 
@@ -513,7 +529,7 @@ cdef class SpmCore:
     def __cinit__(self):
         self.vocab = NULL
         self.pairs = NULL
-        self.merges = NULL
+        self.own_vocab = False
         self.small_merges = False
         self.n_pieces = 0
         self.unk_id = -1
@@ -569,40 +585,46 @@ cdef class SpmCore:
             build_view[b] = flag_view[b] & FLAG_MERGEABLE
         self._find_violations(bytes(buildable))
         self._build_merge_index(build_view)
+        if not self.any_resplit:
+            # The table's slots now say what may merge; the flags are read
+            # only to resplit UNUSED pieces.
+            self.flags = _NO_FLAGS
 
     def _build_merge_index(self, uint8_t[::1] selected):
-        """The merge index: every piece a merge may build, under its text
-        (the lowest id of a text, as the table resolves it), with its score.
-        Short chunks then merge by linear scan (merge_small), which picks the
-        same pair as the heap: best score, leftmost on ties.  Not for UNUSED
-        pieces to resplit (their halves depend on the heap's queue order) nor
-        NaN scores (which order differently in the heap)."""
+        """Marks in the vocabulary table every piece a merge may build (the
+        lowest id of a text decides, as the table resolves it) with its
+        score, so that one slot answers the merge loop.  A table another
+        core has marked is copied.  Short chunks then merge by linear scan
+        (merge_small), which picks the same pair as the heap: best score,
+        leftmost on ties.  Not for UNUSED pieces to resplit (their halves
+        depend on the heap's queue order) nor NaN scores (which order
+        differently in the heap)."""
         cdef Py_ssize_t i, n = self.n_pieces
-        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef const int32_t *offsets = self.table.offsets
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
         cdef bint any_nan = False
         for i in range(n):
-            if selected[i] and offsets[i + 1] == offsets[i]:
-                selected[i] = 0
-            if self.table.vocab.duplicates and selected[i] and \
-                    spm_vocab_find(self.vocab, arena + offsets[i], <size_t>(offsets[i + 1] - offsets[i])) != i:
-                selected[i] = 0
             if self.scores[i] != self.scores[i]:
                 any_nan = True
-        self.merges = spm_merges_new(<int32_t>n, arena, &offsets[0], &self.scores[0], &selected[0])
-        if self.merges == NULL:
-            raise MemoryError("cannot allocate the merge index")
+                break
+        if self.vocab.marked:
+            self.vocab = spm_vocab_new(<int32_t>n, arena, offsets)
+            if self.vocab == NULL:
+                self.vocab = self.table.vocab
+                raise MemoryError("cannot allocate the vocabulary table")
+            self.own_vocab = True
+        spm_vocab_mark(self.vocab, &self.scores[0], &selected[0])
         self.small_merges = not self.any_resplit and not any_nan
 
     def __dealloc__(self):
-        # The hash table belongs to self.table, which frees it.
+        # The hash table belongs to self.table, which frees it, unless this
+        # core had to copy it.
+        if self.own_vocab and self.vocab != NULL:
+            spm_vocab_free(self.vocab)
         self.vocab = NULL
         if self.pairs != NULL:
             spm_pairs_free(self.pairs)
             self.pairs = NULL
-        if self.merges != NULL:
-            spm_merges_free(self.merges)
-            self.merges = NULL
         if self.pool != NULL:
             while self.pool_len:
                 self.pool_len -= 1
@@ -669,7 +691,7 @@ cdef class SpmCore:
         queued anywhere in the text), or without a "▁" piece, the core
         merges whole segments."""
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
-        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef const int32_t *offsets = self.table.offsets
         cdef Py_ssize_t i
         cdef int64_t a, e, k
         cdef list found = []
@@ -1217,7 +1239,7 @@ cdef class SpmCore:
         cdef float pair_score[SMALL_BYTES]
         cdef const char *text = w.text
         cdef int32_t count = 0, offset = begin, length, i, best
-        cdef const spm_merge_slot *slot
+        cdef const spm_vocab_slot *slot
         cdef bint prev_unknown = False
         cdef int rc
         while offset < m:
@@ -1230,8 +1252,8 @@ cdef class SpmCore:
             count += 1
             offset += length
         for i in range(count - 1):
-            slot = spm_merges_find(self.merges, text + start[i], <size_t>(size[i] + size[i + 1]), 1)
-            pair_id[i] = slot.id if slot != NULL else -1
+            slot = spm_vocab_mergeable(self.vocab, text + start[i], <size_t>(size[i] + size[i + 1]))
+            pair_id[i] = slot.id & SPM_ID_MASK if slot != NULL else -1
             if slot != NULL:
                 pair_score[i] = slot.score
         while True:
@@ -1251,15 +1273,15 @@ cdef class SpmCore:
                 pair_id[i] = pair_id[i + 1]
                 pair_score[i] = pair_score[i + 1]
             if best > 0:
-                slot = spm_merges_find(self.merges, text + start[best - 1],
-                                       <size_t>(size[best - 1] + size[best]), 1)
-                pair_id[best - 1] = slot.id if slot != NULL else -1
+                slot = spm_vocab_mergeable(self.vocab, text + start[best - 1],
+                                           <size_t>(size[best - 1] + size[best]))
+                pair_id[best - 1] = slot.id & SPM_ID_MASK if slot != NULL else -1
                 if slot != NULL:
                     pair_score[best - 1] = slot.score
             if best < count - 1:
-                slot = spm_merges_find(self.merges, text + start[best],
-                                       <size_t>(size[best] + size[best + 1]), 1)
-                pair_id[best] = slot.id if slot != NULL else -1
+                slot = spm_vocab_mergeable(self.vocab, text + start[best],
+                                           <size_t>(size[best] + size[best + 1]))
+                pair_id[best] = slot.id & SPM_ID_MASK if slot != NULL else -1
                 if slot != NULL:
                     pair_score[best] = slot.score
         for i in range(count):
@@ -1443,20 +1465,20 @@ cdef class SpmCore:
         cdef Symbol *sym = w.symbols
         cdef spm_bigram b
         cdef int32_t token_id
-        cdef const spm_merge_slot *slot
+        cdef const spm_vocab_slot *slot
         if left < 0 or right < 0:
             return OK
         b.size = sym[left].n + sym[right].n
-        slot = spm_merges_find(self.merges, w.text + sym[left].start, <size_t>b.size, 1)
+        slot = spm_vocab_mergeable(self.vocab, w.text + sym[left].start, <size_t>b.size)
         if slot == NULL:
             return OK
-        token_id = slot.id
+        token_id = slot.id & SPM_ID_MASK
         b.score = slot.score
         b.left = left
         b.right = right
         if spm_heap_push(&w.heap, b) != 0:
             return ERR_NOMEM
-        if self.flags[token_id] & FLAG_RESPLIT:
+        if self.any_resplit and self.flags[token_id] & FLAG_RESPLIT:
             # sentencepiece records the halves when it queues the pair (the
             # last queued pair for a piece wins), and splits an UNUSED piece
             # back into them on output.
@@ -1531,13 +1553,14 @@ cdef class SpmCore:
         CONTROL, UNKNOWN and USER_DEFINED pieces as spelled; every other
         piece with U+2581 as a space.
 
-        Ids whose `skip` byte is nonzero are left out.  With `strip_prefix`,
+        Ids whose `skip` byte is nonzero are left out (`skip` None: none
+        are).  With `strip_prefix`,
         one leading space of the first rendered piece is removed: the dummy
         prefix the encoder added.  (Rendered on the fly rather than from a
         table: a second copy of the vocabulary would cost memory.)
         """
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
-        cdef const int64_t[::1] offsets = self.table.offsets
+        cdef const int32_t *offsets = self.table.offsets
         cdef const uint8_t[::1] kinds = self.types
         cdef char *buf = NULL
         cdef char *grown
@@ -1547,10 +1570,11 @@ cdef class SpmCore:
         cdef bint first = True
         cdef uint8_t kind
         cdef int hi, lo
+        cdef bint skipping = skip is not None
         try:
             for item in ids:
                 token_id = _as_id(item, self.n_pieces)
-                if skip[token_id]:
+                if skipping and skip[token_id]:
                     continue
                 a = offsets[token_id]
                 e = offsets[token_id + 1]
@@ -1625,6 +1649,9 @@ cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:
         raise InvalidTokenIdError(item, n)
     return token_id
 
+
+# SpmCore.flags when no piece is resplit (never read then).
+_NO_FLAGS = b"\0"
 
 # encode_parts_batch's seeds when there are none.
 _NO_SEEDS = array("Q")

@@ -8,10 +8,20 @@ cdef extern from "spm_vocab.h" nogil:
         int32_t n
         int32_t duplicates
         int32_t first_duplicate
+        int32_t marked
 
-    spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int64_t *offsets)
+    ctypedef struct spm_vocab_slot:
+        float score
+        int32_t id
+
+    enum:
+        SPM_ID_MASK
+
+    spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets)
     void spm_vocab_free(spm_vocab *v)
+    void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected)
     int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t length)
+    const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t length)
     const char *spm_vocab_piece(const spm_vocab *v, int32_t id, size_t *length)
 
 
@@ -64,18 +74,3 @@ cdef extern from "spm_cache.h" nogil:
 
 cdef extern from "spm_vocab.h" nogil:
     uint64_t spm_hash_bytes(const char *s, size_t n)
-
-
-cdef extern from "spm_merges.h" nogil:
-    ctypedef struct spm_merge_slot:
-        float score
-        int32_t id
-
-    ctypedef struct spm_merges:
-        size_t count
-
-    spm_merges *spm_merges_new(int32_t n, const char *arena, const int64_t *offsets,
-                               const float *scores, const unsigned char *selected)
-    void spm_merges_free(spm_merges *m)
-    const spm_merge_slot *spm_merges_find(const spm_merges *m, const char *s, size_t length,
-                                          int padded)
