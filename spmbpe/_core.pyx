@@ -247,8 +247,9 @@ cdef class PieceTable:
         cdef Py_ssize_t i
         if n < 1:
             raise ValueError("a vocabulary needs at least one piece")
-        if n >= INT32_MAX:
-            raise ValueError(f"too many pieces ({n}); at most {INT32_MAX - 1}")
+        if n > SPM_ID_MASK:
+            # The table keeps a flag beside each id: ids take 30 bits.
+            raise ValueError(f"too many pieces ({n}); at most {SPM_ID_MASK}")
         if view[0] != 0 or view[n] != PyBytes_GET_SIZE(arena):
             raise ValueError("piece offsets do not span the arena")
         if view[n] > INT32_MAX:
@@ -884,8 +885,11 @@ cdef class SpmCore:
             wp[0] = w
             self.release(wp)
 
-    def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None):
-        """encode_parts over a list of partitioned texts.
+    def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None,
+                           bint prefix=True):
+        """encode_parts over a list of partitioned texts.  An item that is a
+        str stands for the plan [(text, prefix)] (nothing for ""): a text with
+        nothing to split out or normalize, passed without building a plan.
 
         The parts are gathered first (UTF-8 pointers into the part strings,
         which `batch` keeps alive), then every text is merged in one stretch
@@ -899,7 +903,7 @@ cdef class SpmCore:
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_texts = len(batch)
         cdef list parts, out
-        cdef object part
+        cdef object part, entry
         cdef BatchPart *items = NULL
         cdef int32_t *counts = NULL
         cdef size_t *ends = NULL
@@ -907,8 +911,8 @@ cdef class SpmCore:
         cdef Py_ssize_t failed = -1
         cdef size_t mark
         cdef Workspace *w
-        for parts in batch:
-            n_parts += len(parts)
+        for entry in batch:
+            n_parts += len(<list>entry) if type(entry) is not str else 1
         items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
         counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
         ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
@@ -927,7 +931,18 @@ cdef class SpmCore:
         try:
             i = 0
             for t in range(n_texts):
-                parts = batch[t]
+                entry = batch[t]
+                if type(entry) is str:
+                    items[i].src = PyUnicode_AsUTF8AndSize(entry, &n)
+                    counts[t] = 1 if n else 0
+                    if n:
+                        items[i].n = n
+                        items[i].prefix = prefix
+                        items[i].skip = 0
+                        items[i].token_id = -1
+                        i += 1
+                    continue
+                parts = <list>entry
                 counts[t] = <int32_t>len(parts)
                 for part in parts:
                     if type(part) is tuple and type((<tuple>part)[0]) is str:
@@ -1629,7 +1644,15 @@ cdef class SpmCore:
 cdef str _part_text(list batch, Py_ssize_t index):
     """The text of the index-th part of a batch (for an error message)."""
     cdef list parts
-    for parts in batch:
+    for entry in batch:
+        if type(entry) is str:
+            if not entry:
+                continue
+            if index == 0:
+                return entry
+            index -= 1
+            continue
+        parts = entry
         if index < len(parts):
             part = parts[index]
             return part[0] if type(part) is tuple and type(part[0]) is str else ""
