@@ -1,23 +1,121 @@
-"""The command line (`spmbpe encode`, `python -m spmbpe encode`) and the
-bundled default vocabulary, run as subprocesses."""
+"""The command line (`spmbpe encode|count|decode|info`, `python -m spmbpe`),
+run as subprocesses on real corpus files; every output format is compared
+with the API's ids."""
 
+import io
+import json
+import os
 import shutil
+import signal
+import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import spmbpe
+from spmbpe.cli import main
 
 DATA = Path(__file__).parent / "data"
+CORPUS = DATA / "corpus"
 ROOT = Path(__file__).parent.parent
+GGUF = str(DATA / "ggml-vocab-llama-spm.gguf")
 
 
-def run(args, stdin=b""):
+def run(args, stdin=b"", cwd=ROOT):
     return subprocess.run(
-        [sys.executable, "-m", "spmbpe", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=300
+        [sys.executable, "-m", "spmbpe", *map(str, args)], input=stdin, capture_output=True, cwd=cwd, timeout=300
     )
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_here(args, stdin=b"", *, capsysbinary, monkeypatch):
+    """main() in this process (no interpreter start-up): for the checks of
+    error messages; the subprocess runs above check the same paths."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main([str(a) for a in args])
+    out, err = capsysbinary.readouterr()
+    return Result(code, out, err)
+
+
+def lines_of(path):
+    """The documents of a text file as the command line reads it."""
+    lines = Path(path).read_bytes().decode("utf-8").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [s[:-1] if s.endswith("\r") else s for s in lines]
+
+
+def one_line_error(result, *parts):
+    err = result.stderr.decode()
+    assert result.returncode != 0
+    assert err.startswith("spmbpe: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for part in parts:
+        assert part in err, err
+    return err
+
+
+def read_npy_output(stem):
+    ids = np.load(f"{stem}.npy")
+    starts = np.load(f"{stem}.docs.npy")
+    return ids, starts
+
+
+def read_megatron(stem):
+    """A .bin/.idx pair read by the layout Megatron-LM's _IndexReader uses
+    (megatron/core/datasets/indexed_dataset.py), written out here by hand
+    rather than with spmbpe's reader."""
+    raw = Path(f"{stem}.idx").read_bytes()
+    assert raw[:9] == b"MMIDIDX\x00\x00"
+    version, code, n_seq, n_doc = struct.unpack_from("<QBQQ", raw, 9)
+    assert version == 1 and n_doc == n_seq + 1
+    dtype = {8: np.dtype("<u2"), 4: np.dtype("<i4")}[code]
+    lengths = np.frombuffer(raw, "<i4", n_seq, 34)
+    pointers = np.frombuffer(raw, "<i8", n_seq, 34 + 4 * n_seq)
+    doc_idx = np.frombuffer(raw, "<i8", n_doc, 34 + 12 * n_seq)
+    assert len(raw) == 34 + 12 * n_seq + 8 * n_doc
+    assert doc_idx.tolist() == list(range(n_seq + 1))
+    data = np.fromfile(f"{stem}.bin", dtype=dtype)
+    docs = [data[p // dtype.itemsize : p // dtype.itemsize + n].tolist() for p, n in zip(pointers, lengths)]
+    assert sum(map(len, docs)) == len(data)
+    return dtype, docs
+
+
+def split(ids, starts):
+    starts = starts.tolist()
+    return [ids[starts[i] : starts[i + 1]].tolist() for i in range(len(starts) - 1)]
+
+
+@pytest.fixture(scope="module")
+def v1():
+    return spmbpe.load("mistral-v1")
+
+
+@pytest.fixture(scope="module")
+def corpus_inputs(tmp_path_factory):
+    """A text file and a JSONL file of real corpus lines, and the documents
+    of both in input order."""
+    folder = tmp_path_factory.mktemp("inputs")
+    text = CORPUS / "en_botchan.txt"
+    ja = lines_of(CORPUS / "multi_ja.txt")[:3000]
+    jsonl = folder / "ja.jsonl"
+    with open(jsonl, "w", encoding="utf-8") as f:
+        for i, line in enumerate(ja):
+            f.write(json.dumps({"id": i, "body": line}, ensure_ascii=i % 2 == 0) + "\n")
+            if i % 500 == 0:
+                f.write("\n")  # blank lines are no documents
+    return [str(text), str(jsonl)], lines_of(text) + ja
+
+
+# ------------------------------------------------------------------ basics
 
 
 def test_bundled_mistral_v1_is_the_fixture_model():
@@ -26,7 +124,7 @@ def test_bundled_mistral_v1_is_the_fixture_model():
     assert bundled.vocab_size == fixture.vocab_size == 32000
     # Reference row (sentencepiece, fixtures README): "Hello, world!".
     assert bundled.encode("Hello, world!") == [22557, 28725, 1526, 28808]
-    text = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:20000]
+    text = (CORPUS / "en_botchan.txt").read_text(encoding="utf-8")[:20000]
     assert bundled.encode(text) == fixture.encode(text)
 
 
@@ -40,6 +138,7 @@ def test_encode_stdin_prints_ids_per_line():
     assert result.returncode == 0, result.stderr
     # sentencepiece's ids for these lines (the second is empty).
     assert result.stdout.decode().splitlines() == ["22557 1526", "", "22557 28725 1526 28808"]
+    assert result.stderr == b""  # no progress line unless stderr is a terminal
 
 
 def test_console_script_matches_python_m():
@@ -51,39 +150,365 @@ def test_console_script_matches_python_m():
 
 @pytest.mark.parametrize("name", ["en_botchan.txt", "multi_ja.txt"])
 def test_encode_files_equals_the_api(name):
-    path = DATA / "corpus" / name
-    result = run(["encode", "--model", str(DATA / "mistral-v3.model"), str(path)])
+    path = CORPUS / name
+    result = run(["encode", "--model", DATA / "mistral-v3.model", path])
     assert result.returncode == 0, result.stderr
     tok = spmbpe.load(DATA / "mistral-v3.model")
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    expected = [" ".join(map(str, tok.encode(line, special="none"))) for line in lines]
+    expected = [" ".join(map(str, tok.encode(line, special="none"))) for line in lines_of(path)]
     assert result.stdout.decode().split("\n")[:-1] == expected
 
 
+def test_long_lines_crlf_and_a_last_line_without_newline(v1):
+    long = " ".join(f"w{i % 97}" for i in range(20000))  # ~100 kB: many read blocks
+    texts = ["a", long, "b c", "", "last"]
+    result = run(["encode", "--batch-size", "1K", "--format", "jsonl"], f"a\r\n{long}\nb c\r\n\nlast".encode())
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(s) for s in result.stdout.decode().splitlines()] == [v1.encode(t) for t in texts]
+
+
 def test_special_tokens_are_text_unless_asked():
-    gguf = str(DATA / "ggml-vocab-llama-spm.gguf")
-    plain = run(["encode", "--model", gguf], b"a</s>b\n")
-    special = run(["encode", "--model", gguf, "--special", "all", "--add-special-tokens"], b"a</s>b\n")
+    plain = run(["encode", "--model", GGUF], b"a</s>b\n")
+    special = run(["encode", "--model", GGUF, "--special", "all", "--add-special-tokens"], b"a</s>b\n")
     # llama.cpp golden rows for "a</s>b" (special=False / special=True, BOS).
     assert plain.stdout == b"263 829 29879 29958 29890\n"
     assert special.stdout == b"1 263 2 289\n"
 
 
+# ------------------------------------------------------------------ formats
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory, corpus_inputs):
+    """One run per output format over the same two inputs, with small
+    batches (so documents cross many batch boundaries) on two threads."""
+    inputs, _ = corpus_inputs
+    out = tmp_path_factory.mktemp("encoded")
+    common = ["--field", "body", "--threads", "2", "--batch-size", "64K"]
+    results = {
+        "txt": run(["encode", *common, "--output", out / "c.txt", *inputs]),
+        "jsonl": run(["encode", *common, "--format", "jsonl", *inputs]),
+        "npy": run(["encode", *common, "--output", out / "c.npy", *inputs]),
+        "bin": run(["encode", *common, "--format", "bin", "--output", out / "c", *inputs]),
+    }
+    for fmt, result in results.items():
+        assert result.returncode == 0, (fmt, result.stderr)
+    return out, results
+
+
+def test_every_output_format_equals_the_api(encoded, corpus_inputs, v1):
+    out, results = encoded
+    _, documents = corpus_inputs
+    expected = [v1.encode(doc, special="none") for doc in documents]
+
+    txt = (out / "c.txt").read_text().split("\n")
+    assert txt.pop() == ""
+    assert [list(map(int, line.split())) for line in txt] == expected
+
+    assert [json.loads(line) for line in results["jsonl"].stdout.decode().splitlines()] == expected
+
+    ids, starts = read_npy_output(out / "c")
+    assert ids.dtype == np.uint16 and starts.dtype == np.int64
+    assert starts[0] == 0 and starts[-1] == len(ids) and len(starts) == len(documents) + 1
+    assert split(ids, starts) == expected
+
+    dtype, docs = read_megatron(out / "c")
+    assert dtype == np.uint16 and docs == expected
+    assert np.array_equal(np.fromfile(out / "c.bin", dtype="<u2"), ids)  # what nanoGPT memory-maps
+
+
+def test_metadata_beside_the_arrays(encoded, corpus_inputs, v1):
+    out, _ = encoded
+    _, documents = corpus_inputs
+    n_tokens = sum(len(v1.encode(d, special="none")) for d in documents)
+    for stem_files in (("c.npy", "c.docs.npy"), ("c.bin", "c.idx")):
+        assert all((out / f).is_file() for f in stem_files)
+    # Both runs wrote c.meta.json; the bin run came last.
+    meta = json.loads((out / "c.meta.json").read_text())
+    assert meta["spmbpe_version"] == spmbpe.__version__
+    assert meta["tokenizer_fingerprint"] == v1.fingerprint
+    assert meta["dtype"] == "uint16" and meta["format"] == "bin"
+    assert meta["documents"] == len(documents) and meta["tokens"] == n_tokens
+    assert meta["complete"] is True
+    assert meta["shards"] == [
+        {"ids": "c.bin", "index": "c.idx", "documents": len(documents), "tokens": n_tokens,
+         "records": meta["shards"][0]["records"]}
+    ]
+    # No temporary file is left behind.
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_bos_eos_and_special_tokens_in_arrays(tmp_path, llama_spm):
+    texts = ["a</s>b", "", "[INST] Hello world", "x" * 300]
+    stdin = "\n".join(texts).encode() + b"\n"
+    for special in ("none", "all"):
+        result = run(["encode", "--model", GGUF, "--special", special, "--add-special-tokens",
+                      "--format", "npy", "-o", tmp_path / special], stdin)
+        assert result.returncode == 0, result.stderr
+        ids, starts = read_npy_output(tmp_path / special)
+        assert split(ids, starts) == [
+            llama_spm.encode(t, special=special, add_special_tokens=True) for t in texts
+        ]
+    # llama.cpp's ids (golden rows): </s> is EOS only when asked.
+    assert split(*read_npy_output(tmp_path / "all"))[0] == [1, 263, 2, 289]
+    assert split(*read_npy_output(tmp_path / "none"))[0] == [1, 263, 829, 29879, 29958, 29890]
+
+
+def test_a_vocabulary_beyond_uint16_gets_wider_ids(tmp_path):
+    # mistral-v1's tokenizer.json with 38,000 more pieces and a special
+    # token, id 70000, which --special all puts in the output.
+    spec = json.loads((DATA / "mistral-v1.tokenizer.json").read_text(encoding="utf-8"))
+    for i in range(32000, 70000):
+        spec["model"]["vocab"][f"zzq{i}"] = i
+    spec["added_tokens"].append({"id": 70000, "content": "<|big|>", "single_word": False, "lstrip": False,
+                                 "rstrip": False, "normalized": False, "special": True})
+    model = tmp_path / "big.json"
+    model.write_text(json.dumps(spec), encoding="utf-8")
+    tok = spmbpe.load(model)
+    texts = ["Hello <|big|> world", "plain text", ""]
+    stdin = ("\n".join(texts) + "\n").encode()
+    expected = [tok.encode(t, special="all") for t in texts]
+    assert expected[0] == [22557, 28705, 70000, 1526]
+    for fmt in ("npy", "bin"):
+        result = run(["encode", "--model", model, "--special", "all", "--format", fmt, "-o", tmp_path / fmt], stdin)
+        assert result.returncode == 0, result.stderr
+    ids, starts = read_npy_output(tmp_path / "npy")
+    assert ids.dtype == np.uint32 and split(ids, starts) == expected
+    dtype, docs = read_megatron(tmp_path / "bin")
+    assert dtype == np.dtype("<i4") and docs == expected  # Megatron has no uint32: int32
+    assert json.loads((tmp_path / "bin.meta.json").read_text())["dtype"] == "int32"
+    decoded = run(["decode", "--model", model, tmp_path / "bin.bin"])
+    assert decoded.stdout.decode().split("\n")[:-1] == texts
+
+
+def test_shards_are_whole_documents_and_add_up(tmp_path, v1):
+    path = CORPUS / "multi_ko.txt"
+    docs = lines_of(path)[:4000]
+    src = tmp_path / "ko.txt"
+    src.write_text("\n".join(docs) + "\n", encoding="utf-8")
+    expected = [v1.encode(d, special="none") for d in docs]
+    result = run(["encode", "--format", "npy", "--shard-size", "20K", "--batch-size", "50K",
+                  "-o", tmp_path / "ko.npy", src])
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "ko.meta.json").read_text())
+    assert meta["complete"] and meta["shard_size"] == 20000 and len(meta["shards"]) > 3
+    got = []
+    for k, shard in enumerate(meta["shards"]):
+        assert shard["ids"] == f"ko-{k:05d}.npy" and shard["index"] == f"ko-{k:05d}.docs.npy"
+        ids, starts = read_npy_output(tmp_path / f"ko-{k:05d}")
+        assert len(ids) == shard["tokens"] and len(starts) == shard["documents"] + 1
+        assert len(ids) <= 20000 or shard["documents"] == 1
+        got.extend(split(ids, starts))
+    assert got == expected
+    assert meta["documents"] == len(docs)
+    assert not (tmp_path / "ko.npy").exists()
+
+
+def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
+    docs = lines_of(CORPUS / "multi_de.txt")[:3000]
+    data = ("\n".join(docs) + "\n").encode()
+    half = data[: len(data) // 2]
+    half = half[: half.rindex(b"\n") + 1]
+    out = tmp_path / "de.npy"
+    args = [sys.executable, "-m", "spmbpe", "encode", "--format", "npy", "--shard-size", "5000",
+            "--batch-size", "8K", "-o", str(out)]
+    # Standard input stays open after the first half: the run waits for more.
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc.stdin.write(half)
+    proc.stdin.flush()
+    meta_file = tmp_path / "de.meta.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if meta_file.exists() and len(json.loads(meta_file.read_text())["shards"]) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert b"interrupted" in err and b"Traceback" not in err
+    meta = json.loads(meta_file.read_text())
+    assert meta["complete"] is False and len(meta["shards"]) >= 2
+    # Only complete shards remain: no temporary file, every shard listed.
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")], names
+    listed = sorted([s["ids"] for s in meta["shards"]] + [s["index"] for s in meta["shards"]])
+    assert names == sorted(listed + ["de.meta.json"])
+
+    resumed = run(["encode", "--format", "npy", "--shard-size", "5000", "--batch-size", "8K",
+                   "-o", out, "--resume"], data)
+    assert resumed.returncode == 0, resumed.stderr
+    meta = json.loads(meta_file.read_text())
+    assert meta["complete"] is True and meta["documents"] == len(docs)
+    got = []
+    for shard in meta["shards"]:
+        got.extend(split(*read_npy_output(tmp_path / shard["ids"][:-4])))
+    assert got == [v1.encode(d, special="none") for d in docs]
+
+    again = run(["encode", "--format", "npy", "--shard-size", "5000", "-o", out, "--resume"], data)
+    assert again.returncode == 0 and b"already complete" in again.stderr
+    other = run(["encode", "--format", "npy", "--shard-size", "5000", "-o", out, "--resume",
+                 "--special", "all"], data)
+    one_line_error(other, "--resume", "settings")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_leaves_no_output(tmp_path, signum, code):
+    out = tmp_path / "x.bin"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spmbpe", "encode", "--format", "bin", "-o", str(out), "--batch-size", "1K"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    proc.stdin.write(b"Hello world\n" * 2000)
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    # Wait until it has written under its temporary names.
+    while time.monotonic() < deadline and not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ bad input
+
+
 def test_a_missing_model_is_a_one_line_error():
     result = run(["encode", "--model", "no/such/model.gguf"], b"x\n")
     assert result.returncode == 2
-    assert result.stderr.decode().count("\n") == 1 and "no/such/model.gguf" in result.stderr.decode()
+    one_line_error(result, "no/such/model.gguf")
 
 
-def test_invalid_utf8_names_the_input_and_line():
+def test_invalid_utf8_names_the_input_and_line(tmp_path, v1):
     result = run(["encode"], b"fine\n\xff\xfe\n")
     assert result.returncode == 1
-    assert "line 2" in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+    one_line_error(result, "<stdin>, line 2")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"one\ntwo\nbad \xc3( here\nfour\n")
+    good = tmp_path / "good.txt"
+    good.write_bytes(b"first\n")
+    out = tmp_path / "o.npy"
+    result = run(["encode", "-o", out, good, bad])
+    assert result.returncode == 1
+    one_line_error(result, f"{bad}, line 3")
+    assert sorted(tmp_path.iterdir()) == sorted([good, bad])  # no output, no temporary file
+
+    replaced = run(["encode", "--errors", "replace", bad])
+    assert replaced.returncode == 0
+    expected = ["one", "two", "bad \ufffd( here", "four"]
+    assert replaced.stdout.decode().splitlines() == [" ".join(map(str, v1.encode(t))) for t in expected]
+    skipped = run(["encode", "--errors", "skip", "--format", "jsonl", bad])
+    assert skipped.returncode == 0 and b"skipped 1 document" in skipped.stderr
+    assert [json.loads(s) for s in skipped.stdout.decode().splitlines()] == [
+        v1.encode(t) for t in ("one", "two", "four")
+    ]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b"{not json}", "not JSON"),
+        (b'{"body": "x"}', "no 'text' field"),
+        (b'{"text": 3}', "field 'text' is a JSON number"),
+        (b'["text"]', "not an object"),
+        (b'{"text": "\\ud800"}', "lone surrogate"),
+    ],
+)
+def test_bad_jsonl_names_the_file_and_line(tmp_path, line, message, capsysbinary, monkeypatch):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"text": "fine"}\n\n' + line + b"\n")
+    result = run_here(["encode", path], capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+    assert result.returncode == 1
+    one_line_error(result, f"{path}, line 3", message)
 
 
 def test_a_missing_input_file_is_a_one_line_error(tmp_path):
-    result = run(["encode", str(tmp_path / "nope.txt")])
-    assert result.returncode == 1 and "nope.txt" in result.stderr.decode()
-    assert "Traceback" not in result.stderr.decode()
+    result = run(["encode", tmp_path / "nope.txt"])
+    assert result.returncode == 1
+    one_line_error(result, "nope.txt")
+
+
+def test_bad_options_are_one_line_errors(capsysbinary, monkeypatch):
+    def here(args):
+        return run_here(args, b"x\n", capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+
+    result = here(["encode", "--format", "npy"])
+    assert result.returncode == 2
+    one_line_error(result, "--output")
+    result = here(["encode", "--threads", "0"])
+    assert result.returncode == 2
+    one_line_error(result, "--threads")
+    result = here(["encode", "--resume", "--format", "npy", "-o", "x.npy"])
+    assert result.returncode == 2
+    one_line_error(result, "--shard-size")
+
+
+# ------------------------------------------------------------------ count, decode, info
+
+
+def test_count_per_file_and_total(corpus_inputs, v1):
+    inputs, documents = corpus_inputs
+    result = run(["count", "--field", "body", "--json", *inputs])
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout)
+    n_text = len(lines_of(inputs[0]))
+    per_file = [documents[:n_text], documents[n_text:]]
+    for row, docs, path in zip(counts["inputs"], per_file, inputs):
+        assert row["name"] == path and row["documents"] == len(docs)
+        assert row["tokens"] == sum(len(v1.encode(d, special="none")) for d in docs)
+        assert row["bytes"] == os.path.getsize(path)
+    assert counts["total"]["tokens"] == sum(r["tokens"] for r in counts["inputs"])
+    table = run(["count", "--field", "body", "--add-special-tokens", *inputs])
+    rows = [line.split() for line in table.stdout.decode().splitlines()]
+    assert rows[0] == ["tokens", "documents", "bytes", "input"]
+    assert rows[-1][3] == "total" and int(rows[-1][0]) == counts["total"]["tokens"] + len(documents)
+    assert [r[3] for r in rows[1:3]] == inputs
+
+
+def test_decode_round_trips_every_format(encoded, corpus_inputs):
+    out, _ = encoded
+    _, documents = corpus_inputs
+    for name in ("c.txt", "c.npy", "c.bin"):
+        result = run(["decode", out / name])
+        assert result.returncode == 0, (name, result.stderr)
+        assert result.stdout.decode().split("\n")[:-1] == documents, name
+    ids_jsonl = out / "c.jsonl"
+    ids_jsonl.write_bytes(run(["encode", "--format", "jsonl", CORPUS / "en_botchan.txt"]).stdout)
+    result = run(["decode", "--format", "jsonl", ids_jsonl])
+    assert [json.loads(s)["text"] for s in result.stdout.decode().splitlines()] == lines_of(CORPUS / "en_botchan.txt")
+
+
+def test_decode_errors_name_the_line(capsysbinary, monkeypatch):
+    def here(args, stdin):
+        return run_here(args, stdin, capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+
+    one_line_error(here(["decode"], b"22557 1526\n22557 x\n"), "<stdin>, line 2", "'x'")
+    one_line_error(here(["decode"], b"22557 1526\n\n99999\n"), "<stdin>, line 3", "99999")
+    one_line_error(here(["decode", "--input-format", "jsonl"], b"[1, 2]\n{}\n"), "<stdin>, line 2", "array")
+    result = here(["decode", "--skip-special", "--model", GGUF], b"1 15043 3186 2\n")
+    assert result.returncode == 0 and result.stdout == b"Hello world\n"
+
+
+def test_info_describes_the_model(llama_spm):
+    result = run(["info", GGUF, "--json"])
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert info["vocab_size"] == 32000 and info["reference"] == "llama.cpp"
+    assert info["bos"] == {"id": 1, "piece": "<s>"} and info["eos"] == {"id": 2, "piece": "</s>"}
+    assert info["add_bos"] is True and info["add_eos"] is False
+    assert info["prefix_scheme"] == "after_each_special" and info["array_dtype"] == "uint16"
+    assert info["chunked_fast_path"] is True
+    assert info["fingerprint"] == llama_spm.fingerprint
+    assert [t["text"] for t in info["special_tokens"]] == ["<unk>", "<s>", "</s>"]
+    text = run(["info", DATA / "mistral-v3.model"]).stdout.decode()
+    assert "sentencepiece model" in text and "vocabulary size" in text and "identity" in text
+    one_line_error(run(["info", "no/such.model"]), "no/such.model")
+
+
+def test_progress_goes_to_stderr_when_asked():
+    result = run(["encode", "--progress", CORPUS / "en_botchan.txt"])
+    assert result.returncode == 0
+    last = result.stderr.decode().splitlines()[-1]
+    assert "4,288 documents" in last and "0.3/0.3 MB (100%)" in last and "tokens/s" in last
+    assert result.stdout.count(b"\n") == 4288

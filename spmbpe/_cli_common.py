@@ -1,0 +1,45 @@
+"""What the command line's modules share: the one-line error, loading the
+model, the optional NumPy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CliError", "load_model", "need_numpy", "optional_numpy"]
+
+
+class CliError(Exception):
+    """An error reported as one line, ``spmbpe: error: <message>``, with
+    exit code `code`."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def load_model(model: str) -> Any:
+    """spmbpe.load(model), its errors as CliError (exit code 2)."""
+    import spmbpe
+
+    try:
+        return spmbpe.load(model)
+    except FileNotFoundError as e:
+        raise CliError(f"cannot load the model: {e}", 2) from None
+    except (OSError, spmbpe.SpmbpeError, NotImplementedError, ValueError) as e:
+        raise CliError(f"cannot load the model {model}: {e}", 2) from None
+
+
+def need_numpy(why: str) -> Any:
+    try:
+        import numpy
+    except ImportError:
+        raise CliError(f"{why} needs NumPy (pip install numpy)", 2) from None
+    return numpy
+
+
+def optional_numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
