@@ -14,6 +14,8 @@ from .errors import (
     UnsupportedModelError,
     VocabularyError,
 )
+from ._hf_call import BatchEncoding
+from ._streaming import StreamingDecoder
 from .loading import load
 from .tokenizer import PREFIX_SCHEMES, SpmTokenizer
 from .tokens import NEVER_MERGE, AddedToken, TokenType
@@ -22,6 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SpmTokenizer",
+    "StreamingDecoder",
+    "BatchEncoding",
     "AddedToken",
     "TokenType",
     "load",

@@ -7,6 +7,7 @@ import threading
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from typing import (
+    TYPE_CHECKING,
     AbstractSet,
     Any,
     Collection,
@@ -23,6 +24,11 @@ from typing import (
 
 from ._added import AddedTokenMatcher, TokenAt
 from ._core import PieceTable, SpmCore
+from ._state import Recipe, restore
+
+if TYPE_CHECKING:
+    from ._hf_call import BatchEncoding
+    from ._streaming import StreamingDecoder
 from .errors import InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
 
@@ -151,6 +157,10 @@ class SpmTokenizer:
         denormalizer: Optional[object] = None,
         escape_spaces: bool = True,
     ) -> None:
+        # Every argument, for pickling and the fingerprint (spmbpe/_state.py);
+        # taken first, while locals() holds nothing else.
+        recipe = Recipe.capture(locals())
+        added_tokens = recipe.options.get("added_tokens")  # an iterator is read once
         n = len(table)
         if reference not in REFERENCES:
             raise ValueError(
@@ -170,6 +180,8 @@ class SpmTokenizer:
         else:
             rank = array("f", scores)
         types = _types_buffer(table, token_types)
+        recipe.rank, recipe.types = rank, types
+        self._recipe = recipe
 
         if prefix_scheme not in PREFIX_SCHEMES:
             raise ValueError(
@@ -253,10 +265,11 @@ class SpmTokenizer:
             if token.special:
                 skip[token.id] = 1
         self._skip_special = bytes(skip)
-        self._skip_none = bytes(n)
+        self._skip_none = None  # (decode_bytes: skip nothing)
         self._pool_lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._pool_size = 0
+        self._pool_pid = os.getpid()
 
     def _collect_added(
         self, added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None]
@@ -365,6 +378,35 @@ class SpmTokenizer:
         """Texts of the special tokens that ``special=`` governs."""
         return self._matcher.special_contents
 
+    @property
+    def fingerprint(self) -> str:
+        """A content hash (hex SHA-256) of the vocabulary and of every setting
+        that can change an id: the same for the same vocabulary however and
+        wherever it was loaded, different when a piece, score, type, special
+        id, added token, prefix rule or normalizer differs.  For cache keys.
+
+        >>> spmbpe.load("mistral-v1").fingerprint[:12]            # doctest: +SKIP
+        '304902a034e0'
+        """
+        return self._recipe.fingerprint
+
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes]]:
+        # The vocabulary's bytes and settings (spmbpe/_state.py), never a
+        # path: the same bytes in every process, rebuilt without reading a file.
+        return (restore, (self._recipe.to_bytes(),))
+
+    def _set_ranked_merges(
+        self,
+        left: "array[int]",
+        right: "array[int]",
+        merged: "array[int]",
+        fuse_unknown: bool,
+        ignore_merges: bool,
+    ) -> None:
+        """tokenizer.json's merges, ranked by their place in the merges list."""
+        self._core.set_ranked_merges(left, right, merged, fuse_unknown, ignore_merges)
+        self._recipe.set_ranked_merges((left, right, merged, bool(fuse_unknown), bool(ignore_merges)))
+
     def __len__(self) -> int:
         return len(self._table)
 
@@ -411,6 +453,9 @@ class SpmTokenizer:
         *,
         special: SpecialPolicy = "all",
         add_special_tokens: bool = False,
+        enable_sampling: bool = False,
+        alpha: float = 0.1,
+        seed: Optional[int] = None,
     ) -> List[int]:
         """Token ids of `text`.
 
@@ -421,11 +466,20 @@ class SpmTokenizer:
         raises DisallowedSpecialError for any other one in the text.
         `add_special_tokens`: add BOS/EOS as the vocabulary says
         (``add_bos``/``add_eos``); ``encode`` never adds them otherwise.
+        `enable_sampling`: BPE-dropout (subword regularization), as
+        sentencepiece's ``encode(..., enable_sampling=True, alpha=...)``:
+        each merge about to be made is skipped with probability `alpha`;
+        `seed` makes the draw reproducible (default: a fresh random seed).
 
         >>> tok.encode("Hello world")                            # doctest: +SKIP
         [15043, 3186]
         """
-        if self._plain and type(text) is str and (special == "all" or special == "none"):
+        if enable_sampling:
+            sample_alpha, sample_seed = _sampling(alpha, seed)
+        else:
+            sample_alpha = 0.0
+            sample_seed = 0
+        if sample_alpha == 0.0 and self._plain and type(text) is str and (special == "all" or special == "none"):
             try:
                 ids = self._core.encode(text, self._add_prefix_space) if text else []
             except UnicodeEncodeError:
@@ -436,7 +490,7 @@ class SpmTokenizer:
         include, allowed = self._special_policy(special)
         parts = self._plan(_check_text(text), include, allowed)
         try:
-            ids = self._core.encode_parts(parts)
+            ids = self._core.encode_parts(parts, sample_alpha, sample_seed)
         except UnicodeEncodeError:
             raise _surrogate_error(text) from None
         if add_special_tokens:
@@ -479,6 +533,12 @@ class SpmTokenizer:
 
     def encode_ordinary(self, text: str) -> List[int]:
         """``encode(text, special="none")``: special tokens are plain text."""
+        if self._plain and type(text) is str and text:
+            # The per-line hot path: straight to the core.
+            try:
+                return self._core.encode(text, self._add_prefix_space)
+            except UnicodeEncodeError:
+                raise _surrogate_error(text) from None
         return self.encode(text, special="none")
 
     def encode_batch(
@@ -490,6 +550,9 @@ class SpmTokenizer:
         num_threads: Optional[int] = None,
         return_numpy: bool = False,
         dtype: object = None,
+        enable_sampling: bool = False,
+        alpha: float = 0.1,
+        seed: Optional[int] = None,
     ) -> Any:
         """``[encode(t, ...) for t in texts]``, merged on `num_threads`
         threads (default: the machine's cores) with the GIL released.
@@ -498,7 +561,9 @@ class SpmTokenizer:
         every id of every text in one flat ``uint32`` array (``dtype=
         numpy.uint16`` when the vocabulary fits), and the ``int64`` start of
         each text in it plus the total (``len(texts) + 1`` values), built
-        without a Python int per token.
+        without a Python int per token.  `enable_sampling`, `alpha`, `seed`:
+        BPE-dropout as in ``encode``; text i draws from its own generator,
+        seeded by (seed, i), so the result does not depend on the threads.
 
         >>> ids, offsets = tok.encode_batch(["Hello", "world"], return_numpy=True)  # doctest: +SKIP
         >>> ids[offsets[1]:offsets[2]]                                             # doctest: +SKIP
@@ -506,79 +571,149 @@ class SpmTokenizer:
         """
         include, allowed = self._special_policy(special)
         texts = [_check_text(t) for t in texts]
-        threads = _thread_count(num_threads, len(texts))
+        threads = _thread_count(num_threads)
         if return_numpy:
-            return self._encode_batch_numpy(texts, include, allowed, add_special_tokens, threads, dtype)
+            np, dtype = _numpy_dtype(dtype, len(self._table))
+        sample_alpha, sample_seed = _sampling(alpha, seed) if enable_sampling else (0.0, 0)
+        if sample_alpha:
+            # Sampled texts are never cut (sentencepiece draws over whole texts).
+            step = max(1, min(256, -(-len(texts) // (threads * 4))))
+            groups = [list(enumerate(texts))[i : i + step] for i in range(0, len(texts), step)]
+        else:
+            groups = self._batch_groups(texts, include, allowed, threads)
+        flat = bool(return_numpy)
+        # Nothing to split out or normalize: each text is one segment.
+        plain = self._plain and allowed is None
+        prefix = self._add_prefix_space
 
-        def encode_chunk(chunk: List[str]) -> List[List[int]]:
+        def encode_group(group: List[Tuple[int, Any]]) -> Any:
             # Planning holds the GIL; merging (most of the work) does not,
             # so one thread plans while the others merge.
-            return self._core.encode_parts_batch([self._plan(t, include, allowed) for t in chunk])
+            if plain:
+                # (The core takes a text itself for the plan [(text, prefix)].)
+                plans = [unit for _, unit in group]
+            else:
+                plans = [self._plan(unit, include, allowed) if type(unit) is str else unit for _, unit in group]
+            if sample_alpha:
+                seeds = array("Q", [_text_seed(sample_seed, index) for index, _ in group])
+                return self._core.encode_parts_batch(plans, flat, sample_alpha, seeds, prefix)
+            return self._core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
         try:
-            if threads <= 1:
-                out = encode_chunk(texts)
+            if threads <= 1 or len(groups) < 2:
+                results = [encode_group(group) for group in groups]
             else:
-                out = []
-                step = max(1, min(2048, -(-len(texts) // (threads * 4))))
-                chunks = [texts[i : i + step] for i in range(0, len(texts), step)]
-                for ids in self._executor(threads).map(encode_chunk, chunks):
-                    out.extend(ids)
+                results = list(self._executor(min(threads, len(groups))).map(encode_group, groups))
         except UnicodeEncodeError:
             for t in texts:
                 _check_surrogates(t)
             raise
+        if return_numpy:
+            return self._join_numpy(np, dtype, texts, groups, results, add_special_tokens)
+        out: List[List[int]] = []
+        if sum(map(len, groups)) == len(texts):
+            # No text was cut: one result per text, in order.
+            for result in results:
+                out.extend(result)
+            groups = []
+        last = -1
+        for group, result in zip(groups, results):
+            for (index, _), ids in zip(group, result):
+                if index == last:
+                    out[-1].extend(ids)  # the next piece of a text cut in pieces
+                else:
+                    out.append(ids)
+                    last = index
         if add_special_tokens:
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
 
-    def _encode_batch_numpy(
-        self,
-        texts: List[str],
-        include: bool,
-        allowed: Optional[FrozenSet[str]],
-        add_special_tokens: bool,
-        threads: int,
-        dtype: object,
-    ) -> Any:
-        import numpy as np
-
-        dtype = np.dtype(np.uint32 if dtype is None else dtype)
-        if dtype not in (np.dtype(np.uint32), np.dtype(np.uint16)):
-            raise ValueError(f"dtype must be numpy.uint32 or numpy.uint16, not {dtype}")
-        if dtype == np.dtype(np.uint16) and len(self._table) > 65536:
-            raise ValueError(f"a vocabulary of {len(self._table)} ids does not fit numpy.uint16")
-
-        def encode_chunk(chunk: List[str]):
-            return self._core.encode_parts_batch([self._plan(t, include, allowed) for t in chunk], True)
-
-        if threads <= 1 or len(texts) < 2:
-            chunks = [encode_chunk(texts)]
-        else:
-            step = max(1, min(2048, -(-len(texts) // (threads * 4))))
-            parts = [texts[i : i + step] for i in range(0, len(texts), step)]
-            chunks = list(self._executor(threads).map(encode_chunk, parts))
-        pieces, lengths = [], []
-        for data, ends in chunks:
-            ids = np.frombuffer(data, dtype=np.int32).view(np.uint32)
-            ends = np.frombuffer(ends, dtype=np.int64)
-            starts = np.concatenate(([0], ends[:-1]))
-            if add_special_tokens and (self._add_bos or self._add_eos):
-                # Insert BOS/EOS around each text (vectorised: one pass).
-                bos = [self._bos_id] if self._add_bos else []
-                eos = [self._eos_id] if self._add_eos else []
-                out = []
-                for s0, e0 in zip(starts.tolist(), ends.tolist()):
-                    out.append(np.concatenate((np.array(bos, dtype=np.uint32), ids[s0:e0], np.array(eos, dtype=np.uint32))))
-                lengths.extend(len(o) for o in out)
-                pieces.extend(out)
+    def _batch_groups(
+        self, texts: List[str], include: bool, allowed: Optional[FrozenSet[str]], threads: int
+    ) -> List[List[Tuple[int, Any]]]:
+        """The batch as groups of work, one thread's call to the core each, in
+        text order: lists of (text index, text to plan or planned parts).
+        Groups hold about an equal share of the characters.  On several
+        threads a text larger than two shares is planned here and its long
+        segments cut at exact chunk boundaries (SpmCore.split_points), so
+        that one large document keeps every thread busy."""
+        if threads <= 1:
+            return [list(enumerate(texts))] if texts else []
+        total = sum(map(len, texts))
+        share = max(_MIN_SHARE, -(-total // (threads * 4)))
+        groups: List[List[Tuple[int, Any]]] = []
+        group: List[Tuple[int, Any]] = []
+        size = 0
+        for index, text in enumerate(texts):
+            if len(text) > 2 * share and self._core.chunked:
+                units: List[Tuple[int, Any]] = [
+                    (index, parts) for parts in self._cut_plan(self._plan(text, include, allowed), share)
+                ]
             else:
-                pieces.append(ids)
-                lengths.extend((ends - starts).tolist())
+                units = [(index, text)]
+            for unit in units:
+                group.append(unit)
+                size += len(unit[1]) if type(unit[1]) is str else sum(
+                    len(p[0]) if type(p[0]) is str else 1 for p in unit[1]
+                )
+                if size >= share or len(group) >= 2048:
+                    groups.append(group)
+                    group, size = [], 0
+        if group:
+            groups.append(group)
+        return groups
+
+    def _cut_plan(self, parts: List[Part], share: int) -> List[List[Part]]:
+        """A plan cut into consecutive plans of about `share` characters whose
+        ids, joined, are the ids of the whole: long segments are cut where
+        no merge can cross (the first piece keeps the prefix and skip)."""
+        out: List[List[Part]] = [[]]
+        size = 0
+        for part in parts:
+            text = part[0]
+            if type(text) is not str:
+                out[-1].append(part)
+                size += 1
+                continue
+            cuts = self._core.split_points(text, part[1], -(-len(text) // share)) if len(text) > share else []
+            starts = [0] + cuts
+            ends = cuts + [len(text)]
+            for k, (a, b) in enumerate(zip(starts, ends)):
+                if size >= share:
+                    out.append([])
+                    size = 0
+                out[-1].append(part if not cuts else (text[a:b], part[1], part[2]) if k == 0 else (text[a:b], False, 0))
+                size += b - a
+        return [plan for plan in out if plan]
+
+    def _join_numpy(
+        self, np: Any, dtype: Any, texts: List[str], groups: List[List[Tuple[int, Any]]],
+        results: List[Tuple[bytearray, Any]], add_special_tokens: bool,
+    ) -> Any:
+        """encode_batch's NumPy result from the groups' flat ids and ends."""
+        pieces, unit_index, unit_lengths = [], [], []
+        for group, (data, ends) in zip(groups, results):
+            pieces.append(np.frombuffer(data, dtype=np.int32).view(np.uint32))
+            ends = np.frombuffer(ends, dtype=np.int64)
+            unit_lengths.append(np.diff(ends, prepend=0))
+            unit_index.extend(index for index, _ in group)
         flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint32)
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        if unit_index:
+            np.add.at(lengths, np.asarray(unit_index, dtype=np.intp), np.concatenate(unit_lengths))
+        if add_special_tokens and (self._add_bos or self._add_eos):
+            # BOS/EOS around each text: one insert pass over the flat array.
+            starts = np.zeros(len(texts), dtype=np.int64)
+            np.cumsum(lengths[:-1], out=starts[1:])
+            if self._add_eos:
+                flat = np.insert(flat, starts + lengths, self._eos_id)
+                starts += np.arange(len(texts))
+            if self._add_bos:
+                flat = np.insert(flat, starts, self._bos_id)
+            lengths += int(self._add_bos) + int(self._add_eos)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
+        np.cumsum(lengths, out=offsets[1:])
         return flat.astype(dtype, copy=False), offsets
 
     def _add_boundary_tokens(self, ids: List[int]) -> None:
@@ -841,6 +976,12 @@ class SpmTokenizer:
         return parts
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
+        if self._pool_pid != os.getpid():
+            # A forked child (multiprocessing's fork start method) inherits
+            # the pool object but not its threads, nor a usable lock.
+            self._pool_lock = threading.Lock()
+            self._pool = None
+            self._pool_pid = os.getpid()
         with self._pool_lock:
             if self._pool is None or self._pool_size != threads:
                 if self._pool is not None:
@@ -849,7 +990,59 @@ class SpmTokenizer:
                 self._pool_size = threads
             return self._pool
 
+    # ------------------------------------------------------------ transformers-style call
+
+    def __call__(
+        self,
+        text: Union[str, Sequence[str]],
+        *,
+        add_special_tokens: bool = True,
+        padding: Union[bool, str] = False,
+        truncation: Union[bool, str, None] = None,
+        max_length: Optional[int] = None,
+        pad_to_multiple_of: Optional[int] = None,
+        padding_side: str = "right",
+        truncation_side: str = "right",
+        pad_token_id: Optional[int] = None,
+        return_tensors: Optional[str] = None,
+        return_attention_mask: bool = True,
+        special: SpecialPolicy = "all",
+        num_threads: Optional[int] = None,
+    ) -> "BatchEncoding":
+        """What a transformers tokenizer's call returns, for code written for
+        one: a dict (keys also attributes) of ``input_ids`` and
+        ``attention_mask``; lists, or 2-D int64 arrays with
+        ``return_tensors="np"``.  BOS/EOS are added by default (as
+        transformers does); `padding` is ``True``/``"longest"`` or
+        ``"max_length"``, with the vocabulary's pad id or `pad_token_id`;
+        `truncation` cuts text ids so that a row has at most `max_length` ids.
+
+        >>> tok(["Hello", "Hello world"], padding=True, pad_token_id=0)["input_ids"]  # doctest: +SKIP
+        [[1, 15043, 0], [1, 15043, 3186]]
+        """
+        from ._hf_call import call
+
+        return call(
+            self, text, add_special_tokens=add_special_tokens, padding=padding, truncation=truncation,
+            max_length=max_length, pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side,
+            truncation_side=truncation_side, pad_token_id=pad_token_id, return_tensors=return_tensors,
+            return_attention_mask=return_attention_mask, special=special, num_threads=num_threads,
+        )
+
     # ------------------------------------------------------------ decoding
+
+    def streaming_decoder(self, *, skip_special: bool = False, errors: str = "replace") -> "StreamingDecoder":
+        """A decoder fed one id at a time: ``add_token(id)`` returns the text
+        completed so far (whole characters only), ``flush()`` the rest; the
+        pieces joined equal ``decode(ids, skip_special=..., errors=...)``.
+
+        >>> d = tok.streaming_decoder()                              # doctest: +SKIP
+        >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
+        ('Hello', ' world', '')
+        """
+        from ._streaming import StreamingDecoder
+
+        return StreamingDecoder(self, skip_special=skip_special, errors=errors)
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special: bool = False) -> bytes:
         """The UTF-8 bytes `ids` stand for (byte pieces may split a character)."""
@@ -890,6 +1083,10 @@ def _piece_bytes(piece: object, index: int) -> bytes:
 
 
 # TokenType values 1..6 map to themselves; anything else is invalid.
+# encode_batch: the least characters worth a thread's call (smaller batches
+# are not split further; the GIL handoff costs more).
+_MIN_SHARE = 1 << 14
+
 _VALID_TYPES = bytes(range(1, 7))
 # 1 for the types `skip_special` leaves out of decoding (CONTROL, UNKNOWN).
 _SPECIAL_TYPES = bytes(1 if t in (TokenType.CONTROL, TokenType.UNKNOWN) else 0 for t in range(256))
@@ -976,9 +1173,38 @@ def _check_surrogates(text: str) -> None:
         raise _surrogate_error(text) from None
 
 
-def _thread_count(num_threads: Optional[int], n_items: int) -> int:
+def _thread_count(num_threads: Optional[int]) -> int:
     if num_threads is None:
-        num_threads = os.cpu_count() or 1
-    elif not isinstance(num_threads, int) or num_threads < 1:
+        return os.cpu_count() or 1
+    if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, not {num_threads!r}")
-    return max(1, min(num_threads, n_items))
+    return num_threads
+
+
+def _sampling(alpha: float, seed: Optional[int]) -> Tuple[float, int]:
+    """The checked dropout probability and a 64-bit seed (random when None)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be a number from 0 to 1, not {alpha!r}")
+    if seed is None:
+        seed = int.from_bytes(os.urandom(8), "little")
+    elif isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, not {type(seed).__name__}")
+    return float(alpha), seed & 0xFFFFFFFFFFFFFFFF
+
+
+def _text_seed(seed: int, index: int) -> int:
+    """Text `index`'s seed in a sampled batch: independent of how the batch
+    is split among threads."""
+    return (seed + index * 0xD1B54A32D192ED03) & 0xFFFFFFFFFFFFFFFF
+
+
+def _numpy_dtype(dtype: object, vocab_size: int) -> Tuple[Any, Any]:
+    """NumPy and the checked dtype of encode_batch(return_numpy=True)."""
+    import numpy as np
+
+    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    if dtype not in (np.dtype(np.uint32), np.dtype(np.uint16)):
+        raise ValueError(f"dtype must be numpy.uint32 or numpy.uint16, not {dtype}")
+    if dtype == np.dtype(np.uint16) and vocab_size > 65536:
+        raise ValueError(f"a vocabulary of {vocab_size} ids does not fit numpy.uint16")
+    return np, dtype

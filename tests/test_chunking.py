@@ -3,9 +3,12 @@
 The core splits a segment before each "▁" that follows other text when no
 piece it may build contains "x▁"; with a few such pieces it skips only the
 boundaries they could cover; with many it merges whole segments.  These
-tests compare against the whole-segment merge (disable_chunking) — which the
-conformance tests pin to the references — on real vocabularies and on
-synthetic ones that break the property in a few pieces and everywhere.
+tests compare against the whole-segment merge over the heap
+(disable_chunking, disable_small_merges) — the algorithm of both references —
+on real vocabularies and on synthetic ones that break the property in a few
+pieces and everywhere.  The same comparison covers merge_small (short chunks
+merged by a linear scan) and large documents cut at exact boundaries to be
+encoded on several threads (SpmCore.split_points).
 """
 
 import json
@@ -27,6 +30,7 @@ def _pair(path_or_args):
     else:
         fast, slow = (spmbpe.SpmTokenizer(*path_or_args[0], **path_or_args[1]) for _ in range(2))
     slow._core.disable_chunking()
+    slow._core.disable_small_merges()
     return fast, slow
 
 
@@ -97,3 +101,43 @@ def test_chunking_is_off_when_pieces_cross_boundaries_everywhere():
     assert not fast._core.chunked
     few, _ = _pair(_synthetic([">▁</"]))
     assert few._core.chunked
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_large_document_cut_for_threads_gives_the_ids_of_the_whole(name):
+    tok = spmbpe.load(DATA / name)
+    doc = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")
+    doc = doc[:60000] + "  \u2581x" + (DATA / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")[:40000]
+    whole = tok.encode(doc)
+    cuts = tok._core.split_points(doc, tok.add_prefix_space, 7)
+    assert 3 <= len(cuts) <= 6 and cuts == sorted(set(cuts))
+    for threads in (2, 3):
+        assert tok.encode_batch([doc, "a b", doc[:20000]], num_threads=threads)[0] == whole
+        ids, offsets = tok.encode_batch([doc], num_threads=threads, return_numpy=True)
+        assert ids.tolist() == whole and offsets.tolist() == [0, len(whole)]
+
+
+@pytest.mark.parametrize("violators", [[">▁</"], ["a▁b", "b▁▁a"]])
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(["a", "b", " ", "  ", ">", "</", "▁", "ab"]), min_size=1, max_size=80).map("".join),
+       parts=st.integers(2, 9))
+def test_cut_points_are_exact_with_pieces_that_cross_boundaries(violators, text, parts):
+    args = _synthetic(violators)
+    tok = spmbpe.SpmTokenizer(*args[0], **args[1])
+    whole = tok._core.encode(text, True)
+    cuts = tok._core.split_points(text, True, parts)
+    pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    joined = tok._core.encode(pieces[0], True)
+    for piece in pieces[1:]:
+        joined += tok._core.encode(piece, False)
+    assert joined == whole
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(["a", "b", "c", " ", "ab", "bc", "▁"]), max_size=60).map("".join))
+def test_ties_go_to_the_leftmost_pair_on_every_path(text):
+    # All scores equal: only the position decides (leftmost first, as in
+    # both references' heaps), in merge_small and in the heap alike.
+    pieces = ["<unk>", "▁", "a", "b", "c", "ab", "bc", "ca", "▁a", "▁b", "abc", "bca", "cab", "▁ab", "aa", "bb"]
+    fast, slow = _pair(((pieces, [0.0] * len(pieces)), {}))
+    assert fast.encode(text) == slow.encode(text)

@@ -1,0 +1,173 @@
+"""``tok(texts, padding=..., truncation=..., return_tensors="np")``: the call
+transformers' tokenizers answer, for preprocessing code written for them.
+
+Semantics are those of ``PreTrainedTokenizerBase.__call__`` (transformers 4.x)
+for single sequences: truncation removes text ids (from the right, or the
+left with ``truncation_side="left"``) so that, with BOS/EOS added, a sequence
+has at most ``max_length`` ids; padding goes on the right (or the left) with
+the pad id, and ``attention_mask`` is 1 on ids and 0 on padding.
+
+Where they differ: truncation and ``padding="max_length"`` need
+``max_length`` (spmbpe does not know the model's limit), and a ``max_length``
+with room for BOS/EOS only truncates the text to nothing, where transformers
+logs an error and leaves the text whole.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from .tokenizer import SpecialPolicy, SpmTokenizer
+
+__all__ = ["BatchEncoding", "call"]
+
+_PADDING = {
+    False: None, "do_not_pad": None, None: None,
+    True: "longest", "longest": "longest",
+    "max_length": "max_length",
+}
+_TRUNCATION = {
+    False: False, "do_not_truncate": False,
+    True: True, "longest_first": True, "only_first": True,
+}
+
+
+class BatchEncoding(dict):  # type: ignore[type-arg]
+    """The result of ``tok(...)``: a dict (``"input_ids"``,
+    ``"attention_mask"``) whose keys are also attributes, as transformers'
+    ``BatchEncoding``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def input_ids(self) -> Any:
+        """The ids: a list (one text), a list of lists, or a 2-D int64 array."""
+        return self.__getattr__("input_ids")
+
+    @property
+    def attention_mask(self) -> Any:
+        """1 for each id, 0 for each pad, shaped as input_ids."""
+        return self.__getattr__("attention_mask")
+
+
+def call(
+    tok: "SpmTokenizer",
+    text: Union[str, Sequence[str]],
+    *,
+    add_special_tokens: bool = True,
+    padding: Union[bool, str] = False,
+    truncation: Union[bool, str, None] = None,
+    max_length: Optional[int] = None,
+    pad_to_multiple_of: Optional[int] = None,
+    padding_side: str = "right",
+    truncation_side: str = "right",
+    pad_token_id: Optional[int] = None,
+    return_tensors: Optional[str] = None,
+    return_attention_mask: bool = True,
+    special: "SpecialPolicy" = "all",
+    num_threads: Optional[int] = None,
+) -> BatchEncoding:
+    single = isinstance(text, str)
+    if single:
+        texts: List[str] = [text]  # type: ignore[list-item]
+    elif isinstance(text, (list, tuple)):
+        texts = list(text)
+    else:
+        raise TypeError(
+            f"text must be a str or a list of str, not {type(text).__name__} "
+            f"(pairs of texts are not supported)"
+        )
+    if padding not in _PADDING:
+        raise ValueError(f"padding must be True, False, 'longest', 'max_length' or 'do_not_pad', not {padding!r}")
+    pad_to = _PADDING[padding]
+    if truncation is None:
+        # transformers: a max_length without padding turns truncation on.
+        truncate = max_length is not None and pad_to is None
+    elif truncation in _TRUNCATION:
+        truncate = _TRUNCATION[truncation]
+    else:
+        raise ValueError(
+            f"truncation must be True, False, 'longest_first', 'only_first' or 'do_not_truncate', "
+            f"not {truncation!r}"
+        )
+    for name, side in (("padding_side", padding_side), ("truncation_side", truncation_side)):
+        if side not in ("right", "left"):
+            raise ValueError(f"{name} must be 'right' or 'left', not {side!r}")
+    if return_tensors not in (None, "np"):
+        raise ValueError(f"return_tensors must be None or 'np', not {return_tensors!r}")
+    if max_length is not None and (not isinstance(max_length, int) or max_length < 0):
+        raise ValueError(f"max_length must be a non-negative integer, not {max_length!r}")
+    if (truncate or pad_to == "max_length") and max_length is None:
+        what = "truncation" if truncate else "padding='max_length'"
+        raise ValueError(f"{what} needs max_length= (spmbpe does not know the model's maximum length)")
+    if pad_to_multiple_of is not None and (not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1):
+        raise ValueError(f"pad_to_multiple_of must be a positive integer, not {pad_to_multiple_of!r}")
+    pad_id = tok.pad_id if pad_token_id is None else tok._valid_id(pad_token_id)
+    if pad_to is not None and pad_id is None:
+        raise ValueError(
+            "padding needs a pad id, and this vocabulary has none: pass pad_token_id= (for "
+            "example tok.eos_id or tok.unk_id), as transformers asks for tokenizer.pad_token"
+        )
+
+    rows = tok.encode_batch(texts, special=special, num_threads=num_threads)
+    bos = [tok.bos_id] if add_special_tokens and tok.add_bos else []
+    eos = [tok.eos_id] if add_special_tokens and tok.add_eos else []
+    if truncate:
+        assert max_length is not None
+        room = max_length - len(bos) - len(eos)
+        if room < 0:
+            raise ValueError(
+                f"max_length={max_length} leaves no room for the {len(bos) + len(eos)} special "
+                f"tokens added to each text"
+            )
+        rows = [r if len(r) <= room else (r[:room] if truncation_side == "right" else r[len(r) - room :])
+                for r in rows]
+    if bos or eos:
+        rows = [bos + r + eos for r in rows]
+
+    width = None
+    if pad_to == "longest":
+        width = max((len(r) for r in rows), default=0)
+    elif pad_to == "max_length":
+        width = max_length
+    if width is not None and pad_to_multiple_of is not None and width % pad_to_multiple_of:
+        width += pad_to_multiple_of - width % pad_to_multiple_of
+    if width is not None:
+        masks = []
+        padded = []
+        for r in rows:
+            fill = max(0, width - len(r))
+            if padding_side == "right":
+                padded.append(r + [pad_id] * fill)
+                masks.append([1] * len(r) + [0] * fill)
+            else:
+                padded.append([pad_id] * fill + r)
+                masks.append([0] * fill + [1] * len(r))
+        rows = padded
+    else:
+        masks = [[1] * len(r) for r in rows]
+
+    if return_tensors == "np":
+        import numpy as np
+
+        lengths = {len(r) for r in rows}
+        if len(lengths) > 1:
+            raise ValueError(
+                "the texts have different lengths and return_tensors='np' needs one: pass "
+                "padding=True (with pad_token_id= when the vocabulary has no pad id) or truncation"
+            )
+        out_ids: Any = np.array(rows, dtype=np.int64).reshape(len(rows), lengths.pop() if lengths else 0)
+        out_mask: Any = np.array(masks, dtype=np.int64).reshape(out_ids.shape)
+    elif single:
+        out_ids, out_mask = rows[0], masks[0]
+    else:
+        out_ids, out_mask = rows, masks
+    result = BatchEncoding(input_ids=out_ids)
+    if return_attention_mask:
+        result["attention_mask"] = out_mask
+    return result

@@ -1,0 +1,260 @@
+"""What a tokenizer is made of, as canonical bytes: its pickle and its fingerprint.
+
+A tokenizer is fully described by the arguments it was built from: the piece
+table, the merge ranks, the token types, the settings (references' rules,
+prefix scheme, added tokens, special ids, normalizers, ...) and, for a
+``tokenizer.json``, its ranked merges.  :class:`Recipe` keeps those (no copy:
+references to what the tokenizer holds anyway) and writes them as one byte
+string in a small tagged format of its own, so that
+
+* pickling a tokenizer sends the vocabulary itself, never a path to a file
+  the worker may not have, and gives the same bytes in every process and
+  run (``datasets`` hashes functions through their pickle);
+* ``SpmTokenizer.fingerprint`` is the SHA-256 of those bytes: equal for the
+  same vocabulary and settings however they were loaded, different when any
+  setting that can change an id differs.
+
+The settings are whatever ``SpmTokenizer._setup`` takes, captured from its
+arguments, so a new setting is covered without touching this module (or
+raises ``TypeError`` here when it is of a kind the format cannot write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import sys
+from array import array
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+from ._core import PieceTable
+from ._normalizer import Normalizer
+from ._normalizer import _rebuild as _rebuild_normalizer
+from .tokens import AddedToken
+
+if TYPE_CHECKING:
+    from .tokenizer import SpmTokenizer
+
+__all__ = ["Recipe", "restore"]
+
+# Bumped when the format changes; part of every fingerprint.
+_MAGIC = b"spmbpe-state/1\x00"
+
+# The arguments of SpmTokenizer._setup that are not settings.
+_NOT_OPTIONS = ("self", "table", "scores", "token_types")
+
+# Array item formats, fixed-size and little-endian whatever the platform.
+_ARRAY_FORMATS = {
+    "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I",
+    "l": "q", "L": "Q", "q": "q", "Q": "Q", "f": "f", "d": "d",
+}
+
+
+class Recipe:
+    """The arguments a tokenizer was built from (see the module docstring)."""
+
+    __slots__ = ("table", "rank", "types", "options", "ranked_merges", "_fingerprint")
+
+    def __init__(self, table: PieceTable, options: Dict[str, Any]) -> None:
+        self.table = table
+        self.rank: "Optional[array[float]]" = None  # set by _setup once computed
+        self.types: bytes = b""
+        self.options = options
+        self.ranked_merges: Optional[Tuple[Any, ...]] = None
+        self._fingerprint: Optional[str] = None
+
+    @classmethod
+    def capture(cls, arguments: Mapping[str, Any]) -> "Recipe":
+        """The recipe of ``_setup(**arguments)`` (its ``locals()`` on entry).
+        Added tokens are made a list of AddedToken, hf_special_tokens a
+        tuple: an iterator passed in is read here, once."""
+        options = {k: v for k, v in sorted(arguments.items()) if k not in _NOT_OPTIONS}
+        added = options.get("added_tokens")
+        if added is not None:
+            if isinstance(added, Mapping):
+                options["added_tokens"] = [AddedToken(str(c), int(i)) for c, i in added.items()]
+            else:
+                options["added_tokens"] = list(added)
+        if "hf_special_tokens" in options:
+            options["hf_special_tokens"] = tuple(options["hf_special_tokens"])
+        return cls(arguments["table"], options)
+
+    def set_ranked_merges(self, arguments: Tuple[Any, ...]) -> None:
+        self.ranked_merges = arguments
+        self._fingerprint = None
+
+    def to_bytes(self) -> bytes:
+        """The canonical bytes of everything the tokenizer is built from."""
+        return b"".join(self._chunks())
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            for chunk in self._chunks():
+                digest.update(chunk)
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+    def _chunks(self) -> List[bytes]:
+        out: List[bytes] = [_MAGIC]
+        _write(out, (self.table, self.rank, self.types, self.options, self.ranked_merges))
+        return out
+
+
+def restore(data: bytes) -> "SpmTokenizer":
+    """The tokenizer whose Recipe.to_bytes() is `data` (the pickle's reconstructor)."""
+    from .tokenizer import SpmTokenizer
+
+    if not data.startswith(_MAGIC):
+        raise ValueError(
+            "not a pickled spmbpe tokenizer of this version (the state starts with "
+            f"{bytes(data[:16])!r}); pickle it again with this spmbpe version"
+        )
+    value, end = _read(memoryview(data), len(_MAGIC))
+    if end != len(data):
+        raise ValueError(f"corrupt spmbpe tokenizer state: {len(data) - end} trailing bytes")
+    table, rank, types, options, ranked_merges = value
+    tok = SpmTokenizer._from_table(table, rank, types, **options)
+    if ranked_merges is not None:
+        tok._set_ranked_merges(*ranked_merges)
+    return tok
+
+
+# ---------------------------------------------------------------- the format
+#
+# Every value is a one-byte tag and its body; lengths and counts are
+# unsigned 64-bit little-endian.
+#   N None | T True | F False | i int (decimal text) | d float (<d)
+#   s str (UTF-8) | b bytes | a array (item format, then raw little-endian items)
+#   t tuple, l list (count, items) | m dict (count, key, value, ...)
+#   k AddedToken (content, id, special, lstrip, rstrip)
+#   n Normalizer (the arguments of its __reduce__)
+#   p PieceTable (arena bytes, then the piece lengths as an array)
+
+_U64 = struct.Struct("<Q")
+_F64 = struct.Struct("<d")
+
+
+def _size(n: int) -> bytes:
+    return _U64.pack(n)
+
+
+def _write(out: List[bytes], value: Any) -> None:
+    if value is None:
+        out.append(b"N")
+    elif value is True:
+        out.append(b"T")
+    elif value is False:
+        out.append(b"F")
+    elif isinstance(value, int):
+        text = str(int(value)).encode("ascii")
+        out += (b"i", _size(len(text)), text)
+    elif isinstance(value, float):
+        out += (b"d", _F64.pack(value))
+    elif isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        out += (b"s", _size(len(data)), data)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        out += (b"b", _size(len(data)), data)
+    elif isinstance(value, array):
+        fmt = _ARRAY_FORMATS.get(value.typecode)
+        if fmt is None:
+            raise TypeError(f"cannot write an array of typecode {value.typecode!r}")
+        if array(fmt).itemsize != value.itemsize:
+            value = array(fmt, value)
+        if sys.byteorder != "little":
+            value = array(value.typecode, value)
+            value.byteswap()
+        data = value.tobytes()
+        out += (b"a", fmt.encode("ascii"), _size(len(data)), data)
+    elif isinstance(value, (tuple, list)):
+        out += (b"t" if isinstance(value, tuple) else b"l", _size(len(value)))
+        for item in value:
+            _write(out, item)
+    elif isinstance(value, dict):
+        out += (b"m", _size(len(value)))
+        for key, item in value.items():
+            _write(out, key)
+            _write(out, item)
+    elif isinstance(value, AddedToken):
+        out.append(b"k")
+        _write(out, (value.content, value.id, value.special, value.lstrip, value.rstrip))
+    elif isinstance(value, PieceTable):
+        out.append(b"p")
+        lengths = value.lengths()
+        _write(out, value.arena)
+        _write(out, array("I", lengths) if max(lengths, default=0) < 1 << 32 else lengths)
+    elif isinstance(value, Normalizer):
+        _, args = value.__reduce__()
+        out.append(b"n")
+        _write(out, tuple(args))
+    else:
+        raise TypeError(
+            f"spmbpe cannot write a tokenizer setting of type {type(value).__name__} "
+            f"into its state (spmbpe/_state.py)"
+        )
+
+
+def _read(buf: memoryview, pos: int) -> Tuple[Any, int]:
+    tag = buf[pos : pos + 1].tobytes()
+    pos += 1
+    if tag == b"N":
+        return None, pos
+    if tag == b"T":
+        return True, pos
+    if tag == b"F":
+        return False, pos
+    if tag == b"d":
+        return _F64.unpack_from(buf, pos)[0], pos + 8
+    if tag in (b"i", b"s", b"b"):
+        (n,) = _U64.unpack_from(buf, pos)
+        pos += 8
+        data = buf[pos : pos + n].tobytes()
+        if len(data) != n:
+            raise ValueError("corrupt spmbpe tokenizer state: truncated")
+        pos += n
+        if tag == b"i":
+            return int(data), pos
+        if tag == b"s":
+            return data.decode("utf-8", "surrogatepass"), pos
+        return data, pos
+    if tag == b"a":
+        fmt = buf[pos : pos + 1].tobytes().decode("ascii")
+        (n,) = _U64.unpack_from(buf, pos + 1)
+        pos += 9
+        value = array(fmt)
+        value.frombytes(buf[pos : pos + n])
+        if sys.byteorder != "little":
+            value.byteswap()
+        return value, pos + n
+    if tag in (b"t", b"l"):
+        (n,) = _U64.unpack_from(buf, pos)
+        pos += 8
+        items = []
+        for _ in range(n):
+            item, pos = _read(buf, pos)
+            items.append(item)
+        return (tuple(items) if tag == b"t" else items), pos
+    if tag == b"m":
+        (n,) = _U64.unpack_from(buf, pos)
+        pos += 8
+        mapping = {}
+        for _ in range(n):
+            key, pos = _read(buf, pos)
+            mapping[key], pos = _read(buf, pos)
+        return mapping, pos
+    if tag == b"k":
+        fields, pos = _read(buf, pos)
+        content, token_id, special, lstrip, rstrip = fields
+        return AddedToken(content, token_id, special=special, lstrip=lstrip, rstrip=rstrip), pos
+    if tag == b"p":
+        arena, pos = _read(buf, pos)
+        lengths, pos = _read(buf, pos)
+        return PieceTable(arena, array("q", accumulate(lengths, initial=0))), pos
+    if tag == b"n":
+        args, pos = _read(buf, pos)
+        return _rebuild_normalizer(*args), pos
+    raise ValueError(f"corrupt spmbpe tokenizer state: unknown tag {tag!r} at byte {pos - 1}")

@@ -1,0 +1,204 @@
+"""Tokenizing a Ray Data dataset, on one machine or a cluster (``pip install
+spmbpe[ray]``).
+
+    import ray, spmbpe, spmbpe.ray
+
+    tok = spmbpe.load("tokenizer.model")                  # read once, on the driver
+    ds = ray.data.read_text("s3://bucket/corpus/")        # a row per line, column "text"
+    spmbpe.ray.write_arrays(ds, tok, "corpus.npy", concurrency=8)  # as `spmbpe encode --format npy`
+    ids = spmbpe.ray.tokenize(ds, tok)                    # or a Dataset with a column "input_ids"
+
+The tokenizer travels to the workers as its pickle (the vocabulary's bytes,
+never a path), once per worker: each worker of the ``map_batches`` actor
+pool unpickles it in its constructor and encodes every batch it gets with
+``encode_batch(..., return_numpy=True)``.  The result is an Arrow list column
+built from the flat ids and offsets, with no Python int per token.
+
+``write_arrays`` tokenizes the same way, gathers the documents on the driver
+in dataset order and writes them with the command line's own writer (``spmbpe/_cli_write.py``), so
+the files are byte for byte those of ``spmbpe encode --format npy|bin``
+on the same documents and options; ``tokenize`` alone returns a Ray Dataset
+any Ray writer takes (``write_parquet`` to shared storage, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+
+from .tokenizer import SpecialPolicy, SpmTokenizer
+
+if TYPE_CHECKING:
+    import ray.data
+
+__all__ = ["tokenize", "write_arrays"]
+
+
+class _Encode:
+    """The map_batches callable: one per worker, holding its tokenizer."""
+
+    def __init__(
+        self,
+        tokenizer: SpmTokenizer,
+        column: str,
+        output_column: str,
+        special: SpecialPolicy,
+        add_special_tokens: bool,
+        num_threads: Optional[int],
+    ) -> None:
+        self.tok = tokenizer
+        self.column = column
+        self.output_column = output_column
+        self.special = special
+        self.add_special_tokens = add_special_tokens
+        self.num_threads = num_threads
+
+    def __call__(self, batch: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+
+        texts = batch.column(self.column).to_pylist()
+        if texts:
+            ids, offsets = self.tok.encode_batch(
+                texts, special=self.special, add_special_tokens=self.add_special_tokens,
+                num_threads=self.num_threads, return_numpy=True,
+            )
+        else:
+            ids, offsets = np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
+        column = pa.LargeListArray.from_arrays(pa.array(offsets, type=pa.int64()), pa.array(ids))
+        return pa.table({self.output_column: column})
+
+
+def tokenize(
+    ds: "ray.data.Dataset",
+    tokenizer: Union[SpmTokenizer, str, "os.PathLike[str]"],
+    *,
+    column: str = "text",
+    output_column: str = "input_ids",
+    special: SpecialPolicy = "none",
+    add_special_tokens: bool = False,
+    batch_size: int = 4096,
+    concurrency: Union[int, Tuple[int, int], None] = None,
+    num_threads: int = 1,
+) -> "ray.data.Dataset":
+    """A dataset of one column, `output_column`: the ids of each row's
+    `column` of `ds` (an Arrow list of ``uint32``), in the order of `ds`.
+
+    `tokenizer`: an SpmTokenizer, or what ``spmbpe.load`` takes (read here,
+    on the driver: the workers need not see the file).  `special` and
+    `add_special_tokens` as ``encode`` (the defaults are the command line's:
+    text stays text, no BOS/EOS).  `concurrency`: workers in the actor pool
+    (an int, or ``(min, max)`` to autoscale; default: Ray's); each uses
+    `num_threads` encoding threads and reserves as many CPUs, so leave CPUs
+    for the tasks that read `ds` (a pool that takes every CPU of a
+    one-machine cluster waits for input forever).
+    """
+    tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
+    from ray.data import ActorPoolStrategy
+
+    options: Dict[str, Any] = {}
+    if isinstance(concurrency, int):
+        options["compute"] = ActorPoolStrategy(size=concurrency)
+    elif concurrency is not None:
+        low, high = concurrency
+        options["compute"] = ActorPoolStrategy(min_size=low, max_size=high)
+    out = ds.map_batches(
+        _Encode,
+        fn_constructor_kwargs=dict(
+            tokenizer=tok, column=column, output_column=output_column, special=special,
+            add_special_tokens=add_special_tokens, num_threads=num_threads,
+        ),
+        batch_format="pyarrow",
+        batch_size=batch_size,
+        num_cpus=num_threads,
+        **options,
+    )
+    # Rows come out in the order of `ds` (the arrays' order is the input's).
+    out.context.execution_options.preserve_order = True
+    return out
+
+
+def write_arrays(
+    ds: "ray.data.Dataset",
+    tokenizer: Union[SpmTokenizer, str, "os.PathLike[str]"],
+    output: Union[str, "os.PathLike[str]"],
+    *,
+    fmt: Optional[str] = None,
+    column: str = "text",
+    special: SpecialPolicy = "none",
+    add_special_tokens: bool = False,
+    shard_size: Optional[int] = None,
+    batch_size: int = 4096,
+    concurrency: Union[int, Tuple[int, int], None] = None,
+    num_threads: int = 1,
+) -> Dict[str, int]:
+    """Tokenizes `column` of `ds` on the workers (:func:`tokenize`) and
+    writes the ids as ``spmbpe encode --format npy|bin --output OUTPUT``
+    does: ``OUTPUT`` (all ids, ``uint16`` when the vocabulary fits),
+    ``OUTPUT.docs.npy`` (npy) or Megatron's ``.idx`` (bin), and
+    ``.meta.json`` (tokenizer fingerprint, settings, counts); with
+    `shard_size`, shards of at most that many tokens at document boundaries.
+    The documents are gathered on the driver in the order of `ds`. `fmt`
+    defaults to the extension of `output`.  Returns the document and token
+    counts.
+    """
+    import numpy as np
+
+    import spmbpe
+
+    from ._cli_write import ArrayOutput
+    from .cli import _array_dtype
+
+    tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
+    output = os.fspath(output)
+    if fmt is None:
+        fmt = os.path.splitext(output)[1].lstrip(".").lower()
+    if fmt not in ("npy", "bin"):
+        raise ValueError(f"fmt must be 'npy' or 'bin' (or the extension of output), not {fmt!r}")
+    dtype = _array_dtype(tok, fmt, np)
+    meta: Dict[str, Any] = {
+        "spmbpe_version": spmbpe.__version__,
+        "tokenizer_fingerprint": tok.fingerprint,
+        "model": None if isinstance(tokenizer, SpmTokenizer) else os.fspath(tokenizer),
+        "vocab_size": tok.vocab_size,
+        "bos_id": tok.bos_id,
+        "eos_id": tok.eos_id,
+        "format": fmt,
+        "dtype": dtype.name,
+        "settings": {
+            "special": special if isinstance(special, str) else sorted(special),
+            "add_special_tokens": bool(add_special_tokens),
+            "column": column,
+        },
+        "inputs": [{"ray_dataset": True}],
+        "shard_size": shard_size,
+    }
+    tokenized = tokenize(
+        ds, tok, column=column, output_column="input_ids", special=special,
+        add_special_tokens=add_special_tokens, batch_size=batch_size, concurrency=concurrency,
+        num_threads=num_threads,
+    )
+    writer = ArrayOutput(output, fmt, dtype, shard_size, meta, np)
+    documents = 0
+    try:
+        batch: Any
+        for batch in tokenized.iter_batches(batch_format="pyarrow", batch_size=None):
+            lists = batch.column("input_ids").combine_chunks()
+            n = len(lists)
+            if n == 0:
+                continue
+            offsets = lists.offsets.to_numpy().astype(np.int64)
+            ids = lists.values.to_numpy()[offsets[0] : offsets[-1]]
+            offsets -= offsets[0]
+            writer.write(ids, offsets, range(documents + 1, documents + n + 1), documents + n)
+            documents += n
+        writer.close(documents)
+    finally:
+        writer.discard()
+    return {"documents": writer.documents, "tokens": writer.tokens}
+
+
+def _load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
+    from .loading import load
+
+    return load(path)

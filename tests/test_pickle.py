@@ -1,0 +1,391 @@
+"""Tokenizers travel to other processes: pickling, ``tok.fingerprint``,
+multiprocessing pools (fork and spawn) and ``datasets.Dataset.map``.
+
+* A pickle holds the vocabulary's bytes and settings, never a path: it
+  unpickles after the file is gone, and gives the same ids.
+* Pickling is deterministic: the same bytes twice, in another process, and
+  after a round trip (``datasets`` hashes functions through their pickle).
+* ``fingerprint`` is a content hash: equal for the same vocabulary however it
+  was loaded, different when any setting that changes ids differs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import multiprocessing
+import pathlib
+import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import spmbpe
+from spmbpe import AddedToken, SpmTokenizer, TokenType
+
+from spm_proto import bpe_model_proto
+from test_hf_folder import build_folder
+
+DATA = pathlib.Path(__file__).parent / "data"
+GGUF = DATA / "ggml-vocab-llama-spm.gguf"
+TOKENIZER_JSON = DATA / "mistral-v1.tokenizer.json"
+
+TEXTS = [
+    "Hello, world!",
+    "  two  spaces and a tab\there",
+    "<s>[INST] control </s> tokens <unk>",
+    "日本語のテキスト、한국어, emoji 🎉🦙 and ▁ a literal marker",
+    "",
+    "x" * 300,
+]
+
+
+def _sources(tmp_path_factory):
+    folder = build_folder(tmp_path_factory.mktemp("hf") / "legacy", "mistral-v1")
+    return {
+        "model": DATA / "mistral-v1.model",
+        "gguf": GGUF,
+        "tokenizer.json": TOKENIZER_JSON,
+        "hf-folder": folder,
+    }
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    return _sources(tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=["model", "gguf", "tokenizer.json", "hf-folder", "lists"])
+def tok(request, sources):
+    if request.param == "lists":
+        return _list_tokenizer()
+    return spmbpe.load(sources[request.param])
+
+
+def _list_tokenizer(**overrides):
+    """A small tokenizer built from lists (the constructor, not a loader)."""
+    pieces = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "ab", "\u2581a", "\u2581ab", "<sep>"]
+    pieces += [f"<0x{b:02X}>" for b in range(256)]
+    settings = dict(
+        scores=[0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5, -0.25, -0.1, 0.0] + [0.0] * 256,
+        token_types=[2, 3, 3, 1, 1, 1, 1, 1, 1, 4] + [6] * 256,
+        bos_id=1,
+        eos_id=2,
+        add_bos=True,
+        added_tokens=[AddedToken("[X]", 6, special=True, rstrip=True)],
+    )
+    settings.update(overrides)
+    tokens = settings.pop("tokens", pieces)
+    return SpmTokenizer(tokens, **settings)
+
+
+def _ids(tok):
+    return [tok.encode(t, add_special_tokens=True) for t in TEXTS] + [tok.encode_ordinary(t) for t in TEXTS]
+
+
+# ---------------------------------------------------------------- pickling
+
+
+def test_round_trip_gives_the_same_ids_and_fingerprint(tok):
+    data = pickle.dumps(tok)
+    back = pickle.loads(data)
+    assert type(back) is SpmTokenizer
+    assert _ids(back) == _ids(tok)
+    assert [back.decode(ids) for ids in _ids(tok)] == [tok.decode(ids) for ids in _ids(tok)]
+    assert back.fingerprint == tok.fingerprint
+    for name in ("vocab_size", "bos_id", "eos_id", "unk_id", "pad_id", "add_bos", "add_eos",
+                 "add_prefix_space", "prefix_scheme", "reference", "added_tokens", "special_tokens"):
+        assert getattr(back, name) == getattr(tok, name), name
+    # Deterministic: the same bytes twice, and after the round trip.
+    assert pickle.dumps(tok) == data
+    assert pickle.dumps(back) == data
+
+
+def test_pickle_holds_the_vocabulary_not_a_path(tmp_path):
+    path = tmp_path / "tok.gguf"
+    shutil.copyfile(GGUF, path)
+    tok = spmbpe.load(path)
+    data = pickle.dumps(tok)
+    assert str(tmp_path).encode() not in data and b"tok.gguf" not in data
+    path.unlink()
+    back = pickle.loads(data)
+    assert _ids(back) == _ids(tok)
+    # The vocabulary's bytes, compactly: about the size of the pieces,
+    # scores and types themselves (32000 pieces), not several copies.
+    assert len(data) < 1.5 * GGUF.stat().st_size
+
+
+def test_pickle_bytes_are_equal_in_another_process(sources, tmp_path):
+    """The pickle of each tokenizer made in a fresh interpreter (its own hash
+    seed) is byte-identical to this process's."""
+    paths = {k: str(v) for k, v in sources.items()}
+    script = textwrap.dedent(
+        """
+        import hashlib, json, pickle, sys
+        import spmbpe
+        paths = json.loads(sys.argv[1])
+        print(json.dumps({k: [hashlib.sha256(pickle.dumps(spmbpe.load(p))).hexdigest(),
+                              spmbpe.load(p).fingerprint] for k, p in paths.items()}))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(paths)], capture_output=True, text=True, check=True,
+        env={**_env(), "PYTHONHASHSEED": "12345"},
+    )
+    theirs = json.loads(out.stdout)
+    import hashlib
+
+    for key, path in sources.items():
+        tok = spmbpe.load(path)
+        assert theirs[key] == [hashlib.sha256(pickle.dumps(tok)).hexdigest(), tok.fingerprint], key
+
+
+def test_unpickling_rejects_foreign_state():
+    with pytest.raises(ValueError, match="not a pickled spmbpe tokenizer"):
+        pickle.loads(pickle.dumps(_list_tokenizer()).replace(b"spmbpe-state/1", b"spmbpe-state/9"))
+
+
+# ---------------------------------------------------------------- fingerprint
+
+
+def test_fingerprint_is_a_sha256_hex_string(tok):
+    assert isinstance(tok.fingerprint, str) and len(tok.fingerprint) == 64
+    int(tok.fingerprint, 16)
+
+
+def test_fingerprint_is_the_same_for_the_same_vocabulary(sources, tmp_path):
+    for key, path in sources.items():
+        copy = tmp_path / key
+        if path.is_dir():
+            shutil.copytree(path, copy)
+        else:
+            shutil.copyfile(path, copy)
+        assert spmbpe.load(copy).fingerprint == spmbpe.load(path).fingerprint, key
+    assert spmbpe.load("mistral-v1").fingerprint == spmbpe.load(DATA / "mistral-v1.model").fingerprint
+    # Built from lists: a mapping or AddedToken objects, a list or a tuple.
+    assert _list_tokenizer().fingerprint == _list_tokenizer(
+        scores=tuple(_list_tokenizer_scores()), added_tokens=iter([AddedToken("[X]", 6, rstrip=True)])
+    ).fingerprint
+    assert _list_tokenizer(added_tokens={"[X]": 6}).fingerprint == _list_tokenizer(
+        added_tokens=[AddedToken("[X]", 6)]
+    ).fingerprint
+
+
+def _list_tokenizer_scores():
+    return [0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5, -0.25, -0.1, 0.0] + [0.0] * 256
+
+
+def test_fingerprint_differs_when_a_setting_differs(sources):
+    base = _list_tokenizer()
+    pieces = base._table.pieces()
+    variants = {
+        "a piece": dict(tokens=pieces[:4] + ["c"] + pieces[5:]),
+        "a score": dict(scores=[0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5, -0.25, -0.2, 0.0] + [0.0] * 256),
+        "no scores": dict(scores=None),
+        "a type": dict(token_types=[2, 3, 3, 1, 1, 1, 1, 1, 5, 4] + [6] * 256),
+        "bos_id": dict(bos_id=2, add_bos=True),
+        "eos_id": dict(eos_id=1),
+        "unk_id": dict(unk_id=3),
+        "pad_id": dict(pad_id=0),
+        "add_bos": dict(add_bos=False),
+        "add_eos": dict(add_eos=True),
+        "add_prefix_space": dict(add_prefix_space=False),
+        "prefix_scheme": dict(prefix_scheme="once"),
+        "reference": dict(reference="sentencepiece"),
+        "no added token": dict(added_tokens=None),
+        "added token id": dict(added_tokens=[AddedToken("[X]", 7, special=True, rstrip=True)]),
+        "added token text": dict(added_tokens=[AddedToken("[Y]", 6, special=True, rstrip=True)]),
+        "added token special": dict(added_tokens=[AddedToken("[X]", 6, special=False, rstrip=True)]),
+        "added token lstrip": dict(added_tokens=[AddedToken("[X]", 6, special=True, lstrip=True, rstrip=True)]),
+        "added token rstrip": dict(added_tokens=[AddedToken("[X]", 6, special=True)]),
+    }
+    prints = {"base": base.fingerprint}
+    for name, change in variants.items():
+        prints[name] = _list_tokenizer(**change).fingerprint
+    assert len(set(prints.values())) == len(prints), prints
+
+    # Loaders: the same vocabulary under another reference's rules, a
+    # model folder's legacy flag, the order of tokenizer.json's merges.
+    loaded = {key: spmbpe.load(path).fingerprint for key, path in sources.items()}
+    assert len(set(loaded.values())) == len(loaded)
+
+
+def test_fingerprint_covers_tokenizer_json_merges_and_folder_settings(tmp_path):
+    data = json.loads(TOKENIZER_JSON.read_text(encoding="utf-8"))
+    merges = data["model"]["merges"]
+    merges[10], merges[11] = merges[11], merges[10]
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(json.dumps(data), encoding="utf-8")
+    assert spmbpe.load(swapped).fingerprint != spmbpe.load(TOKENIZER_JSON).fingerprint
+
+    legacy = spmbpe.load(build_folder(tmp_path / "legacy", "mistral-v1", legacy=True))
+    modern = spmbpe.load(build_folder(tmp_path / "modern", "mistral-v1", legacy=False))
+    with_eos = spmbpe.load(build_folder(tmp_path / "eos", "mistral-v1", add_eos=True))
+    padded = spmbpe.load(build_folder(tmp_path / "pad", "mistral-v1", config_extra={"pad_token": "<unk>"}))
+    assert len({t.fingerprint for t in (legacy, modern, with_eos, padded)}) == 4
+
+
+def test_fingerprint_covers_the_normalizer_spec(tmp_path):
+    pieces = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a"] + [f"<0x{b:02X}>" for b in range(256)]
+    scores = [0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -0.5] + [0.0] * 256
+    types = [2, 3, 3, 1, 1, 1, 1] + [6] * 256
+    prints = {}
+    for name, settings in {
+        "identity": {},
+        "no dummy prefix": dict(add_dummy_prefix=False),
+        "remove extra whitespaces": dict(remove_extra_whitespaces=True),
+        "no escape": dict(escape_whitespaces=False),
+        "no byte fallback": dict(byte_fallback=False),
+        "pad id": dict(pad_id=3),
+    }.items():
+        path = tmp_path / f"{len(prints)}.model"
+        path.write_bytes(bpe_model_proto(pieces, scores, types, **settings))
+        tok = spmbpe.load(path)
+        prints[name] = tok.fingerprint
+        back = pickle.loads(pickle.dumps(tok))
+        assert back.fingerprint == tok.fingerprint
+        for text in ("a  b", " ab a ", "ba\u00e9"):
+            assert back.encode(text) == tok.encode(text)
+            assert back.decode(tok.encode(text)) == tok.decode(tok.encode(text))
+    assert len(set(prints.values())) == len(prints), prints
+
+
+def test_a_model_with_normalizer_and_denormalizer_round_trips(tmp_path):
+    from test_streaming_decode import _denormalizer_model
+
+    tok = spmbpe.load(_denormalizer_model(tmp_path))
+    back = pickle.loads(pickle.dumps(tok))
+    for text in ("A cat and a Bat", "  Aa  ", "banana"):
+        assert back.encode(text) == tok.encode(text)
+        assert back.decode(tok.encode(text)) == tok.decode(tok.encode(text))
+    assert back.decode(tok.encode("A cat")) == "A cAt"  # the denormalizer travelled
+    assert back.fingerprint == tok.fingerprint
+
+
+def test_every_setting_is_part_of_the_state():
+    """Each keyword of SpmTokenizer._setup (every setting there is) is
+    recorded, so a setting added later cannot be left out of the pickle
+    and the fingerprint."""
+    names = [
+        p.name for p in inspect.signature(SpmTokenizer._setup).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert len(names) > 10
+    assert sorted(_list_tokenizer()._recipe.options) == sorted(names)
+
+
+def test_fingerprint_is_stable_across_processes_and_runs(sources):
+    script = "import spmbpe, sys; print(spmbpe.load(sys.argv[1]).fingerprint)"
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(sources["gguf"])], capture_output=True, text=True,
+            check=True, env={**_env(), "PYTHONHASHSEED": seed},
+        )
+        assert out.stdout.strip() == spmbpe.load(sources["gguf"]).fingerprint
+
+
+# ---------------------------------------------------------------- process pools
+
+
+def _encode_in_worker(args):
+    tok, text = args
+    return tok.encode(text, add_special_tokens=True), tok.fingerprint, tok.encode_batch([text] * 3, num_threads=2)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_pool(method, sources):
+    tok = spmbpe.load(sources["model"])
+    # Threads started before the fork must not be relied on in the child.
+    tok.encode_batch(TEXTS, num_threads=2)
+    context = multiprocessing.get_context(method)
+    with context.Pool(2) as pool:
+        results = pool.map_async(_encode_in_worker, [(tok, t) for t in TEXTS]).get(timeout=120)
+    for text, (ids, fingerprint, batch) in zip(TEXTS, results):
+        assert ids == tok.encode(text, add_special_tokens=True)
+        assert fingerprint == tok.fingerprint
+        assert batch == [tok.encode(text)] * 3
+
+
+_tok_for_fork = None
+
+
+def _encode_with_global(text):
+    return _tok_for_fork.encode_batch([text, text], num_threads=2)
+
+
+def test_fork_inherits_a_tokenizer_whose_thread_pool_ran():
+    """Under fork a global tokenizer is inherited, not pickled; its thread
+    pool's threads are not, and encode_batch must start new ones."""
+    global _tok_for_fork
+    _tok_for_fork = spmbpe.load(GGUF)
+    _tok_for_fork.encode_batch(TEXTS, num_threads=2)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        # Before spmbpe started a new pool in the child, this hung forever.
+        results = pool.map_async(_encode_with_global, TEXTS).get(timeout=120)
+    assert results == [[_tok_for_fork.encode(t)] * 2 for t in TEXTS]
+
+
+# ---------------------------------------------------------------- datasets
+
+_DATASETS_SCRIPT = textwrap.dedent(
+    """
+    import hashlib, json, os, sys
+    import datasets
+    from datasets.fingerprint import Hasher
+    import spmbpe
+
+    datasets.disable_progress_bars()
+    source, cache = sys.argv[1], sys.argv[2]
+    tok = spmbpe.load(source)
+
+    def tokenize(batch):
+        return {"input_ids": tok.encode_batch(batch["text"], add_special_tokens=True)}
+
+    ds = datasets.load_from_disk(cache + "/raw")
+    out = ds.map(tokenize, batched=True, batch_size=4, num_proc=2)
+    print(json.dumps({
+        "fn": Hasher.hash(tokenize),
+        "fingerprint": out._fingerprint,
+        "cache_files": sorted(os.path.basename(f["filename"]) for f in out.cache_files),
+        "ids": out.to_dict()["input_ids"],
+    }))
+    """
+)
+
+
+def test_datasets_map_num_proc_has_a_stable_fingerprint(tmp_path):
+    import datasets  # the test extra installs it
+    datasets.disable_progress_bars()
+    lines = [x for x in (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8").splitlines() if x.strip()]
+    texts = lines[:30] + TEXTS
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(tmp_path / "raw"))
+    runs = []
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", _DATASETS_SCRIPT, str(GGUF), str(tmp_path)], capture_output=True,
+            text=True, env={**_env(), "PYTHONHASHSEED": seed, "HF_DATASETS_CACHE": str(tmp_path / "hf")},
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    tok = spmbpe.load(GGUF)
+    assert first["ids"] == [tok.encode(t, add_special_tokens=True) for t in texts]
+    assert second["ids"] == first["ids"]
+    assert first["fn"] == second["fn"]
+    assert first["fingerprint"] == second["fingerprint"]
+    # The second run found the first run's cache files (same names) and
+    # wrote no new ones.
+    assert first["cache_files"] == second["cache_files"] and len(first["cache_files"]) == 2
+    written = sorted(p.name for p in (tmp_path / "raw").glob("cache-*.arrow"))
+    assert written == first["cache_files"]
+
+
+def _env():
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(pathlib.Path(__file__).parent) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
+    return env

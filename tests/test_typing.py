@@ -1,0 +1,110 @@
+"""The public API is typed: ``mypy --strict`` accepts tests/typing_example.py
+(which also runs), reports each mistake in a wrong usage, and every public
+function and method is fully annotated.  The package ships ``py.typed`` and
+stubs for its compiled modules."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import spmbpe
+import spmbpe.ray  # imports Ray only when called
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "typing_example.py"
+
+
+def _mypy(tmp_path, *files):
+    """mypy --strict as a user runs it on their code: errors inside spmbpe
+    itself are not reported (as for an installed package), only how the
+    code uses spmbpe's types."""
+    env = dict(os.environ, MYPYPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary",
+         "--cache-dir", str(tmp_path / "mypy-cache"), *map(str, files)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+
+
+def test_the_example_type_checks_and_runs(tmp_path):
+    result = _mypy(tmp_path, EXAMPLE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ran = subprocess.run([sys.executable, str(EXAMPLE), str(ROOT / "tests/data/ggml-vocab-llama-spm.gguf")],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_wrong_usage_is_reported(tmp_path):
+    wrong = tmp_path / "wrong.py"
+    lines = {
+        "tok.encode(123)": "arg-type",
+        "ids: str = tok.encode('a')": "assignment",
+        "tok.streaming_decoder().add_token('a')": "arg-type",
+        "tok('a', max_length='5')": "arg-type",
+        "n: int = tok.fingerprint": "assignment",
+        "tok.decode(['a'])": "list-item",
+        "tok.encode('a', special=3)": "arg-type",
+        "spmbpe.load(5)": "arg-type",
+    }
+    body = "import spmbpe\ntok = spmbpe.load('mistral-v1')\n" + "\n".join(lines) + "\n"
+    wrong.write_text(body)
+    result = _mypy(tmp_path, wrong)
+    assert result.returncode == 1
+    reported = {}
+    for line in result.stdout.splitlines():
+        m = re.match(r".*wrong\.py:(\d+): error: .*\[([\w-]+)\]$", line)
+        if m:
+            reported[int(m.group(1))] = m.group(2)
+    expected = {number: code for number, code in enumerate(lines.values(), start=3)}
+    assert reported == expected, result.stdout
+
+
+def _public_callables():
+    for name in spmbpe.__all__:
+        value = getattr(spmbpe, name)
+        if inspect.isclass(value):
+            for attr, member in vars(value).items():
+                if attr.startswith("_") and attr not in ("__init__", "__call__"):
+                    continue
+                if isinstance(member, property):
+                    yield f"{name}.{attr}", member.fget
+                elif inspect.isfunction(member) or isinstance(member, (classmethod, staticmethod)):
+                    yield f"{name}.{attr}", getattr(member, "__func__", member)
+        elif inspect.isfunction(value):
+            yield name, value
+    for name in spmbpe.ray.__all__:
+        yield f"ray.{name}", getattr(spmbpe.ray, name)
+
+
+def test_every_public_function_is_annotated():
+    seen = []
+    for name, function in _public_callables():
+        if getattr(function, "__module__", "").startswith(("enum", "dataclasses", "builtins")):
+            continue
+        signature = inspect.signature(function)
+        missing = [p.name for p in signature.parameters.values()
+                   if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+        assert not missing, f"{name}: parameters {missing} have no annotation"
+        assert signature.return_annotation is not inspect.Signature.empty, f"{name}: no return annotation"
+        seen.append(name)
+    for name in ("SpmTokenizer.encode", "SpmTokenizer.fingerprint", "SpmTokenizer.streaming_decoder",
+                 "SpmTokenizer.__call__", "StreamingDecoder.add_token", "StreamingDecoder.flush",
+                 "load", "ray.tokenize", "ray.write_arrays"):
+        assert name in seen
+
+
+def test_the_package_ships_its_typing_files():
+    package = ROOT / "spmbpe"
+    assert (package / "py.typed").is_file()
+    compiled = {p.name.split(".")[0] for p in package.glob("*.so")} | {p.stem for p in package.glob("*.pyx")}
+    assert compiled and all((package / f"{stem}.pyi").is_file() for stem in compiled), compiled
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'spmbpe = \[[^\]]*"py\.typed"[^\]]*"\*\.pyi"', pyproject)
