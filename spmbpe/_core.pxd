@@ -11,6 +11,16 @@ cdef enum:
     FLAG_RESPLIT = 2     # an UNUSED piece: split again into the halves that built it
 
 
+# A recent lookup of a short candidate piece (spm_vocab_mergeable), kept per
+# workspace: common pairs ("th", "▁t", ...) recur in every word, and the
+# vocabulary table is too large for the CPU's nearest caches.
+ctypedef struct PairMemo:
+    uint64_t head         # the candidate's bytes, zero padded (at most 8)
+    float score
+    int32_t id            # the mergeable piece, or -1: none
+    int32_t length        # 0: empty entry
+
+
 ctypedef struct Symbol:
     int32_t prev      # index of the previous live symbol, -1 at the start
     int32_t next      # index of the next live symbol, -1 at the end
@@ -49,6 +59,7 @@ ctypedef struct Workspace:
     # of a splitmix64 generator.
     double alpha
     uint64_t rng
+    PairMemo *memo        # MEMO_SIZE entries, allocated on first use
 
 
 # One part of a batch, gathered with the GIL and merged without it.
@@ -108,6 +119,7 @@ cdef class SpmCore:
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
+    cdef int32_t mergeable(self, Workspace *w, const char *s, int32_t length, float *score) noexcept nogil
     cdef int merge_pairs(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef Workspace *acquire(self) except NULL
     cdef void release(self, Workspace *w)

@@ -70,6 +70,9 @@ cdef enum:
 # read 8 bytes at any position (spm_vocab_mergeable reads 8 at a time).
 cdef enum:
     TEXT_SLACK = 8
+# Entries of a workspace's PairMemo (a power of two).
+cdef enum:
+    MEMO_SIZE = 4096
 
 cdef enum:
     OK = 0
@@ -106,6 +109,7 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.cache_ready = False
     w.alpha = 0.0
     w.rng = 0
+    w.memo = NULL
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
@@ -134,6 +138,7 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.split_touched)
     free(w.spans)
     free(w.bounds)
+    free(w.memo)
     if w.cache_ready:
         spm_cache_free(&w.cache)
     ws_init(w)
@@ -1254,7 +1259,6 @@ cdef class SpmCore:
         cdef float pair_score[SMALL_BYTES]
         cdef const char *text = w.text
         cdef int32_t count = 0, offset = begin, length, i, best
-        cdef const spm_vocab_slot *slot
         cdef bint prev_unknown = False
         cdef int rc
         while offset < m:
@@ -1267,10 +1271,7 @@ cdef class SpmCore:
             count += 1
             offset += length
         for i in range(count - 1):
-            slot = spm_vocab_mergeable(self.vocab, text + start[i], <size_t>(size[i] + size[i + 1]))
-            pair_id[i] = slot.id & SPM_ID_MASK if slot != NULL else -1
-            if slot != NULL:
-                pair_score[i] = slot.score
+            pair_id[i] = self.mergeable(w, text + start[i], size[i] + size[i + 1], &pair_score[i])
         while True:
             best = -1
             for i in range(count - 1):
@@ -1288,17 +1289,11 @@ cdef class SpmCore:
                 pair_id[i] = pair_id[i + 1]
                 pair_score[i] = pair_score[i + 1]
             if best > 0:
-                slot = spm_vocab_mergeable(self.vocab, text + start[best - 1],
-                                           <size_t>(size[best - 1] + size[best]))
-                pair_id[best - 1] = slot.id & SPM_ID_MASK if slot != NULL else -1
-                if slot != NULL:
-                    pair_score[best - 1] = slot.score
+                pair_id[best - 1] = self.mergeable(w, text + start[best - 1], size[best - 1] + size[best],
+                                                   &pair_score[best - 1])
             if best < count - 1:
-                slot = spm_vocab_mergeable(self.vocab, text + start[best],
-                                           <size_t>(size[best] + size[best + 1]))
-                pair_id[best] = slot.id & SPM_ID_MASK if slot != NULL else -1
-                if slot != NULL:
-                    pair_score[best] = slot.score
+                pair_id[best] = self.mergeable(w, text + start[best], size[best] + size[best + 1],
+                                               &pair_score[best])
         for i in range(count):
             if tid[i] >= 0:
                 prev_unknown = False
@@ -1308,6 +1303,39 @@ cdef class SpmCore:
             if rc != OK:
                 return rc
         return OK
+
+    cdef int32_t mergeable(self, Workspace *w, const char *s, int32_t length, float *score) noexcept nogil:
+        """The id of the piece s[0:length] when the merger may build it (its
+        score in score[0]), else -1: the vocabulary table's answer, through
+        the workspace's memo for candidates of up to 8 bytes."""
+        cdef const spm_vocab_slot *slot
+        cdef uint64_t head
+        cdef PairMemo *e
+        if length > 8 or w.memo == NULL:
+            if length <= 8:
+                w.memo = <PairMemo *>calloc(MEMO_SIZE, sizeof(PairMemo))
+            slot = spm_vocab_mergeable(self.vocab, s, <size_t>length)
+            if slot == NULL:
+                return -1
+            score[0] = slot.score
+            return slot.id & SPM_ID_MASK
+        memcpy(&head, s, 8)  # (the text buffer has slack past its end)
+        if length < 8:
+            head &= ((<uint64_t>1) << (8 * length)) - 1
+        e = &w.memo[((head * <uint64_t>0x9E3779B97F4A7C15) >> 52) & (MEMO_SIZE - 1)]
+        if e.length == length and e.head == head:
+            score[0] = e.score
+            return e.id
+        slot = spm_vocab_mergeable(self.vocab, s, <size_t>length)
+        e.head = head
+        e.length = length
+        if slot == NULL:
+            e.id = -1
+            return -1
+        e.id = slot.id & SPM_ID_MASK
+        e.score = slot.score
+        score[0] = slot.score
+        return e.id
 
     cdef int merge(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
         """SPM-BPE over w.text[begin:m]."""
@@ -1480,15 +1508,12 @@ cdef class SpmCore:
         cdef Symbol *sym = w.symbols
         cdef spm_bigram b
         cdef int32_t token_id
-        cdef const spm_vocab_slot *slot
         if left < 0 or right < 0:
             return OK
         b.size = sym[left].n + sym[right].n
-        slot = spm_vocab_mergeable(self.vocab, w.text + sym[left].start, <size_t>b.size)
-        if slot == NULL:
+        token_id = self.mergeable(w, w.text + sym[left].start, b.size, &b.score)
+        if token_id < 0:
             return OK
-        token_id = slot.id & SPM_ID_MASK
-        b.score = slot.score
         b.left = left
         b.right = right
         if spm_heap_push(&w.heap, b) != 0:
