@@ -61,6 +61,9 @@ cdef int _POOL_SIZE = 16
 # Single texts shorter than this are merged without releasing the GIL (the
 # release and re-acquisition cost more); batches release it once per chunk.
 cdef Py_ssize_t _NOGIL_BYTES = 2048
+# A pooled workspace keeps buffers up to this size (bytes of escaped text, or
+# ids) between calls; larger ones are freed when it goes back to the pool.
+cdef size_t _KEEP_TEXT_BYTES = 1 << 22
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 # Chunks up to this many bytes merge by a linear scan over at most that many
 # symbols (merge_small); longer ones over the heap.
@@ -247,6 +250,9 @@ cdef class PieceTable:
         self.utf8_bad = -2
 
     def __init__(self, bytes arena, offsets):
+        if self.vocab != NULL:
+            # Cores built on this table hold its C structures: it never changes.
+            raise TypeError("a PieceTable is immutable: it cannot be initialized twice")
         cdef const int64_t[::1] view = offsets
         cdef Py_ssize_t n = view.shape[0] - 1
         cdef Py_ssize_t i
@@ -265,10 +271,6 @@ cdef class PieceTable:
                 raise ValueError(f"piece offsets decrease at piece {i}")
             if view[i + 1] == view[i] and self.first_empty < 0:
                 self.first_empty = <int32_t>i
-        if self.vocab != NULL:
-            spm_vocab_free(self.vocab)
-            self.vocab = NULL
-        free(self.offsets)
         self.offsets = <int32_t *>malloc((n + 1) * sizeof(int32_t))
         if self.offsets == NULL:
             raise MemoryError("cannot allocate the vocabulary table")
@@ -657,6 +659,27 @@ cdef class SpmCore:
         return w
 
     cdef void release(self, Workspace *w):
+        """Back to the pool.  Buffers grown for one very large text are freed
+        first (a pooled workspace would otherwise keep ~50 bytes per byte of
+        that text for the tokenizer's lifetime); the cache is kept."""
+        if w.text_cap > _KEEP_TEXT_BYTES:
+            free(w.text)
+            free(w.symbols)
+            spm_heap_free(&w.heap)
+            free(w.bounds)
+            w.text = NULL
+            w.text_cap = 0
+            w.symbols = NULL
+            w.symbols_cap = 0
+            w.bounds = NULL
+            w.bounds_cap = 0
+        if w.ids_cap > _KEEP_TEXT_BYTES:
+            free(w.ids)
+            free(w.spans)
+            w.ids = NULL
+            w.ids_cap = 0
+            w.spans = NULL
+            w.spans_cap = 0
         if self.pool == NULL:
             self.pool = <Workspace **>calloc(_POOL_SIZE, sizeof(Workspace *))
         if self.pool != NULL and self.pool_len < _POOL_SIZE:
@@ -948,6 +971,8 @@ cdef class SpmCore:
                         i += 1
                     continue
                 parts = <list>entry
+                if len(parts) > INT32_MAX:
+                    raise ValueError(f"a text of {len(parts)} parts; at most {INT32_MAX}")
                 counts[t] = <int32_t>len(parts)
                 for part in parts:
                     if type(part) is tuple and type((<tuple>part)[0]) is str:

@@ -25,12 +25,12 @@ from typing import (
 from ._added import AddedTokenMatcher, TokenAt
 from ._core import PieceTable, SpmCore
 from ._state import Recipe, restore
+from .errors import DisallowedSpecialError, InvalidTokenIdError, VocabularyError
+from .tokens import AddedToken, TokenType
 
 if TYPE_CHECKING:
     from ._hf_call import BatchEncoding
     from ._streaming import StreamingDecoder
-from .errors import InvalidTokenIdError, VocabularyError
-from .tokens import AddedToken, TokenType
 
 __all__ = ["SpmTokenizer", "PREFIX_SCHEMES"]
 
@@ -267,8 +267,7 @@ class SpmTokenizer:
         self._skip_special = bytes(skip)
         self._skip_none = None  # (decode_bytes: skip nothing)
         self._pool_lock = threading.Lock()
-        self._pool: Optional[ThreadPoolExecutor] = None
-        self._pool_size = 0
+        self._pools: Dict[int, ThreadPoolExecutor] = {}
         self._pool_pid = os.getpid()
 
     def _collect_added(
@@ -947,7 +946,11 @@ class SpmTokenizer:
             if prefix:
                 text = "\u2581" + text
                 synthetic = 1
-        fragments = self._matcher.partition_hf(text, include_special, allowed)
+        try:
+            fragments = self._matcher.partition_hf(text, include_special, allowed)
+        except DisallowedSpecialError as exc:
+            # The offset in the caller's text, not in the prefixed one.
+            raise DisallowedSpecialError(exc.token, max(0, exc.offset - synthetic)) from None
         parts: List[Part] = []
         for index, fragment in enumerate(fragments):
             if isinstance(fragment, TokenAt):
@@ -976,19 +979,20 @@ class SpmTokenizer:
         return parts
 
     def _executor(self, threads: int) -> ThreadPoolExecutor:
+        """The thread pool for `threads` threads: one per thread count asked
+        for, kept (another thread may still be using the pool of another
+        count, so none is shut down while the tokenizer lives)."""
         if self._pool_pid != os.getpid():
             # A forked child (multiprocessing's fork start method) inherits
-            # the pool object but not its threads, nor a usable lock.
+            # the pools but not their threads, nor a usable lock.
             self._pool_lock = threading.Lock()
-            self._pool = None
+            self._pools = {}
             self._pool_pid = os.getpid()
         with self._pool_lock:
-            if self._pool is None or self._pool_size != threads:
-                if self._pool is not None:
-                    self._pool.shutdown(wait=False)
-                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
-                self._pool_size = threads
-            return self._pool
+            pool = self._pools.get(threads)
+            if pool is None:
+                pool = self._pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
+            return pool
 
     # ------------------------------------------------------------ transformers-style call
 
