@@ -119,6 +119,8 @@ cdef class SpmCore:
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
+    cdef int spans_of_hit(self, Workspace *w, const int32_t *ids, int32_t n, int32_t begin,
+                          int32_t end) noexcept nogil
     cdef int32_t mergeable(self, Workspace *w, const char *s, int32_t length, float *score) noexcept nogil
     cdef int merge_pairs(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef Workspace *acquire(self) except NULL

@@ -1243,24 +1243,30 @@ cdef class SpmCore:
         nb = self.find_bounds(w, m)
         if nb < 0:
             return ERR_NOMEM
-        if not w.cache_ready and not w.want_spans:
+        if not w.cache_ready:
             if spm_cache_init(&w.cache) != 0:
                 return ERR_NOMEM
             w.cache_ready = True
         begin = 0
         for b in range(nb):
             end = w.bounds[b]
-            use_cache = w.cache_ready and not w.want_spans and end - begin <= 256
+            use_cache = w.cache_ready and end - begin <= 256
             if use_cache:
                 h = spm_hash_bytes(text + begin, <size_t>(end - begin))
                 hit = spm_cache_get(&w.cache, text + begin, <size_t>(end - begin), h)
                 if hit != NULL:
-                    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
-                        return ERR_NOMEM
-                    memcpy(w.ids + w.ids_len, spm_cache_ids(&w.cache, hit), hit.ids_len * sizeof(int32_t))
-                    w.ids_len += hit.ids_len
-                    begin = end
-                    continue
+                    rc = self.spans_of_hit(w, spm_cache_ids(&w.cache, hit), hit.ids_len, begin, end) \
+                        if w.want_spans else OK
+                    if rc == ERR_NOMEM:
+                        return rc
+                    if rc == OK:
+                        if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
+                            return ERR_NOMEM
+                        memcpy(w.ids + w.ids_len, spm_cache_ids(&w.cache, hit), hit.ids_len * sizeof(int32_t))
+                        w.ids_len += hit.ids_len
+                        begin = end
+                        continue
+                    use_cache = False  # (merged below for its spans; already cached)
             mark = w.ids_len
             if self.pairs != NULL:
                 rc = self.merge_pairs(w, begin, end)
@@ -1271,6 +1277,29 @@ cdef class SpmCore:
             if use_cache:
                 spm_cache_put(&w.cache, text + begin, <size_t>(end - begin), h, w.ids + mark, w.ids_len - mark)
             begin = end
+        return OK
+
+    cdef int spans_of_hit(self, Workspace *w, const int32_t *ids, int32_t n, int32_t begin,
+                          int32_t end) noexcept nogil:
+        """Appends the spans of cached ids for text[begin:end]: each piece
+        spans its own bytes, back to back.  Returns 1 (nothing appended)
+        when that does not hold -- a byte or unknown piece, whose span the
+        merger gives differently -- so the chunk is merged instead."""
+        cdef int32_t i, at = begin, t
+        for i in range(n):
+            t = self.types[ids[i]]
+            if t == TYPE_BYTE or t == TYPE_UNKNOWN:
+                return 1
+            at += self.table.offsets[ids[i] + 1] - self.table.offsets[ids[i]]
+        if at != end:
+            return 1
+        if grow_int32(&w.spans, &w.spans_cap, 2 * (w.ids_len + <size_t>n)) != OK:
+            return ERR_NOMEM
+        at = begin
+        for i in range(n):
+            w.spans[2 * (w.ids_len + i)] = at
+            at += self.table.offsets[ids[i] + 1] - self.table.offsets[ids[i]]
+            w.spans[2 * (w.ids_len + i) + 1] = at
         return OK
 
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:

@@ -141,3 +141,21 @@ def test_ties_go_to_the_leftmost_pair_on_every_path(text):
     pieces = ["<unk>", "▁", "a", "b", "c", "ab", "bc", "ca", "▁a", "▁b", "abc", "bca", "cab", "▁ab", "aa", "bb"]
     fast, slow = _pair(((pieces, [0.0] * len(pieces)), {}))
     assert fast.encode(text) == slow.encode(text)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_spans_of_cached_chunks_equal_the_merged_ones(name):
+    # The second "word" of each kind is served from the cache; its spans are
+    # rebuilt from piece lengths, except for byte and unknown pieces, which
+    # are merged again (their spans are the character's).
+    fast, slow = _pair(DATA / name)
+    text = " ".join(["hello", "🦙x", "日本語", "\u0378y", "tokenization", "a\u00e9"] * 3) + " hello"
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode_with_offsets(text) == fast.encode_with_offsets(text)
+
+
+def test_spans_of_cached_unknown_runs():
+    args = (["<unk>", "▁", "a", "b", "▁a", "ab"], None), {"add_prefix_space": True}
+    fast, slow = _pair(args)
+    text = "a xyz ab xyz a xyz"
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
