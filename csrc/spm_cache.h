@@ -42,9 +42,9 @@ typedef struct {
 } spm_cache;
 
 #define SPM_CACHE_MIN_SLOTS (1u << 10)
-#define SPM_CACHE_MAX_SLOTS (1u << 16)
+#define SPM_CACHE_MAX_SLOTS (1u << 17)
 #define SPM_CACHE_MIN_DATA (1u << 14)
-#define SPM_CACHE_MAX_DATA (1u << 21)
+#define SPM_CACHE_MAX_DATA (1u << 22)
 #define SPM_CACHE_MAX_KEY 256
 
 static inline const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s) {
