@@ -940,7 +940,12 @@ cdef class SpmCore:
         cdef size_t mark
         cdef Workspace *w
         for entry in batch:
-            n_parts += len(<list>entry) if type(entry) is not str else 1
+            if type(entry) is list:
+                n_parts += len(<list>entry)
+            elif isinstance(entry, str):
+                n_parts += 1
+            else:
+                raise TypeError(f"text must be str, not {type(entry).__name__}")
         items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
         counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
         ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
@@ -960,7 +965,7 @@ cdef class SpmCore:
             i = 0
             for t in range(n_texts):
                 entry = batch[t]
-                if type(entry) is str:
+                if type(entry) is not list:
                     items[i].src = PyUnicode_AsUTF8AndSize(entry, &n)
                     counts[t] = 1 if n else 0
                     if n:

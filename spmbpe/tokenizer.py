@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from array import array
+from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
 from typing import (
     TYPE_CHECKING,
     AbstractSet,
@@ -569,99 +571,117 @@ class SpmTokenizer:
         array([3186], dtype=uint32)
         """
         include, allowed = self._special_policy(special)
-        texts = [_check_text(t) for t in texts]
+        texts = texts if type(texts) is list else list(texts)
+        # Nothing to split out or normalize: each text is one segment, and
+        # the core checks that it is a str.
+        plain = self._plain and allowed is None
+        if not plain:
+            texts = [_check_text(t) for t in texts]
         threads = _thread_count(num_threads)
         if return_numpy:
             np, dtype = _numpy_dtype(dtype, len(self._table))
         sample_alpha, sample_seed = _sampling(alpha, seed) if enable_sampling else (0.0, 0)
-        if sample_alpha:
-            # Sampled texts are never cut (sentencepiece draws over whole texts).
-            step = max(1, min(256, -(-len(texts) // (threads * 4))))
-            groups = [list(enumerate(texts))[i : i + step] for i in range(0, len(texts), step)]
-        else:
-            groups = self._batch_groups(texts, include, allowed, threads)
+        # Sampled texts are never cut (sentencepiece draws over whole texts).
+        groups, owners = self._batch_groups(texts, include, allowed, threads, cut=not sample_alpha)
+        starts = list(accumulate((len(g) for g in groups), initial=0))
         flat = bool(return_numpy)
-        # Nothing to split out or normalize: each text is one segment.
-        plain = self._plain and allowed is None
         prefix = self._add_prefix_space
 
-        def encode_group(group: List[Tuple[int, Any]]) -> Any:
+        def encode_group(k: int) -> Any:
             # Planning holds the GIL; merging (most of the work) does not,
             # so one thread plans while the others merge.
+            units = groups[k]
             if plain:
-                # (The core takes a text itself for the plan [(text, prefix)].)
-                plans = [unit for _, unit in group]
+                plans = units  # (the core takes a text for the plan [(text, prefix)])
             else:
-                plans = [self._plan(unit, include, allowed) if type(unit) is str else unit for _, unit in group]
+                plans = [self._plan(unit, include, allowed) if type(unit) is str else unit for unit in units]
             if sample_alpha:
-                seeds = array("Q", [_text_seed(sample_seed, index) for index, _ in group])
+                indices = owners[k] if owners is not None else range(starts[k], starts[k + 1])
+                seeds = array("Q", [_text_seed(sample_seed, index) for index in indices])
                 return self._core.encode_parts_batch(plans, flat, sample_alpha, seeds, prefix)
             return self._core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
         try:
             if threads <= 1 or len(groups) < 2:
-                results = [encode_group(group) for group in groups]
+                results = [encode_group(k) for k in range(len(groups))]
             else:
-                results = list(self._executor(min(threads, len(groups))).map(encode_group, groups))
+                results = list(self._executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
         except UnicodeEncodeError:
             for t in texts:
                 _check_surrogates(t)
             raise
         if return_numpy:
-            return self._join_numpy(np, dtype, texts, groups, results, add_special_tokens)
+            return self._join_numpy(np, dtype, len(texts), owners, results, add_special_tokens)
         out: List[List[int]] = []
-        if sum(map(len, groups)) == len(texts):
-            # No text was cut: one result per text, in order.
+        if owners is None:
+            # Every unit is a whole text, in order.
             for result in results:
                 out.extend(result)
-            groups = []
-        last = -1
-        for group, result in zip(groups, results):
-            for (index, _), ids in zip(group, result):
-                if index == last:
-                    out[-1].extend(ids)  # the next piece of a text cut in pieces
-                else:
-                    out.append(ids)
-                    last = index
+        else:
+            last = -1
+            for indices, result in zip(owners, results):
+                for index, ids in zip(indices, result):
+                    if index == last:
+                        out[-1].extend(ids)  # the next piece of a text cut in pieces
+                    else:
+                        out.append(ids)
+                        last = index
         if add_special_tokens:
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
 
     def _batch_groups(
-        self, texts: List[str], include: bool, allowed: Optional[FrozenSet[str]], threads: int
-    ) -> List[List[Tuple[int, Any]]]:
+        self, texts: List[str], include: bool, allowed: Optional[FrozenSet[str]], threads: int, cut: bool
+    ) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
         """The batch as groups of work, one thread's call to the core each, in
-        text order: lists of (text index, text to plan or planned parts).
-        Groups hold about an equal share of the characters.  On several
-        threads a text larger than two shares is planned here and its long
+        text order, and for each group the index of the text each of its
+        units belongs to -- None when every unit is a whole text (the common
+        case: the groups are then consecutive slices of `texts`).  Groups
+        hold about an equal share of the characters.  With `cut`, on several
+        threads, a text larger than two shares is planned here and its long
         segments cut at exact chunk boundaries (SpmCore.split_points), so
         that one large document keeps every thread busy."""
+        if not texts:
+            return [], None
         if threads <= 1:
-            return [list(enumerate(texts))] if texts else []
-        total = sum(map(len, texts))
-        share = max(_MIN_SHARE, -(-total // (threads * 4)))
-        groups: List[List[Tuple[int, Any]]] = []
-        group: List[Tuple[int, Any]] = []
+            return [texts], None
+        ends = list(accumulate(map(len, texts)))
+        share = max(_MIN_SHARE, -(-ends[-1] // (threads * 4)))
+        if not (cut and self._core.chunked and max(map(len, texts)) > 2 * share):
+            groups = []
+            start = 0
+            while start < len(texts):
+                # The text that fills this group's share, at most 2048 texts.
+                stop = bisect_left(ends, (ends[start - 1] if start else 0) + share, start) + 1
+                stop = min(stop, start + 2048, len(texts))
+                groups.append(texts[start:stop])
+                start = stop
+            return groups, None
+        groups = []
+        owners: List[List[int]] = []
+        group: List[Any] = []
+        owner: List[int] = []
         size = 0
         for index, text in enumerate(texts):
-            if len(text) > 2 * share and self._core.chunked:
-                units: List[Tuple[int, Any]] = [
-                    (index, parts) for parts in self._cut_plan(self._plan(text, include, allowed), share)
-                ]
+            if len(text) > 2 * share:
+                units: List[Any] = self._cut_plan(self._plan(_check_text(text), include, allowed), share)
             else:
-                units = [(index, text)]
+                units = [text]
             for unit in units:
                 group.append(unit)
-                size += len(unit[1]) if type(unit[1]) is str else sum(
-                    len(p[0]) if type(p[0]) is str else 1 for p in unit[1]
+                owner.append(index)
+                size += len(unit) if type(unit) is str else sum(
+                    len(p[0]) if type(p[0]) is str else 1 for p in unit
                 )
                 if size >= share or len(group) >= 2048:
                     groups.append(group)
-                    group, size = [], 0
+                    owners.append(owner)
+                    group, owner, size = [], [], 0
         if group:
             groups.append(group)
-        return groups
+            owners.append(owner)
+        return groups, owners
 
     def _cut_plan(self, parts: List[Part], share: int) -> List[List[Part]]:
         """A plan cut into consecutive plans of about `share` characters whose
@@ -687,31 +707,34 @@ class SpmTokenizer:
         return [plan for plan in out if plan]
 
     def _join_numpy(
-        self, np: Any, dtype: Any, texts: List[str], groups: List[List[Tuple[int, Any]]],
+        self, np: Any, dtype: Any, n_texts: int, owners: Optional[List[List[int]]],
         results: List[Tuple[bytearray, Any]], add_special_tokens: bool,
     ) -> Any:
         """encode_batch's NumPy result from the groups' flat ids and ends."""
-        pieces, unit_index, unit_lengths = [], [], []
-        for group, (data, ends) in zip(groups, results):
+        pieces, unit_lengths = [], []
+        for data, ends in results:
             pieces.append(np.frombuffer(data, dtype=np.int32).view(np.uint32))
-            ends = np.frombuffer(ends, dtype=np.int64)
-            unit_lengths.append(np.diff(ends, prepend=0))
-            unit_index.extend(index for index, _ in group)
+            unit_lengths.append(np.diff(np.frombuffer(ends, dtype=np.int64), prepend=0))
         flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint32)
-        lengths = np.zeros(len(texts), dtype=np.int64)
-        if unit_index:
-            np.add.at(lengths, np.asarray(unit_index, dtype=np.intp), np.concatenate(unit_lengths))
+        if owners is None:
+            lengths = np.concatenate(unit_lengths) if unit_lengths else np.zeros(0, dtype=np.int64)
+        else:
+            # Texts cut in pieces: add up the lengths of each text's units.
+            lengths = np.bincount(
+                np.concatenate([np.asarray(o, dtype=np.intp) for o in owners]),
+                weights=np.concatenate(unit_lengths), minlength=n_texts,
+            ).astype(np.int64)
         if add_special_tokens and (self._add_bos or self._add_eos):
             # BOS/EOS around each text: one insert pass over the flat array.
-            starts = np.zeros(len(texts), dtype=np.int64)
+            starts = np.zeros(n_texts, dtype=np.int64)
             np.cumsum(lengths[:-1], out=starts[1:])
             if self._add_eos:
                 flat = np.insert(flat, starts + lengths, self._eos_id)
-                starts += np.arange(len(texts))
+                starts += np.arange(n_texts)
             if self._add_bos:
                 flat = np.insert(flat, starts, self._bos_id)
             lengths += int(self._add_bos) + int(self._add_eos)
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets = np.zeros(n_texts + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return flat.astype(dtype, copy=False), offsets
 
