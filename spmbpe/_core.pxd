@@ -1,5 +1,6 @@
 # C-level layout of the compiled core: the vocabulary table, the merge
 # workspace and the merger.
+from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from spmbpe._csrc cimport spm_cache, spm_heap, spm_pairs, spm_vocab
@@ -108,6 +109,7 @@ cdef class SpmCore:
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
     cdef const uint8_t[::1] types     # TokenType of each id (decoding)
+    cdef PyObject **id_objects        # each id's int, made on first use (id_list)
 
     cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,
@@ -136,3 +138,4 @@ cdef class SpmCore:
                           const uint64_t *seeds) noexcept nogil
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)
+    cdef list id_list(self, const int32_t *ids, size_t n)

@@ -14,7 +14,7 @@ from array import array
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove, memset
@@ -224,17 +224,6 @@ cdef inline int hex_value(char c) noexcept nogil:
     if c'a' <= c <= c'f':
         return c - c'a' + 10
     return -1
-
-
-cdef inline object list_from_ids(const int32_t *ids, size_t n):
-    cdef list out = PyList_New(n)
-    cdef size_t i
-    cdef object item
-    for i in range(n):
-        item = ids[i]
-        Py_INCREF(item)
-        PyList_SET_ITEM(out, i, item)
-    return out
 
 
 # ---------------------------------------------------------------- pieces
@@ -539,6 +528,7 @@ cdef class SpmCore:
         self.pairs = NULL
         self.own_vocab = False
         self.small_merges = False
+        self.id_objects = NULL
         self.n_pieces = 0
         self.unk_id = -1
         self.byte_fallback = False
@@ -624,7 +614,38 @@ cdef class SpmCore:
         spm_vocab_mark(self.vocab, &self.scores[0], &selected[0])
         self.small_merges = not self.any_resplit and not any_nan
 
+    cdef list id_list(self, const int32_t *ids, size_t n):
+        """A list of the ids as Python ints.  Each id's int object is made
+        once and shared (allocating a fresh int per token is most of the
+        cost of returning a list); the GIL is held."""
+        cdef list out = PyList_New(n)
+        cdef size_t i
+        cdef int32_t token_id
+        cdef PyObject *item
+        cdef object obj
+        if self.id_objects == NULL:
+            self.id_objects = <PyObject **>calloc(self.n_pieces, sizeof(PyObject *))
+            if self.id_objects == NULL:
+                raise MemoryError()
+        for i in range(n):
+            token_id = ids[i]
+            item = self.id_objects[token_id]
+            if item == NULL:
+                obj = token_id
+                item = <PyObject *>obj
+                Py_INCREF(obj)
+                self.id_objects[token_id] = item
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(out, i, <object>item)
+        return out
+
     def __dealloc__(self):
+        cdef int32_t i
+        if self.id_objects != NULL:
+            for i in range(self.n_pieces):
+                Py_XDECREF(self.id_objects[i])
+            free(self.id_objects)
+            self.id_objects = NULL
         # The hash table belongs to self.table, which frees it, unless this
         # core had to copy it.
         if self.own_vocab and self.vocab != NULL:
@@ -807,7 +828,7 @@ cdef class SpmCore:
         cdef Workspace *w = self.acquire()
         try:
             self._check(self.segment(src, n, prefix, w), w, text)
-            return list_from_ids(w.ids, w.ids_len)
+            return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
 
@@ -825,7 +846,7 @@ cdef class SpmCore:
         w.rng = seed
         try:
             self._encode_parts(parts, w)
-            return list_from_ids(w.ids, w.ids_len)
+            return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
 
@@ -1006,7 +1027,7 @@ cdef class SpmCore:
             out = []
             mark = 0
             for t in range(n_texts):
-                out.append(list_from_ids(w.ids + mark, ends[t] - mark))
+                out.append(self.id_list(w.ids + mark, ends[t] - mark))
                 mark = ends[t]
             return out
         finally:
