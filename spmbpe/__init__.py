@@ -11,6 +11,7 @@ from .errors import (
     InvalidTokenIdError,
     ModelFormatError,
     SpmbpeError,
+    UnsupportedFeatureError,
     UnsupportedModelError,
     VocabularyError,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "VocabularyError",
     "ModelFormatError",
     "UnsupportedModelError",
+    "UnsupportedFeatureError",
     "DisallowedSpecialError",
     "InvalidTokenIdError",
     "__version__",

@@ -110,6 +110,7 @@ cdef class SpmCore:
     cdef int pool_len
     cdef const uint8_t[::1] types     # TokenType of each id (decoding)
     cdef PyObject **id_objects        # each id's int, made on first use (id_list)
+    cdef Py_ssize_t max_segment       # longest segment taken, in UTF-8 bytes (MAX_SEGMENT_BYTES)
 
     cdef int segment(self, const char *src, Py_ssize_t n, bint prefix, Workspace *w) noexcept
     cdef int encode_segment(self, const char *src, Py_ssize_t n, bint prefix,

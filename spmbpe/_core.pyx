@@ -529,6 +529,7 @@ cdef class SpmCore:
         self.own_vocab = False
         self.small_merges = False
         self.id_objects = NULL
+        self.max_segment = MAX_SEGMENT_BYTES_C
         self.n_pieces = 0
         self.unk_id = -1
         self.byte_fallback = False
@@ -719,6 +720,13 @@ cdef class SpmCore:
         """Merges whole segments from now on (to check that chunking and
         caching change no id)."""
         self.chunked = False
+
+    def limit_segment_bytes(self, Py_ssize_t limit):
+        """Lowers the longest segment this core takes (MAX_SEGMENT_BYTES) to
+        `limit`, so that tests can reach the limit without a 700 MB text."""
+        if not 0 <= limit <= MAX_SEGMENT_BYTES_C:
+            raise ValueError(f"limit must be from 0 to {MAX_SEGMENT_BYTES_C}")
+        self.max_segment = limit
 
     def disable_small_merges(self):
         """Merges every segment or chunk over the heap from now on (to check
@@ -1106,7 +1114,7 @@ cdef class SpmCore:
         if rc == ERR_TOO_LONG:
             raise ValueError(
                 f"a text segment of {len(text.encode('utf-8', 'surrogatepass'))} UTF-8 bytes "
-                f"is longer than the {MAX_SEGMENT_BYTES} bytes one merge can take"
+                f"is longer than the {self.max_segment} bytes one merge can take"
             )
         bad = PyBytes_FromStringAndSize(w.text + w.bad_start, w.bad_len)
         shown = bad.decode("utf-8", "replace").replace("\u2581", " ")
@@ -1142,7 +1150,7 @@ cdef class SpmCore:
         when `prefix`); returns its length, or an error code (< 0)."""
         cdef Py_ssize_t i, m = 0
         cdef char c
-        if n > MAX_SEGMENT_BYTES_C:
+        if n > self.max_segment:
             return ERR_TOO_LONG
         if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
             return ERR_NOMEM

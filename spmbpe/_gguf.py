@@ -103,11 +103,13 @@ class GGUFHeader:
             ``"ARRAY[STRING]"`` or ``"ARRAY[ARRAY[INT32]]"``.
         metadata_end: byte offset just past the last key/value pair (where
             the tensor descriptions begin).
+        offsets: key -> byte offset where its key/value pair starts (for
+            error messages about a value).
     """
 
     __slots__ = (
         "path", "version", "byte_order", "tensor_count", "metadata", "types",
-        "metadata_end",
+        "metadata_end", "offsets",
     )
 
     def __init__(
@@ -119,6 +121,7 @@ class GGUFHeader:
         metadata: Dict[str, object],
         types: Dict[str, str],
         metadata_end: int,
+        offsets: Optional[Dict[str, int]] = None,
     ) -> None:
         self.path = path
         self.version = version
@@ -127,6 +130,7 @@ class GGUFHeader:
         self.metadata = metadata
         self.types = types
         self.metadata_end = metadata_end
+        self.offsets = {} if offsets is None else offsets
 
     def __repr__(self) -> str:
         return (
@@ -341,7 +345,7 @@ class _Parser:
                 metadata[key] = self.scalar(vtype, what)
                 types[key] = _TYPE_NAMES[vtype]
         return GGUFHeader(
-            self.path, version, byte_order, tensor_count, metadata, types, self.pos
+            self.path, version, byte_order, tensor_count, metadata, types, self.pos, key_offsets
         )
 
     def check_type(self, vtype: int, offset: int, owner: str) -> None:

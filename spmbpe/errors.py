@@ -15,6 +15,7 @@ __all__ = [
     "VocabularyError",
     "ModelFormatError",
     "UnsupportedModelError",
+    "UnsupportedFeatureError",
     "DisallowedSpecialError",
     "InvalidTokenIdError",
 ]
@@ -47,6 +48,12 @@ class ModelFormatError(SpmbpeError, ValueError):
 class UnsupportedModelError(SpmbpeError, ValueError):
     """A well-formed tokenizer file of a kind spmbpe does not implement
     (a GGUF vocabulary that is not ``llama``/SPM-BPE, a Unigram model, ...)."""
+
+
+class UnsupportedFeatureError(UnsupportedModelError, NotImplementedError):
+    """A tokenizer file that uses an option spmbpe does not implement
+    (BPE-dropout, ``single_word`` added tokens, another pre-tokenizer, ...).
+    Also a ``NotImplementedError``, which these errors were before."""
 
 
 class DisallowedSpecialError(SpmbpeError, ValueError):

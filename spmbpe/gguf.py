@@ -19,7 +19,7 @@ from array import array
 from typing import Dict, List, Optional, Sequence, Union
 
 from ._core import PieceTable
-from ._gguf import RawStrings, read_gguf_metadata
+from ._gguf import RawStrings, read_gguf_header
 from .errors import ModelFormatError, UnsupportedModelError
 from .tokenizer import SpmTokenizer
 from .tokens import AddedToken, TokenType
@@ -35,15 +35,31 @@ _DEFAULT_UNK = 0
 def load_gguf(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     """A tokenizer from the vocabulary in a GGUF file's metadata."""
     path = os.fspath(path)
-    meta = read_gguf_metadata(path, raw_string_keys=(_TOKENS,))
-    return tokenizer_from_gguf_metadata(meta, path)
+    header = read_gguf_header(path, raw_string_keys=(_TOKENS,))
+    return tokenizer_from_gguf_metadata(header.metadata, path, header.offsets)
 
 
 _TOKENS = "tokenizer.ggml.tokens"
 
 
-def tokenizer_from_gguf_metadata(meta: Dict[str, object], path: Optional[str] = None) -> SpmTokenizer:
-    """A tokenizer from already-read GGUF metadata (key -> value)."""
+class _Source:
+    """Where metadata came from, for error messages: the file and the byte
+    offset of each key/value pair."""
+
+    def __init__(self, path: Optional[str], offsets: Optional[Dict[str, int]]) -> None:
+        self.path = path
+        self.offsets = offsets or {}
+
+    def error(self, key: str, message: str) -> ModelFormatError:
+        return ModelFormatError(self.path, self.offsets.get(key), message)
+
+
+def tokenizer_from_gguf_metadata(
+    meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
+) -> SpmTokenizer:
+    """A tokenizer from already-read GGUF metadata (key -> value); `offsets`
+    (key -> byte offset of its pair) only make error messages precise."""
+    src = _Source(path, offsets)
     model = meta.get("tokenizer.ggml.model")
     if model is None:
         raise ModelFormatError(path, None, "no tokenizer.ggml.model key: this GGUF file has no vocabulary")
@@ -52,25 +68,25 @@ def tokenizer_from_gguf_metadata(meta: Dict[str, object], path: Optional[str] = 
             f"{path}: tokenizer.ggml.model is {model!r}; spmbpe implements SentencePiece-BPE "
             f"vocabularies, tokenizer.ggml.model = 'llama'"
         )
-    table = _piece_table(meta.get(_TOKENS), path)
+    table = _piece_table(meta.get(_TOKENS), path, src.offsets.get(_TOKENS))
     n = len(table)
 
-    scores = _numeric_array(meta, "tokenizer.ggml.scores", n, path, "f")
+    scores = _numeric_array(meta, "tokenizer.ggml.scores", n, src, "f")
     if scores is None:
         # llama.cpp: without a scores array every score is 0 (merges then go
         # left to right), which is not the id order of a bare piece list.
         scores = array("f", bytes(4 * n))
-    types = _numeric_array(meta, "tokenizer.ggml.token_type", n, path, "i")
+    types = _numeric_array(meta, "tokenizer.ggml.token_type", n, src, "i")
     if types is None:
         types = array("i", [int(TokenType.NORMAL)]) * n
 
-    bos = _token_id(meta, "tokenizer.ggml.bos_token_id", _DEFAULT_BOS, n, path)
-    eos = _token_id(meta, "tokenizer.ggml.eos_token_id", _DEFAULT_EOS, n, path)
-    unk = _token_id(meta, "tokenizer.ggml.unknown_token_id", _DEFAULT_UNK, n, path)
-    pad = _token_id(meta, "tokenizer.ggml.padding_token_id", None, n, path)
-    add_bos = _flag(meta, "tokenizer.ggml.add_bos_token", True, path)
-    add_eos = _flag(meta, "tokenizer.ggml.add_eos_token", False, path)
-    add_space_prefix = _flag(meta, "tokenizer.ggml.add_space_prefix", True, path)
+    bos = _token_id(meta, "tokenizer.ggml.bos_token_id", _DEFAULT_BOS, n, src)
+    eos = _token_id(meta, "tokenizer.ggml.eos_token_id", _DEFAULT_EOS, n, src)
+    unk = _token_id(meta, "tokenizer.ggml.unknown_token_id", _DEFAULT_UNK, n, src)
+    pad = _token_id(meta, "tokenizer.ggml.padding_token_id", None, n, src)
+    add_bos = _flag(meta, "tokenizer.ggml.add_bos_token", True, src)
+    add_eos = _flag(meta, "tokenizer.ggml.add_eos_token", False, src)
+    add_space_prefix = _flag(meta, "tokenizer.ggml.add_space_prefix", True, src)
     if add_bos and bos is None:
         add_bos = False
     if add_eos and eos is None:
@@ -108,13 +124,13 @@ def tokenizer_from_gguf_metadata(meta: Dict[str, object], path: Optional[str] = 
     )
 
 
-def _piece_table(tokens: object, path: Optional[str]) -> PieceTable:
+def _piece_table(tokens: object, path: Optional[str], offset: Optional[int] = None) -> PieceTable:
     """The vocabulary table of tokenizer.ggml.tokens, as llama.cpp reads it."""
     if isinstance(tokens, list) and all(isinstance(t, str) for t in tokens):
         encoded = [t.encode("utf-8") for t in tokens]
         tokens = RawStrings(b"".join(encoded), _offsets(encoded), 0)
     if not isinstance(tokens, RawStrings):
-        raise ModelFormatError(path, None, f"{_TOKENS} is missing or not an array of strings")
+        raise ModelFormatError(path, offset, f"{_TOKENS} is missing or not an array of strings")
     if len(tokens) == 0:
         raise ModelFormatError(path, tokens.data_offset, f"{_TOKENS} is empty")
     arena, offsets = tokens.arena, tokens.offsets
@@ -322,34 +338,41 @@ def _type_of(attr: int) -> TokenType:
     return TokenType.NORMAL
 
 
-def _numeric_array(meta: Dict[str, object], key: str, n: int, path: Optional[str], typecode: str):
+def _numeric_array(meta: Dict[str, object], key: str, n: int, src: _Source, typecode: str):
     value = meta.get(key)
     if value is None:
         return None
     if isinstance(value, array) and value.typecode in ("f", "d", "i", "I", "l", "L", "q", "Q", "b", "B", "h", "H"):
         if len(value) != n:
-            raise ModelFormatError(
-                path, None, f"{key} has {len(value)} entries but tokenizer.ggml.tokens has {n}"
-            )
-        return value if value.typecode == typecode else array(typecode, value)
-    raise ModelFormatError(path, None, f"{key} is not a numeric array")
+            raise src.error(key, f"{key} has {len(value)} entries but tokenizer.ggml.tokens has {n}")
+        if value.typecode == typecode:
+            return value
+        try:
+            # llama.cpp reads token types as int32 and scores as float32.
+            return array(typecode, value)
+        except (TypeError, OverflowError):
+            raise src.error(
+                key, f"{key} holds {'floats' if value.typecode in 'fd' else 'integers out of range'}, "
+                f"not {'int32 token types' if typecode == 'i' else 'float scores'}"
+            ) from None
+    raise src.error(key, f"{key} is not a numeric array")
 
 
-def _token_id(meta: Dict[str, object], key: str, default: Optional[int], n: int, path: Optional[str]) -> Optional[int]:
+def _token_id(meta: Dict[str, object], key: str, default: Optional[int], n: int, src: _Source) -> Optional[int]:
     value = meta.get(key, default)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ModelFormatError(path, None, f"{key} is not an integer: {value!r}")
+        raise src.error(key, f"{key} is not an integer: {value!r:.80}")
     if value == -1 or value == 0xFFFFFFFF:
         return None  # LLAMA_TOKEN_NULL
     if not 0 <= value < n:
-        raise ModelFormatError(path, None, f"{key} is {value}, outside the vocabulary of {n} pieces")
+        raise src.error(key, f"{key} is {value}, outside the vocabulary of {n} pieces")
     return value
 
 
-def _flag(meta: Dict[str, object], key: str, default: bool, path: Optional[str]) -> bool:
+def _flag(meta: Dict[str, object], key: str, default: bool, src: _Source) -> bool:
     value = meta.get(key, default)
     if not isinstance(value, bool):
-        raise ModelFormatError(path, None, f"{key} is not a boolean: {value!r}")
+        raise src.error(key, f"{key} is not a boolean: {value!r:.80}")
     return value

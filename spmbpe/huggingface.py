@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 from ._core import PieceTable
 from ._spm_model import read_model_proto
-from .errors import ModelFormatError, UnsupportedModelError
+from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .sentencepiece import tokenizer_from_model_proto
 from .tokenizer import SpmTokenizer
 from .tokens import NEVER_MERGE, AddedToken, TokenType
@@ -43,7 +43,7 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
     config_path = os.path.join(folder, "tokenizer_config.json")
     config = _read_json(config_path)
     cls = config.get("tokenizer_class")
-    if cls is not None and cls not in _LLAMA_CLASSES:
+    if cls is not None and (not isinstance(cls, str) or cls not in _LLAMA_CLASSES):
         raise UnsupportedModelError(
             f"{folder}: tokenizer_class {cls!r} is not supported; spmbpe reproduces "
             f"transformers' LlamaTokenizer ({', '.join(sorted(_LLAMA_CLASSES))})"
@@ -140,7 +140,7 @@ def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
         return AddedToken(value, -1, special=True) if value else None
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         if value.get("single_word"):
-            raise NotImplementedError(f"{path}: {name} has single_word=true, which spmbpe does not implement")
+            raise UnsupportedFeatureError(f"{path}: {name} has single_word=true, which spmbpe does not implement")
         return AddedToken(
             value["content"], -1, special=True,
             lstrip=bool(value.get("lstrip", False)), rstrip=bool(value.get("rstrip", False)),
@@ -216,7 +216,7 @@ def _added_tokens(config: dict, folder: str) -> List[AddedToken]:
                 os.path.join(folder, "tokenizer_config.json"), None, f"{where} has no content string"
             )
         if entry.get("single_word"):
-            raise NotImplementedError(
+            raise UnsupportedFeatureError(
                 f"{folder}: added token {entry['content']!r} has single_word=true, which "
                 f"spmbpe does not implement"
             )

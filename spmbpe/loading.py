@@ -70,6 +70,21 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
         from .sentencepiece import load_model_proto
 
         return load_model_proto(path)
+    # No format recognised from the contents: a file named like one of them
+    # is a corrupt file of that format, and its reader says where.
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".gguf":
+        from .gguf import load_gguf
+
+        return load_gguf(path)
+    if suffix == ".json":
+        from .tokenizer_json import load_tokenizer_json
+
+        return load_tokenizer_json(path)
+    if suffix == ".model" and head:
+        from .sentencepiece import load_model_proto
+
+        return load_model_proto(path)
     raise UnsupportedModelError(
         f"{path}: not a tokenizer file spmbpe knows (it starts with {head[:8]!r}); "
         f"known formats: {'; '.join(KNOWN_FORMATS)}"

@@ -50,7 +50,12 @@ def tokenizer_from_model_proto(
             f"(model_type BPE)"
         )
     normalizer = proto.normalizer_or_default
-    text_normalizers = _text_normalizers(proto, normalizer)
+    try:
+        text_normalizers = _text_normalizers(proto, normalizer)
+        denormalizer = _denormalizer(proto)
+    except ValueError as exc:
+        # spmbpe._normalizer checks the precompiled character map's trie.
+        raise ModelFormatError(path, None, f"{exc}") from None
 
     table = PieceTable(proto.arena, proto.offsets)
     dup = table.first_duplicate
@@ -83,7 +88,7 @@ def tokenizer_from_model_proto(
         reference="sentencepiece",
         byte_fallback=bool(trainer.byte_fallback),
         normalizers=text_normalizers,
-        denormalizer=_denormalizer(proto),
+        denormalizer=denormalizer,
         # treat_whitespace_as_suffix changes only normalization (the marker
         # goes after words); sentencepiece decodes such ids as any others.
         escape_spaces=bool(normalizer.escape_whitespaces),

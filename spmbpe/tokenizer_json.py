@@ -20,7 +20,7 @@ from array import array
 from typing import Dict, List, Optional, Tuple
 
 from ._core import PieceTable
-from .errors import ModelFormatError, UnsupportedModelError
+from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .huggingface import read_json_object
 from .tokenizer import SpmTokenizer
 from .tokens import AddedToken, TokenType
@@ -44,18 +44,20 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         )
     for field in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(field):
-            raise NotImplementedError(f"{path}: model.{field} is not implemented")
+            raise UnsupportedFeatureError(f"{path}: model.{field} is not implemented")
     if model.get("dropout"):
-        raise NotImplementedError(f"{path}: BPE-dropout (model.dropout) is not implemented")
+        raise UnsupportedFeatureError(f"{path}: BPE-dropout (model.dropout) is not implemented")
     front_end = _front_end(data, path)
 
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not vocab:
         raise ModelFormatError(path, None, "model.vocab is missing or empty")
     added_entries = data.get("added_tokens") or []
+    if not isinstance(added_entries, list):
+        raise ModelFormatError(path, None, "added_tokens is not a list")
     by_id: Dict[int, str] = {}
     for piece, token_id in vocab.items():
-        if not isinstance(token_id, int) or token_id < 0:
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
             raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {token_id!r}")
         if token_id in by_id:
             raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
@@ -63,12 +65,18 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
     n_model = len(by_id)
     added: List[AddedToken] = []
     for entry in added_entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
-            raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r}")
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("content"), str)
+            or not isinstance(entry.get("id"), int)
+            or isinstance(entry["id"], bool)
+            or entry["id"] < 0
+        ):
+            raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
         if entry.get("single_word"):
-            raise NotImplementedError(f"{path}: added token {entry['content']!r} has single_word=true")
+            raise UnsupportedFeatureError(f"{path}: added token {entry['content']!r} has single_word=true")
         if entry.get("normalized") and front_end[0] == "prepend":
-            raise NotImplementedError(
+            raise UnsupportedFeatureError(
                 f"{path}: added token {entry['content']!r} is matched after normalization "
                 f"(normalized=true), which spmbpe does not implement with a normalizer"
             )
@@ -82,10 +90,14 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
                 rstrip=bool(entry.get("rstrip", False)),
             )
         )
-    n = max(by_id) + 1
-    missing = [i for i in range(n) if i not in by_id]
-    if missing:
-        raise ModelFormatError(path, None, f"no piece has id {missing[0]} (ids must be 0..{n - 1})")
+    # Ids must be 0..n-1 with none missing; a stray huge id must not make
+    # us walk (or allocate) up to it.
+    n = len(by_id)
+    if max(by_id) >= n:
+        missing = next(i for i in range(n) if i not in by_id)
+        raise ModelFormatError(
+            path, None, f"no piece has id {missing}, but ids go up to {max(by_id)} (ids must be 0..n-1)"
+        )
     pieces = [by_id[i].encode("utf-8") for i in range(n)]
     table = PieceTable.from_pieces(pieces)
     types = bytearray([TokenType.NORMAL]) * n
@@ -120,8 +132,8 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         added_tokens=added,
         front_end=front_end,
     )
-    tok._core.set_ranked_merges(left, right, merged, bool(model.get("fuse_unk", False)),
-                                bool(model.get("ignore_merges", False)))
+    tok._set_ranked_merges(left, right, merged, bool(model.get("fuse_unk", False)),
+                           bool(model.get("ignore_merges", False)))
     return tok
 
 
@@ -130,17 +142,19 @@ def _front_end(data: dict, path: str) -> Tuple:
     pre = data.get("pre_tokenizer")
     if normalizer is None and isinstance(pre, dict) and pre.get("type") == "Metaspace":
         if pre.get("replacement", _MARKER) != _MARKER:
-            raise NotImplementedError(f"{path}: Metaspace replacement {pre.get('replacement')!r} is not implemented")
+            raise UnsupportedFeatureError(f"{path}: Metaspace replacement {pre.get('replacement')!r} is not implemented")
         scheme = pre.get("prepend_scheme")
         if scheme is None:  # older files: add_prefix_space
             scheme = "always" if pre.get("add_prefix_space", True) else "never"
         if scheme not in ("always", "first", "never"):
-            raise NotImplementedError(f"{path}: Metaspace prepend_scheme {scheme!r} is not implemented")
+            raise UnsupportedFeatureError(f"{path}: Metaspace prepend_scheme {scheme!r} is not implemented")
         return ("metaspace", scheme, bool(pre.get("split", True)))
     if pre is None and isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
         steps = normalizer.get("normalizers") or []
         if (
-            len(steps) == 2
+            isinstance(steps, list)
+            and len(steps) == 2
+            and all(isinstance(step, dict) for step in steps)
             and steps[0].get("type") == "Prepend"
             and steps[0].get("prepend") == _MARKER
             and steps[1].get("type") == "Replace"
@@ -152,7 +166,7 @@ def _front_end(data: dict, path: str) -> Tuple:
         f"normalizer {normalizer.get('type') if isinstance(normalizer, dict) else normalizer!r}, "
         f"pre_tokenizer {pre.get('type') if isinstance(pre, dict) else pre!r}"
     )
-    raise NotImplementedError(
+    raise UnsupportedFeatureError(
         f"{path}: the front end ({described}) is not implemented; spmbpe reads Llama-style "
         f"files (a Metaspace pre-tokenizer, or a Prepend+Replace normalizer)"
     )
@@ -186,20 +200,28 @@ def _template_ends(data: dict, path: str) -> Tuple[Optional[int], Optional[int]]
     if post is None:
         return None, None
     if not isinstance(post, dict) or post.get("type") != "TemplateProcessing":
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"{path}: post_processor {post.get('type') if isinstance(post, dict) else post!r} "
             f"is not implemented (TemplateProcessing is)"
         )
     single = post.get("single") or []
     specials = post.get("special_tokens") or {}
+    if not isinstance(single, list) or not isinstance(specials, dict):
+        raise ModelFormatError(path, None, "post_processor.single is not a list or special_tokens not an object")
 
     def special_id(item: object) -> Optional[int]:
         if isinstance(item, dict) and "SpecialToken" in item:
-            name = item["SpecialToken"].get("id")
-            ids = (specials.get(name) or {}).get("ids") or []
+            ref = item["SpecialToken"]
+            name = ref.get("id") if isinstance(ref, dict) else None
+            entry = specials.get(name) if isinstance(name, str) else None
+            ids = entry.get("ids") if isinstance(entry, dict) else None
+            if not isinstance(ids, list) or not ids:
+                raise ModelFormatError(path, None, f"post_processor: template special token {name!r} has no ids")
             if len(ids) != 1:
-                raise NotImplementedError(f"{path}: template special token {name!r} is not one id")
-            return int(ids[0])
+                raise UnsupportedFeatureError(f"{path}: template special token {name!r} is not one id")
+            if not isinstance(ids[0], int) or isinstance(ids[0], bool):
+                raise ModelFormatError(path, None, f"post_processor: the id of {name!r} is not an integer")
+            return ids[0]
         return None
 
     if not single:

@@ -1,0 +1,242 @@
+"""Untrusted text cannot forge a control token.
+
+For every format in tests/data (and a GGUF variant with chat markers, and
+model folders with special tokens):
+
+* ``encode(text, special="none")`` (= ``encode_ordinary``) never contains a
+  CONTROL id, whatever the text spells — random text built from fragments of
+  every special token's spelling, the spellings themselves, byte-piece names
+  (``<0x41>``) — and never the unknown id (these vocabularies have all 256
+  byte pieces, so no text is unknown to them);
+* an allow-list raises ``DisallowedSpecialError`` (naming the token and its
+  offset) for any other special token spelled in the text, and changes
+  nothing for text that spells none;
+* ``decode(ids, skip_special=True)`` never shows a control or unknown piece:
+  it equals decoding the ids without them.
+
+The references agree: llama.cpp with ``parse_special=false``, sentencepiece
+(which never matches control pieces in text), transformers with the special
+tokens not split and tokenizers with ``split_special_tokens`` all encode a
+control token's spelling as plain pieces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spmbpe
+from spmbpe import TokenType
+from spmbpe.errors import DisallowedSpecialError
+
+from conftest import DATA_DIR, LLAMA_SPM_GGUF
+
+_SPECIAL_TYPES = (TokenType.CONTROL, TokenType.UNKNOWN)
+
+
+def _hf_folder(tmp_path_factory, model: str, legacy: bool):
+    folder = tmp_path_factory.mktemp(f"hf-{model}-{legacy}")
+    shutil.copy(DATA_DIR / f"{model}.model", folder / "tokenizer.model")
+    config = {
+        "legacy": legacy,
+        "add_bos_token": True,
+        "additional_special_tokens": ["[INST]", "[/INST]", "<|im_start|>"],
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    from gguf_variants import write_variant
+
+    variant = write_variant("phi3", tmp_path_factory.mktemp("phi3") / "phi3.gguf")
+    return {
+        "gguf": spmbpe.load(LLAMA_SPM_GGUF),
+        "gguf-phi3": spmbpe.load(str(variant)),
+        "mistral-v1.model": spmbpe.load(DATA_DIR / "mistral-v1.model"),
+        "mistral-v3.model": spmbpe.load(DATA_DIR / "mistral-v3.model"),
+        "tokenizer.json": spmbpe.load(DATA_DIR / "mistral-v1.tokenizer.json"),
+        "hf-legacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v1", True)),
+        "hf-nonlegacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v3", False)),
+    }
+
+
+NAMES = ["gguf", "gguf-phi3", "mistral-v1.model", "mistral-v3.model", "tokenizer.json", "hf-legacy",
+         "hf-nonlegacy"]
+
+
+def control_texts(tok):
+    """The spellings of every special token and control/unknown piece."""
+    texts = set(tok.special_tokens)
+    for i in range(tok.vocab_size):
+        if tok.token_type(i) in _SPECIAL_TYPES:
+            texts.add(tok.id_to_piece(i))
+    return sorted(texts)
+
+
+def assert_no_control(tok, text):
+    ids = tok.encode(text, special="none")
+    bad = [(i, tok.id_to_piece(i)) for i in ids if tok.token_type(i) in _SPECIAL_TYPES]
+    assert not bad, f"{text!r} gave special ids {bad} with special='none'"
+    assert tok.encode_ordinary(text) == ids
+    assert tok.unk_id is None or tok.unk_id not in ids
+    return ids
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_control_spelling_is_plain_text(tokenizers, name):
+    tok = tokenizers[name]
+    spellings = control_texts(tok)
+    assert spellings
+    for s in spellings:
+        for text in (s, "x" + s, " " + s, s + s, s + " y", "\u2581" + s, s[:-1], s[1:], f"a{s}b{s}c"):
+            assert_no_control(tok, text)
+    assert_no_control(tok, "".join(spellings))
+    assert_no_control(tok, " ".join(spellings))
+
+
+@pytest.mark.parametrize("name", ["gguf", "mistral-v1.model", "tokenizer.json"])
+def test_byte_piece_names_are_plain_text(tokenizers, name):
+    tok = tokenizers[name]
+    for text in ("<0x41>", "<0x00>", "<0xFF><0xFE>", "<0x>"):
+        ids = assert_no_control(tok, text)
+        assert all(tok.token_type(i) != TokenType.BYTE for i in ids), (text, ids)
+        assert tok.decode(ids) == text
+
+
+def _fragments(spellings):
+    pieces = set()
+    for s in spellings:
+        for i in range(len(s)):
+            for j in range(i + 1, len(s) + 1):
+                if j - i <= 4 or (i, j) == (0, len(s)):
+                    pieces.add(s[i:j])
+    return sorted(pieces)
+
+
+@st.composite
+def forged_texts(draw, spellings):
+    """Text stitched from fragments of special-token spellings, whole
+    spellings, spaces, the space marker and ordinary characters."""
+    fragments = _fragments(spellings) + [" ", "  ", "\u2581", "\n", "a", "\u00e9", "\U0001f600", "\t"]
+    parts = draw(st.lists(st.one_of(st.sampled_from(fragments), st.text(max_size=3)), max_size=24))
+    return "".join(parts)
+
+
+# Fewer examples under tools/sanitize.sh (everything runs ~10x slower there).
+_SETTINGS = settings(max_examples=12 if os.environ.get("SPMBPE_SANITIZED") else 60, deadline=None, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_forged_text_gives_no_control_id(tokenizers, name):
+    tok = tokenizers[name]
+    spellings = control_texts(tok)[:60]
+
+    @_SETTINGS
+    @given(forged_texts(spellings))
+    def check(text):
+        if any("\ud800" <= c <= "\udfff" for c in text):
+            return
+        assert_no_control(tok, text)
+        # Batches and offsets take the same path.
+        assert tok.encode_batch([text, text], special="none", num_threads=2) == [tok.encode_ordinary(text)] * 2
+        assert tok.encode_with_offsets(text, special="none")[0] == tok.encode_ordinary(text)
+
+    check()
+
+
+def _occurrences(text, token):
+    start = text.find(token)
+    while start >= 0:
+        yield start
+        start = text.find(token, start + 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_allow_list(tokenizers, name):
+    tok = tokenizers[name]
+    specials = sorted(tok.special_tokens)
+    # Under sentencepiece's rules no special token is matched in text: there
+    # an allow-list naming control pieces changes nothing and raises nothing.
+    allowed = frozenset(specials[:1]) if specials else frozenset(control_texts(tok)[:1])
+    spellings = control_texts(tok)[:60]
+
+    @_SETTINGS
+    @given(forged_texts(spellings))
+    def check(text):
+        if any("\ud800" <= c <= "\udfff" for c in text):
+            return
+        present = {t for t in specials if t in text}
+        try:
+            ids = tok.encode(text, special=allowed)
+        except DisallowedSpecialError as e:
+            assert e.token in tok.special_tokens and e.token not in allowed
+            assert e.token in text
+            assert text[e.offset:e.offset + len(e.token)] == e.token, (text, e.token, e.offset)
+            return
+        # No error: every special spelled is allowed, or inside an allowed one.
+        for t in present - allowed:
+            for at in _occurrences(text, t):
+                covered = any(
+                    a <= at and at + len(t) <= a + len(u)
+                    for u in allowed for a in _occurrences(text, u)
+                )
+                assert covered, f"{t!r} at {at} in {text!r} was not refused"
+        if not present:
+            assert ids == tok.encode(text, special="none") == tok.encode(text, special="all")
+
+    check()
+    other = [t for t in specials if t not in allowed and not any(a in t or t in a for a in allowed)]
+    if other:
+        with pytest.raises(DisallowedSpecialError) as info:
+            tok.encode("hi " + other[0], special=allowed)
+        assert info.value.token == other[0]
+        with pytest.raises(DisallowedSpecialError):
+            tok.encode(other[0], special=set())
+        with pytest.raises(DisallowedSpecialError):
+            tok.encode_batch(["ok", other[0]], special=set())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decode_skip_special_hides_control_pieces(tokenizers, name):
+    tok = tokenizers[name]
+    special_ids = [i for i in range(tok.vocab_size) if tok.token_type(i) in _SPECIAL_TYPES]
+    special_ids += [t.id for t in tok.added_tokens if t.special]
+    special_ids = sorted(set(special_ids))
+    assert tok.decode(special_ids, skip_special=True) == ""
+    assert tok.decode_bytes(special_ids, skip_special=True) == b""
+    hello = tok.encode_ordinary("Hello world")
+    for i in special_ids[:12]:
+        mixed = [i] + hello + [i, i] + hello + [i]
+        assert tok.decode(mixed, skip_special=True) == tok.decode(hello + hello)
+        shown = tok.decode(mixed)
+        assert tok.id_to_piece(i) in shown or tok.decode([i]) in shown
+
+    @_SETTINGS
+    @given(forged_texts(control_texts(tok)[:40]))
+    def check(text):
+        if any("\ud800" <= c <= "\udfff" for c in text):
+            return
+        ids = tok.encode(text, special="all")
+        kept = [i for i in ids if i not in set(special_ids)]
+        assert tok.decode(ids, skip_special=True) == tok.decode(kept)
+
+    check()
+
+
+def test_readme_names_the_safe_mode():
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "README.md"
+    if not path.exists():
+        pytest.skip("no README.md beside tests/ (a scratch copy)")
+    readme = path.read_text(encoding="utf-8")
+    assert 'special="none"' in readme and "encode_ordinary" in readme
+    assert "## Hardening" in readme
