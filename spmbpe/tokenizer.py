@@ -259,6 +259,9 @@ class SpmTokenizer:
         self._plain = (reference == "sentencepiece" and normalizers is None and not self._sp_matcher) or (
             reference == "llama.cpp" and not self._matcher
         )
+        # With special="none" too: llama.cpp matches only special tokens here
+        # (no user-defined ones to split out), so plain text is one segment.
+        self._plain_ordinary = self._plain or (reference == "llama.cpp" and not self._matcher.has_plain)
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
@@ -480,7 +483,9 @@ class SpmTokenizer:
         else:
             sample_alpha = 0.0
             sample_seed = 0
-        if sample_alpha == 0.0 and self._plain and type(text) is str and (special == "all" or special == "none"):
+        if sample_alpha == 0.0 and type(text) is str and (
+            (self._plain and special == "all") or (self._plain_ordinary and special == "none")
+        ):
             try:
                 ids = self._core.encode(text, self._add_prefix_space) if text else []
             except UnicodeEncodeError:
@@ -534,7 +539,7 @@ class SpmTokenizer:
 
     def encode_ordinary(self, text: str) -> List[int]:
         """``encode(text, special="none")``: special tokens are plain text."""
-        if self._plain and type(text) is str and text:
+        if self._plain_ordinary and type(text) is str and text:
             # The per-line hot path: straight to the core.
             try:
                 return self._core.encode(text, self._add_prefix_space)
@@ -574,7 +579,7 @@ class SpmTokenizer:
         texts = texts if type(texts) is list else list(texts)
         # Nothing to split out or normalize: each text is one segment, and
         # the core checks that it is a str.
-        plain = self._plain and allowed is None
+        plain = (self._plain and allowed is None) or (self._plain_ordinary and not include)
         if not plain:
             texts = [_check_text(t) for t in texts]
         threads = _thread_count(num_threads)
