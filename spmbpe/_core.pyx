@@ -29,6 +29,7 @@ from spmbpe._csrc cimport (
     spm_cache_put,
     spm_cache_slot,
     spm_hash_bytes,
+    SPM_PAIRS_EMPTY,
     spm_pair_slot,
     spm_pairs_find,
     spm_pairs_free,
@@ -820,6 +821,29 @@ cdef class SpmCore:
         for i in range(n):
             build_view[m[i]] = 1
         self._find_violations(bytes(buildable))
+
+    def ranked_merges(self):
+        """The merge rules set by set_ranked_merges, as (left, right, merged)
+        arrays ('i') in rank order (one rule per pair: the last of a pair
+        listed twice, which is the one that applies).  Read back from the C
+        table, so that pickling needs no second copy of the merges."""
+        left, right, merged = array("i"), array("i"), array("i")
+        if self.pairs == NULL:
+            return left, right, merged
+        cdef uint64_t i
+        cdef list rules = []
+        for i in range(self.pairs.mask + 1):
+            if self.pairs.slots[i].key != SPM_PAIRS_EMPTY:
+                rules.append((self.pairs.slots[i].rank, self.pairs.slots[i].key))
+        rules.sort()
+        cdef int32_t a, b
+        for rank, key in rules:
+            a = <int32_t>(<uint64_t>key >> 32)
+            b = <int32_t>(<uint64_t>key & 0xFFFFFFFF)
+            left.append(a)
+            right.append(b)
+            merged.append(spm_pairs_find(self.pairs, a, b).merged)
+        return left, right, merged
 
     @property
     def vocab_size(self):

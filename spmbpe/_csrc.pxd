@@ -44,11 +44,16 @@ cdef extern from "spm_heap.h" nogil:
 
 cdef extern from "spm_pairs.h" nogil:
     ctypedef struct spm_pair_slot:
+        uint64_t key
         int32_t rank
         int32_t merged
 
     ctypedef struct spm_pairs:
+        spm_pair_slot *slots
+        uint64_t mask
         size_t count
+
+    uint64_t SPM_PAIRS_EMPTY
 
     spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
                              const int32_t *merged)

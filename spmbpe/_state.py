@@ -26,7 +26,7 @@ import struct
 import sys
 from array import array
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._core import PieceTable
 from ._normalizer import Normalizer
@@ -61,7 +61,9 @@ class Recipe:
         self.rank: "Optional[array[float]]" = None  # set by _setup once computed
         self.types: bytes = b""
         self.options = options
-        self.ranked_merges: Optional[Tuple[Any, ...]] = None
+        # tokenizer.json's merges: the arguments of _set_ranked_merges, or a
+        # function that returns them (read back from the core when needed).
+        self.ranked_merges: Union[None, Tuple[Any, ...], Callable[[], Tuple[Any, ...]]] = None
         self._fingerprint: Optional[str] = None
 
     @classmethod
@@ -80,7 +82,7 @@ class Recipe:
             options["hf_special_tokens"] = tuple(options["hf_special_tokens"])
         return cls(arguments["table"], options)
 
-    def set_ranked_merges(self, arguments: Tuple[Any, ...]) -> None:
+    def set_ranked_merges(self, arguments: Union[Tuple[Any, ...], Callable[[], Tuple[Any, ...]]]) -> None:
         self.ranked_merges = arguments
         self._fingerprint = None
 
@@ -99,7 +101,8 @@ class Recipe:
 
     def _chunks(self) -> List[bytes]:
         out: List[bytes] = [_MAGIC]
-        _write(out, (self.table, self.rank, self.types, self.options, self.ranked_merges))
+        merges = self.ranked_merges() if callable(self.ranked_merges) else self.ranked_merges
+        _write(out, (self.table, self.rank, self.types, self.options, merges))
         return out
 
 

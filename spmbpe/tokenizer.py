@@ -409,7 +409,9 @@ class SpmTokenizer:
     ) -> None:
         """tokenizer.json's merges, ranked by their place in the merges list."""
         self._core.set_ranked_merges(left, right, merged, fuse_unknown, ignore_merges)
-        self._recipe.set_ranked_merges((left, right, merged, bool(fuse_unknown), bool(ignore_merges)))
+        core, fuse, ignore = self._core, bool(fuse_unknown), bool(ignore_merges)
+        # (Read back from the core when pickled: no second copy kept.)
+        self._recipe.set_ranked_merges(lambda: (*core.ranked_merges(), fuse, ignore))
 
     def __len__(self) -> int:
         return len(self._table)
