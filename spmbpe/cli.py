@@ -490,6 +490,29 @@ def _report_skipped(reader: DocumentReader) -> None:
         _note(f"skipped {reader.skipped:,} documents that are not valid UTF-8")
 
 
+def _array_metadata(
+    tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
+    inputs: List[Dict[str, Any]], shard_size: Optional[int],
+) -> Dict[str, Any]:
+    """The metadata written beside npy/bin arrays (OUT.meta.json), by the
+    command line and by spmbpe.ray alike."""
+    import spmbpe
+
+    return {
+        "spmbpe_version": spmbpe.__version__,
+        "tokenizer_fingerprint": tok.fingerprint,
+        "model": model,
+        "vocab_size": tok.vocab_size,
+        "bos_id": tok.bos_id,
+        "eos_id": tok.eos_id,
+        "format": fmt,
+        "dtype": dtype.name,
+        "settings": settings,
+        "inputs": inputs,
+        "shard_size": shard_size,
+    }
+
+
 def _array_dtype(tok: Any, fmt: str, np: Any) -> Any:
     if tok.vocab_size <= 1 << 16:
         return np.dtype("<u2")
@@ -504,28 +527,19 @@ def _array_dtype(tok: Any, fmt: str, np: Any) -> Any:
 def _encode_arrays(
     args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: _Encoder, np: Any
 ) -> int:
-    import spmbpe
-
     dtype = _array_dtype(tok, fmt, np)
-    meta: Dict[str, Any] = {
-        "spmbpe_version": spmbpe.__version__,
-        "tokenizer_fingerprint": getattr(tok, "fingerprint", None),
-        "model": args.model,
-        "vocab_size": tok.vocab_size,
-        "bos_id": tok.bos_id,
-        "eos_id": tok.eos_id,
-        "format": fmt,
-        "dtype": dtype.name,
-        "settings": {
+    meta = _array_metadata(
+        tok, args.model, fmt, dtype,
+        {
             "special": args.special,
             "add_special_tokens": bool(args.add_special_tokens),
             "input_format": args.input_format,
             "field": args.field,
             "errors": args.errors,
         },
-        "inputs": [{"path": p, "bytes": input_size(p)} for p in (args.inputs or ["-"])],
-        "shard_size": args.shard_size,
-    }
+        [{"path": p, "bytes": input_size(p)} for p in (args.inputs or ["-"])],
+        args.shard_size,
+    )
     resume = _resume_state(args, fmt, meta) if args.resume else None
     if resume is not None and resume.get("complete"):
         _note(f"{meta_path(args.output, fmt)}: that run is already complete; nothing to do")

@@ -144,10 +144,8 @@ def write_arrays(
     """
     import numpy as np
 
-    import spmbpe
-
     from ._cli_write import ArrayOutput
-    from .cli import _array_dtype
+    from .cli import _array_dtype, _array_metadata
 
     tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
     output = os.fspath(output)
@@ -156,23 +154,16 @@ def write_arrays(
     if fmt not in ("npy", "bin"):
         raise ValueError(f"fmt must be 'npy' or 'bin' (or the extension of output), not {fmt!r}")
     dtype = _array_dtype(tok, fmt, np)
-    meta: Dict[str, Any] = {
-        "spmbpe_version": spmbpe.__version__,
-        "tokenizer_fingerprint": tok.fingerprint,
-        "model": None if isinstance(tokenizer, SpmTokenizer) else os.fspath(tokenizer),
-        "vocab_size": tok.vocab_size,
-        "bos_id": tok.bos_id,
-        "eos_id": tok.eos_id,
-        "format": fmt,
-        "dtype": dtype.name,
-        "settings": {
+    meta = _array_metadata(
+        tok, None if isinstance(tokenizer, SpmTokenizer) else os.fspath(tokenizer), fmt, dtype,
+        {
             "special": special if isinstance(special, str) else sorted(special),
             "add_special_tokens": bool(add_special_tokens),
             "column": column,
         },
-        "inputs": [{"ray_dataset": True}],
-        "shard_size": shard_size,
-    }
+        [{"ray_dataset": True}],
+        shard_size,
+    )
     tokenized = tokenize(
         ds, tok, column=column, output_column="input_ids", special=special,
         add_special_tokens=add_special_tokens, batch_size=batch_size, concurrency=concurrency,
