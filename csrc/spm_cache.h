@@ -41,6 +41,31 @@ typedef struct {
     size_t data_len, data_cap;
 } spm_cache;
 
+/* The hash of a chunk (its key). */
+static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
+    while (n >= 8) {
+        uint64_t k;
+        memcpy(&k, s, 8);
+        k *= 0x87C37B91114253D5ULL;
+        k ^= k >> 31;
+        h = (h ^ k) * 0x4CF5AD432745937FULL;
+        s += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t k = 0;
+        memcpy(&k, s, n);
+        k *= 0x87C37B91114253D5ULL;
+        k ^= k >> 31;
+        h = (h ^ k) * 0x4CF5AD432745937FULL;
+    }
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
 #define SPM_CACHE_MIN_SLOTS (1u << 10)
 #define SPM_CACHE_MAX_SLOTS (1u << 17)
 #define SPM_CACHE_MIN_DATA (1u << 14)

@@ -42,31 +42,6 @@ typedef struct {
     uint32_t cap;
 } spm_vocab;
 
-/* A general hash of bytes (the chunk cache's). */
-static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
-    while (n >= 8) {
-        uint64_t k;
-        memcpy(&k, s, 8);
-        k *= 0x87C37B91114253D5ULL;
-        k ^= k >> 31;
-        h = (h ^ k) * 0x4CF5AD432745937FULL;
-        s += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t k = 0;
-        memcpy(&k, s, n);
-        k *= 0x87C37B91114253D5ULL;
-        k ^= k >> 31;
-        h = (h ^ k) * 0x4CF5AD432745937FULL;
-    }
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 29;
-    return h;
-}
-
 /* The first min(len, 8) bytes of s, zero padded.  With `padded`, s may be read
  * 8 bytes past its start whatever len is (the caller's buffer has slack). */
 static inline uint64_t spm_vocab_head(const char *s, size_t len, int padded) {
@@ -131,12 +106,6 @@ static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t l
 static inline const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t len) {
     const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 1);
     return slot && (slot->id & SPM_MERGEABLE) ? slot : NULL;
-}
-
-static inline const char *spm_vocab_piece(const spm_vocab *v, int32_t id, size_t *len) {
-    int32_t a = v->offsets[id];
-    *len = (size_t)(v->offsets[id + 1] - a);
-    return v->arena + a;
 }
 
 #ifdef __cplusplus

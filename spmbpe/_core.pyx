@@ -584,13 +584,13 @@ cdef class SpmCore:
         for b in range(n):
             build_view[b] = flag_view[b] & FLAG_MERGEABLE
         self._find_violations(bytes(buildable))
-        self._build_merge_index(build_view)
+        self._mark_mergeable(build_view)
         if not self.any_resplit:
             # The table's slots now say what may merge; the flags are read
             # only to resplit UNUSED pieces.
             self.flags = _NO_FLAGS
 
-    def _build_merge_index(self, uint8_t[::1] selected):
+    def _mark_mergeable(self, uint8_t[::1] selected):
         """Marks in the vocabulary table every piece a merge may build (the
         lowest id of a text decides, as the table resolves it) with its
         score, so that one slot answers the merge loop.  A table another

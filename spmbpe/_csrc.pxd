@@ -22,7 +22,6 @@ cdef extern from "spm_vocab.h" nogil:
     void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected)
     int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t length)
     const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t length)
-    const char *spm_vocab_piece(const spm_vocab *v, int32_t id, size_t *length)
 
 
 cdef extern from "spm_heap.h" nogil:
@@ -68,6 +67,7 @@ cdef extern from "spm_cache.h" nogil:
     ctypedef struct spm_cache:
         pass
 
+    uint64_t spm_hash_bytes(const char *s, size_t n)
     int spm_cache_init(spm_cache *c)
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
@@ -75,7 +75,3 @@ cdef extern from "spm_cache.h" nogil:
     const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s)
     void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h,
                        const int32_t *ids, size_t n)
-
-
-cdef extern from "spm_vocab.h" nogil:
-    uint64_t spm_hash_bytes(const char *s, size_t n)

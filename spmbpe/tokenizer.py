@@ -590,7 +590,8 @@ class SpmTokenizer:
         sample_alpha, sample_seed = _sampling(alpha, seed) if enable_sampling else (0.0, 0)
         # Sampled texts are never cut (sentencepiece draws over whole texts).
         groups, owners = self._batch_groups(texts, include, allowed, threads, cut=not sample_alpha)
-        starts = list(accumulate((len(g) for g in groups), initial=0))
+        # (Sampling seeds each text by its index in the batch.)
+        starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
         flat = bool(return_numpy)
         prefix = self._add_prefix_space
 

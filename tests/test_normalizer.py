@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 
 from spmbpe._normalizer import Normalizer
 from spmbpe._spm_model import parse_model_proto
+from spm_proto import _varint  # the test suite's ModelProto writer
 
 CORPUS_DIR = pathlib.Path(__file__).parent / "data" / "corpus"
 RULES = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
@@ -86,18 +87,6 @@ def _training_lines() -> Tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ models
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _len_field(number: int, payload: bytes) -> bytes:

@@ -35,6 +35,7 @@ from spmbpe._spm_model import (
     read_model_proto,
 )
 from spmbpe.errors import ModelFormatError
+from spm_proto import _key, _varint  # the test suite's ModelProto writer
 
 DATA_DIR = pathlib.Path(__file__).parent / "data"
 MISTRAL_V1 = DATA_DIR / "mistral-v1.model"
@@ -45,24 +46,6 @@ MISTRAL_MODELS = [MISTRAL_V1, MISTRAL_V3]
 
 
 # ------------------------------------------------------------ a tiny encoder
-
-
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
 
 
 def _ld(field: int, payload) -> bytes:
