@@ -80,8 +80,6 @@ cdef class PieceTable:
     cdef int64_t utf8_bad              # first_invalid_utf8's answer; -2 before
     cdef readonly int32_t first_empty  # the first id whose piece is empty, or -1
 
-    cdef int32_t find_c(self, const char *s, size_t n) noexcept nogil
-
 
 cdef class SpmCore:
     cdef readonly PieceTable table

@@ -287,9 +287,6 @@ cdef class PieceTable:
     def __len__(self):
         return self.size
 
-    cdef int32_t find_c(self, const char *s, size_t n) noexcept nogil:
-        return spm_vocab_find(self.vocab, s, n)
-
     def find(self, bytes piece):
         """The lowest id of a piece given as UTF-8 bytes, or -1."""
         return spm_vocab_find(self.vocab, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
