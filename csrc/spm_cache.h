@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spm_bytes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -114,7 +116,7 @@ static inline const spm_cache_slot *spm_cache_get(const spm_cache *c, const char
     for (;;) {
         const spm_cache_slot *s = &c->slots[i];
         if (s->key_len == 0) return NULL;
-        if (s->tag == tag && s->key_len == len && memcmp(c->data + s->off, key, len) == 0) return s;
+        if (s->tag == tag && s->key_len == len && spm_bytes_equal(c->data + s->off, key, len)) return s;
         i = (i + 1) & c->mask;
     }
 }

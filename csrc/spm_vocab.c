@@ -13,7 +13,10 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
     /* Load factor 2/3: short probe chains, in adjacent memory. */
     uint64_t cap = (uint64_t)n + (uint64_t)n / 2 + 16;
     v->slots = (spm_vocab_slot *)malloc(sizeof(spm_vocab_slot) * cap);
-    if (!v->slots) {
+    v->tags = (uint8_t *)calloc(cap, 1);
+    if (!v->slots || !v->tags) {
+        free(v->slots);
+        free(v->tags);
         free(v);
         return NULL;
     }
@@ -27,7 +30,9 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         const char *s = arena + offsets[id];
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
         uint64_t head = spm_vocab_head(s, len, 0);
-        uint32_t i = spm_vocab_home(head, s, len, v->cap);
+        if (len >= 1 && len <= 8 && s[len - 1] == 0) v->nul_tails = 1;
+        uint64_t h = spm_vocab_hash(head, s, len);
+        uint32_t i = spm_vocab_home(h, v->cap);
         int duplicate = 0;
         while (v->slots[i].id >= 0) {
             int32_t other = v->slots[i].id;
@@ -46,6 +51,7 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         }
         v->slots[i].id = id;
         v->slots[i].head = head;
+        v->tags[i] = spm_vocab_tag(h);
     }
     return v;
 }
@@ -64,5 +70,6 @@ void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *sele
 void spm_vocab_free(spm_vocab *v) {
     if (!v) return;
     free(v->slots);
+    free(v->tags);
     free(v);
 }

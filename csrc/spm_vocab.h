@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "spm_bytes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,26 +40,23 @@ typedef struct {
     int32_t duplicates;      /* ids whose piece an earlier id already has */
     int32_t first_duplicate; /* the first such id, or -1 */
     int32_t marked;          /* whether spm_vocab_mark has run */
+    int32_t nul_tails;       /* some piece of 1-8 bytes ends with a NUL byte */
     spm_vocab_slot *slots;
+    /* A byte per slot from its piece's hash (0: empty), read before the
+     * slot: the merger's lookups mostly miss, and a miss then reads a few
+     * bytes of this array (cap bytes, near the CPU) instead of 16-byte
+     * slots of a table several times larger than its second-level cache. */
+    uint8_t *tags;
     uint32_t cap;
 } spm_vocab;
 
-/* The first min(len, 8) bytes of s, zero padded.  With `padded`, s may be read
- * 8 bytes past its start whatever len is (the caller's buffer has slack). */
+/* The first min(len, 8) bytes of s, zero padded (spm_head8). */
 static inline uint64_t spm_vocab_head(const char *s, size_t len, int padded) {
-    uint64_t k = 0;
-    if (padded) {
-        memcpy(&k, s, 8);
-        if (len < 8) k &= (((uint64_t)1) << (8 * len)) - 1;
-    } else {
-        memcpy(&k, s, len < 8 ? len : 8);
-    }
-    return k;
+    return spm_head8(s, len, padded);
 }
 
-/* Where the probe for the piece (head, s, len) starts: its hash scaled to
- * [0, cap) by Lemire's multiply-shift, which works for any capacity. */
-static inline uint32_t spm_vocab_home(uint64_t head, const char *s, size_t len, uint32_t cap) {
+/* The hash of the piece (head, s, len). */
+static inline uint64_t spm_vocab_hash(uint64_t head, const char *s, size_t len) {
     uint64_t h = (head ^ ((uint64_t)len << 56)) * 0x9E3779B97F4A7C15ULL;
     for (size_t i = 8; i < len; i += 8) {
         uint64_t k = 0;
@@ -67,7 +66,19 @@ static inline uint32_t spm_vocab_home(uint64_t head, const char *s, size_t len, 
     h ^= h >> 32;
     h *= 0x94D049BB133111EBULL;
     h ^= h >> 29;
+    return h;
+}
+
+/* Where the probe for hash h starts: scaled to [0, cap) by Lemire's
+ * multiply-shift, which works for any capacity. */
+static inline uint32_t spm_vocab_home(uint64_t h, uint32_t cap) {
     return (uint32_t)(((h >> 32) * (uint64_t)cap) >> 32);
+}
+
+/* The slot's tag for hash h: never 0, which marks an empty slot. */
+static inline uint8_t spm_vocab_tag(uint64_t h) {
+    uint8_t tag = (uint8_t)h;
+    return (uint8_t)(tag + (tag == 0));
 }
 
 /* NULL when out of memory or n >= 2**30. */
@@ -81,16 +92,25 @@ void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *sele
 static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
                                                       int padded) {
     uint64_t head = spm_vocab_head(s, len, padded);
-    uint32_t i = spm_vocab_home(head, s, len, v->cap);
+    uint64_t h = spm_vocab_hash(head, s, len);
+    uint8_t tag = spm_vocab_tag(h);
+    uint32_t i = spm_vocab_home(h, v->cap);
     for (;;) {
-        const spm_vocab_slot *slot = &v->slots[i];
-        if (slot->id < 0) return NULL;
-        if (slot->head == head) {
-            int32_t id = slot->id & SPM_ID_MASK;
-            int32_t a = v->offsets[id];
-            if ((size_t)(v->offsets[id + 1] - a) == len &&
-                (len <= 8 || memcmp(v->arena + a + 8, s + 8, len - 8) == 0))
-                return slot;
+        uint8_t t = v->tags[i];
+        if (t == 0) return NULL;
+        if (t == tag) {
+            const spm_vocab_slot *slot = &v->slots[i];
+            if (slot->head == head) {
+                int32_t id;
+                /* Up to 8 bytes not ending with NUL, the zero-padded head
+                 * also says the length (no piece ends with NUL either). */
+                if (len - 1 < 8 && !v->nul_tails && s[len - 1] != 0) return slot;
+                id = slot->id & SPM_ID_MASK;
+                int32_t a = v->offsets[id];
+                if ((size_t)(v->offsets[id + 1] - a) == len &&
+                    (len <= 8 || spm_bytes_equal(v->arena + a + 8, s + 8, len - 8)))
+                    return slot;
+            }
         }
         if (++i == v->cap) i = 0;
     }

@@ -3,7 +3,7 @@
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from spmbpe._csrc cimport spm_cache, spm_heap, spm_pairs, spm_vocab
+from spmbpe._csrc cimport spm_cache, spm_charpairs, spm_heap, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -61,6 +61,11 @@ ctypedef struct Workspace:
     double alpha
     uint64_t rng
     PairMemo *memo        # MEMO_SIZE entries, allocated on first use
+    # Recent single characters looked up (emit_piece): CHAR_MEMO_SIZE
+    # entries of (character's bytes << 32 | its id, or -1), 0 = empty;
+    # allocated on first use.  Text without spaces is mostly one-character
+    # chunks, each a lookup in a table too large for the nearest caches.
+    uint64_t *char_ids
 
 
 # One part of a batch, gathered with the GIL and merged without it.
@@ -104,6 +109,9 @@ cdef class SpmCore:
     cdef const char *violator_bytes   # their bytes (violators keeps them alive)
     cdef int32_t n_violations
     cdef int32_t violation[64][3]     # (offset in violators, length, marker offset in it)
+    cdef spm_charpairs *char_pairs    # pairs of characters (one of 3+ bytes) inside buildable
+                                      # pieces: chunks are also cut between any other two
+    cdef readonly bint cut_chars      # char_pairs is used (chunked, and no unknown run is fused)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
     cdef const uint8_t[::1] types     # TokenType of each id (decoding)
@@ -118,6 +126,7 @@ cdef class SpmCore:
     cdef int32_t find_bounds(self, Workspace *w, int32_t m) noexcept nogil
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
+    cdef bint cut_between(self, const char *pair, int32_t left, int32_t right) noexcept nogil
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int spans_of_hit(self, Workspace *w, const int32_t *ids, int32_t n, int32_t begin,

@@ -33,11 +33,13 @@ def first_invalid_utf8_piece(arena: Union[bytes, bytearray], offsets: "array[int
 def scan_model_pieces(
     buf: Union[bytes, memoryview], pos: int, base: int
 ) -> Tuple[bytes, bytes, bytes, bytes, int]: ...
+def batch_slices(texts: List[str], parts: int, min_share: int, max_items: int) -> Tuple[int, int, List[int]]: ...
 
 class SpmCore:
     table: PieceTable
     byte_fallback: bool
     chunked: bool
+    cut_chars: bool
     escape_spaces: bool
     def __init__(
         self,

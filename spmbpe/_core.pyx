@@ -15,7 +15,7 @@ from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove, memset
 
@@ -28,7 +28,15 @@ from spmbpe._csrc cimport (
     spm_cache_init,
     spm_cache_put,
     spm_cache_slot,
+    spm_charpairs_free,
+    spm_charpairs_has,
+    spm_charpairs_key,
+    spm_charpairs_len,
+    spm_charpairs_new,
+    spm_charpairs_wanted,
+    spm_piece_scan,
     spm_hash_bytes,
+    spm_head8,
     SPM_PAIRS_EMPTY,
     spm_pair_slot,
     spm_pairs_find,
@@ -50,6 +58,7 @@ from spmbpe._csrc cimport (
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+    void PyObject_GC_UnTrack(void *op)
 
 from spmbpe.errors import InvalidTokenIdError
 
@@ -77,6 +86,7 @@ cdef enum:
 # Entries of a workspace's PairMemo (a power of two).
 cdef enum:
     MEMO_SIZE = 4096
+    CHAR_MEMO_SIZE = 4096
 
 cdef enum:
     OK = 0
@@ -114,6 +124,7 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.alpha = 0.0
     w.rng = 0
     w.memo = NULL
+    w.char_ids = NULL
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
@@ -143,6 +154,7 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.spans)
     free(w.bounds)
     free(w.memo)
+    free(w.char_ids)
     if w.cache_ready:
         spm_cache_free(&w.cache)
     ws_init(w)
@@ -430,6 +442,31 @@ def split_length_prefixed(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t cou
     return arena, out, p
 
 
+def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
+    """encode_batch's split of `texts` into consecutive groups of about
+    total / parts characters each (at least min_share, at most max_items
+    texts): (share, longest, stops), stops[k] being where group k ends and
+    longest the length of the longest text.  A C loop: the Python one took
+    a millisecond per 10,000 texts while the threads waited."""
+    cdef Py_ssize_t n = len(texts), i, total = 0, longest = 0, length, share, filled = 0, start = 0
+    cdef list stops = []
+    for i in range(n):
+        length = len(<object>texts[i])
+        total += length
+        if length > longest:
+            longest = length
+    share = max(min_share, -(-total // max(parts, 1)))
+    for i in range(n):
+        filled += len(<object>texts[i])
+        if filled >= share or i + 1 - start >= max_items:
+            stops.append(i + 1)
+            start = i + 1
+            filled = 0
+    if start < n:
+        stops.append(n)
+    return share, longest, stops
+
+
 def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     """Reads consecutive ModelProto `pieces` entries in the common layout from
     buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A, one-byte
@@ -524,6 +561,7 @@ cdef class SpmCore:
     def __cinit__(self):
         self.vocab = NULL
         self.pairs = NULL
+        self.char_pairs = NULL
         self.own_vocab = False
         self.small_merges = False
         self.id_objects = NULL
@@ -636,6 +674,13 @@ cdef class SpmCore:
                 self.id_objects[token_id] = item
             Py_INCREF(<object>item)
             PyList_SET_ITEM(out, i, <object>item)
+        # A list of ints cannot be part of a reference cycle, so the cyclic
+        # GC need not visit it (msgspec untracks its decoded containers of
+        # atoms the same way): per-line encoding makes thousands of these
+        # lists, and traversing them was a fifth of the time.  Lists the
+        # caller later fills with containers are only at risk of an
+        # uncollected cycle, never of a wrong free.
+        PyObject_GC_UnTrack(<void *>out)
         return out
 
     def __dealloc__(self):
@@ -653,6 +698,8 @@ cdef class SpmCore:
         if self.pairs != NULL:
             spm_pairs_free(self.pairs)
             self.pairs = NULL
+        spm_charpairs_free(self.char_pairs)
+        self.char_pairs = NULL
         if self.pool != NULL:
             while self.pool_len:
                 self.pool_len -= 1
@@ -745,35 +792,44 @@ cdef class SpmCore:
         the boundaries they could cover are not used; with more, or with
         UNUSED pieces to resplit (sentencepiece resplits by the last pair
         queued anywhere in the text), or without a "▁" piece, the core
-        merges whole segments."""
+        merges whole segments.
+
+        Chunks are also cut between two other characters, one of 3+ UTF-8
+        bytes (CJK, kana, Hangul, ...), that no buildable piece holds side
+        by side (spm_charpairs.h): Chinese and Japanese have no spaces.  Not
+        when a run of unknown characters becomes one id, which a cut would
+        split."""
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
         cdef const int32_t *offsets = self.table.offsets
         cdef Py_ssize_t i
-        cdef int64_t a, e, k
+        cdef int64_t k, crossing, total = 0
+        cdef int64_t at[65]
         cdef list found = []
-        cdef bint prev_marker
+        cdef spm_charpairs *pairs = NULL
         self.chunked = False
+        self.cut_chars = False
         self.n_violations = 0
+        spm_charpairs_free(self.char_pairs)
+        self.char_pairs = NULL
         if self.any_resplit or self.ignore_merges or spm_vocab_find(self.vocab, MARKER, 3) < 0:
             return
+        if self.byte_fallback or not (self.collapse_unknown or self.fuse_unknown):
+            pairs = spm_charpairs_new()
+            if pairs == NULL:
+                raise MemoryError("cannot allocate the character pairs")
         for i in range(self.n_pieces):
             if not buildable[i]:
                 continue
-            a = offsets[i]
-            e = offsets[i + 1]
-            k = a
-            prev_marker = True
-            while k < e:
-                if e - k >= 3 and memcmp(arena + k, MARKER, 3) == 0:
-                    if not prev_marker:
-                        found.append((i, k - a))
-                    prev_marker = True
-                    k += 3
-                else:
-                    prev_marker = False
-                    k += 1
-        if len(found) > 64:
-            return
+            crossing = spm_piece_scan(pairs, arena, offsets[i], offsets[i + 1], at, 65)
+            if crossing < 0:
+                spm_charpairs_free(pairs)
+                raise MemoryError("cannot allocate the character pairs")
+            total += crossing
+            if total > 64:
+                spm_charpairs_free(pairs)
+                return
+            for k in range(crossing):
+                found.append((i, at[k]))
         pieces = []
         total = 0
         for i, (token_id, k) in enumerate(found):
@@ -787,6 +843,8 @@ cdef class SpmCore:
         self.violator_bytes = PyBytes_AS_STRING(self.violators)
         self.n_violations = len(found)
         self.chunked = True
+        self.char_pairs = pairs
+        self.cut_chars = pairs != NULL
 
     def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
         """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
@@ -1259,12 +1317,16 @@ cdef class SpmCore:
 
     cdef int32_t find_bounds(self, Workspace *w, int32_t m) noexcept nogil:
         """The chunk boundaries of w.text[0:m] into w.bounds, ending with m:
-        the safe positions before a "▁" that follows other text.  Returns
-        their number, or -1 when out of memory."""
+        the safe positions before a "▁" that follows other text and, with
+        cut_chars, between two characters no buildable piece holds side by
+        side.  Returns their number, or -1 when out of memory."""
         cdef const char *text = w.text
-        cdef int32_t i = 0, nb = 0
+        cdef int32_t i = 0, nb = 0, prev = -1, prev_len = 0, length
         cdef bint prev_marker = True
-        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(m // 3 + 2)) != OK:
+        cdef bint cut_chars = self.cut_chars
+        # At most one boundary per "▁" and two per character of 3+ bytes:
+        # 2 * m / 3.
+        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(2 * <int64_t>m // 3 + 2)) != OK:
             return -1
         while i < m:
             if i + 3 <= m and text[i] == MARKER[0] and text[i + 1] == MARKER[1] and text[i + 2] == MARKER[2]:
@@ -1272,12 +1334,35 @@ cdef class SpmCore:
                     w.bounds[nb] = i
                     nb += 1
                 prev_marker = True
+                prev = -1
                 i += 3
-            else:
+            elif not cut_chars or <uint8_t>text[i] < 0x80:
+                if prev >= 0 and prev_len >= 3 and self.cut_between(text + prev, prev_len, 1):
+                    w.bounds[nb] = i
+                    nb += 1
                 prev_marker = False
+                prev = i
+                prev_len = 1
                 i += 1
+            else:
+                length = spm_charpairs_len(<uint8_t>text[i])
+                if length > m - i:
+                    length = m - i
+                if prev >= 0 and spm_charpairs_wanted(prev_len, length) and \
+                        self.cut_between(text + prev, prev_len, length):
+                    w.bounds[nb] = i
+                    nb += 1
+                prev_marker = False
+                prev = i
+                prev_len = length
+                i += length
         w.bounds[nb] = m
         return nb + 1
+
+    cdef inline bint cut_between(self, const char *pair, int32_t left, int32_t right) noexcept nogil:
+        """No buildable piece holds the characters pair[0:left] and
+        pair[left:left+right] side by side."""
+        return not spm_charpairs_has(self.char_pairs, spm_charpairs_key(pair, <size_t>(left + right), 1))
 
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil:
         """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
@@ -1285,9 +1370,11 @@ cdef class SpmCore:
         cdef const char *text = w.text
         cdef int32_t begin, end, nb, b
         cdef const spm_cache_slot *hit
-        cdef uint64_t h
+        cdef uint64_t h = 0
         cdef size_t mark
-        cdef bint use_cache
+        cdef bint use_cache, prev_unknown
+        cdef const int32_t *cached
+        cdef int32_t k
         cdef int rc
         if not self.chunked or m < 8 or w.alpha > 0.0:
             # (Sampling merges whole segments, as sentencepiece does, and
@@ -1305,7 +1392,10 @@ cdef class SpmCore:
         begin = 0
         for b in range(nb):
             end = w.bounds[b]
-            use_cache = w.cache_ready and end - begin <= 256
+            # (One character merges faster than a cache lookup: chunks cut
+            # between CJK characters are mostly single.)
+            use_cache = w.cache_ready and end - begin <= 256 and \
+                utf8_len(<uint8_t>text[begin]) < end - begin
             if use_cache:
                 h = spm_hash_bytes(text + begin, <size_t>(end - begin))
                 hit = spm_cache_get(&w.cache, text + begin, <size_t>(end - begin), h)
@@ -1317,7 +1407,9 @@ cdef class SpmCore:
                     if rc == OK:
                         if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
                             return ERR_NOMEM
-                        memcpy(w.ids + w.ids_len, spm_cache_ids(&w.cache, hit), hit.ids_len * sizeof(int32_t))
+                        cached = spm_cache_ids(&w.cache, hit)
+                        for k in range(hit.ids_len):  # (a few ids: no memcpy call)
+                            w.ids[w.ids_len + k] = cached[k]
                         w.ids_len += hit.ids_len
                         begin = end
                         continue
@@ -1325,6 +1417,9 @@ cdef class SpmCore:
             mark = w.ids_len
             if self.pairs != NULL:
                 rc = self.merge_pairs(w, begin, end)
+            elif not use_cache and utf8_len(<uint8_t>text[begin]) >= end - begin:
+                prev_unknown = False
+                rc = self.emit_piece(w, begin, end - begin, &prev_unknown)
             else:
                 rc = self.merge(w, begin, end)
             if rc != OK:
@@ -1428,9 +1523,7 @@ cdef class SpmCore:
                 return -1
             score[0] = slot.score
             return slot.id & SPM_ID_MASK
-        memcpy(&head, s, 8)  # (the text buffer has slack past its end)
-        if length < 8:
-            head &= ((<uint64_t>1) << (8 * length)) - 1
+        head = spm_head8(s, <size_t>length, 1)  # (the text buffer has slack past its end)
         e = &w.memo[((head * <uint64_t>0x9E3779B97F4A7C15) >> 52) & (MEMO_SIZE - 1)]
         if e.length == length and e.head == head:
             score[0] = e.score
@@ -1660,9 +1753,27 @@ cdef class SpmCore:
     cdef int emit_piece(self, Workspace *w, int32_t start, int32_t n,
                         bint *prev_unknown) noexcept nogil:
         """Appends the id(s) of the final symbol text[start:start+n]."""
-        cdef int32_t token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+        cdef int32_t token_id
         cdef int32_t j, left_n
         cdef int rc
+        cdef uint64_t key
+        cdef uint64_t *entry
+        if n <= 4 and n == utf8_len(<uint8_t>w.text[start]) and w.text[start] != 0:
+            # One character (its key is never 0, the empty entry): memoized.
+            if w.char_ids == NULL:
+                w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
+            key = spm_head8(w.text + start, <size_t>n, 1)
+            if w.char_ids != NULL:
+                entry = &w.char_ids[((key * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
+                if (entry[0] >> 32) == key:
+                    token_id = <int32_t>(<uint32_t>entry[0])
+                else:
+                    token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+                    entry[0] = (key << 32) | <uint32_t>token_id
+            else:
+                token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+        else:
+            token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
         if token_id >= 0:
             if w.split_left != NULL and (self.flags[token_id] & FLAG_RESPLIT):
                 left_n = w.split_left[token_id]

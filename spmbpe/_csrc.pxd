@@ -3,6 +3,10 @@
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 
+cdef extern from "spm_bytes.h" nogil:
+    uint64_t spm_head8(const char *s, size_t length, int padded)
+
+
 cdef extern from "spm_vocab.h" nogil:
     ctypedef struct spm_vocab:
         int32_t n
@@ -75,3 +79,17 @@ cdef extern from "spm_cache.h" nogil:
     const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s)
     void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h,
                        const int32_t *ids, size_t n)
+
+
+cdef extern from "spm_charpairs.h" nogil:
+    ctypedef struct spm_charpairs:
+        size_t count
+
+    int spm_charpairs_len(unsigned char lead)
+    int spm_charpairs_wanted(int a, int b)
+    uint64_t spm_charpairs_key(const char *s, size_t n, int padded)
+    int spm_charpairs_has(const spm_charpairs *p, uint64_t key)
+    spm_charpairs *spm_charpairs_new()
+    int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t a, int64_t e,
+                           int64_t *at, int64_t max)
+    void spm_charpairs_free(spm_charpairs *p)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 from array import array
-from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from typing import (
@@ -25,7 +24,7 @@ from typing import (
 )
 
 from ._added import AddedTokenMatcher, TokenAt
-from ._core import PieceTable, SpmCore
+from ._core import PieceTable, SpmCore, batch_slices
 from ._state import Recipe, restore
 from .errors import DisallowedSpecialError, InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
@@ -271,9 +270,6 @@ class SpmTokenizer:
                 skip[token.id] = 1
         self._skip_special = bytes(skip)
         self._skip_none = None  # (decode_bytes: skip nothing)
-        self._pool_lock = threading.Lock()
-        self._pools: Dict[int, ThreadPoolExecutor] = {}
-        self._pool_pid = os.getpid()
 
     def _collect_added(
         self, added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None]
@@ -613,7 +609,7 @@ class SpmTokenizer:
             if threads <= 1 or len(groups) < 2:
                 results = [encode_group(k) for k in range(len(groups))]
             else:
-                results = list(self._executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
+                results = list(_executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
         except UnicodeEncodeError:
             for t in texts:
                 _check_surrogates(t)
@@ -654,18 +650,10 @@ class SpmTokenizer:
             return [], None
         if threads <= 1:
             return [texts], None
-        ends = list(accumulate(map(len, texts)))
-        share = max(_MIN_SHARE, -(-ends[-1] // (threads * 4)))
-        if not (cut and self._core.chunked and max(map(len, texts)) > 2 * share):
-            groups = []
-            start = 0
-            while start < len(texts):
-                # The text that fills this group's share, at most 2048 texts.
-                stop = bisect_left(ends, (ends[start - 1] if start else 0) + share, start) + 1
-                stop = min(stop, start + 2048, len(texts))
-                groups.append(texts[start:stop])
-                start = stop
-            return groups, None
+        share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
+        if not (cut and self._core.chunked and longest > 2 * share):
+            # Consecutive slices, each filling its share (at most 2048 texts).
+            return [texts[a:b] for a, b in zip([0] + stops, stops)], None
         groups = []
         owners: List[List[int]] = []
         group: List[Any] = []
@@ -1009,22 +997,6 @@ class SpmTokenizer:
                 parts.extend(self._hf_segment(segment, origin, lead, offsets))
         return parts
 
-    def _executor(self, threads: int) -> ThreadPoolExecutor:
-        """The thread pool for `threads` threads: one per thread count asked
-        for, kept (another thread may still be using the pool of another
-        count, so none is shut down while the tokenizer lives)."""
-        if self._pool_pid != os.getpid():
-            # A forked child (multiprocessing's fork start method) inherits
-            # the pools but not their threads, nor a usable lock.
-            self._pool_lock = threading.Lock()
-            self._pools = {}
-            self._pool_pid = os.getpid()
-        with self._pool_lock:
-            pool = self._pools.get(threads)
-            if pool is None:
-                pool = self._pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
-            return pool
-
     # ------------------------------------------------------------ transformers-style call
 
     def __call__(
@@ -1120,6 +1092,28 @@ def _piece_bytes(piece: object, index: int) -> bytes:
 # TokenType values 1..6 map to themselves; anything else is invalid.
 # encode_batch: the least characters worth a thread's call (smaller batches
 # are not split further; the GIL handoff costs more).
+# encode_batch's thread pools, one per thread count asked for, shared by
+# every tokenizer: a pool per tokenizer started new threads for each freshly
+# loaded one (about a millisecond), and several tokenizers' batches may run
+# on the same threads.  None is shut down while the process lives (another
+# thread may be using it).  A forked child inherits the pools but not their
+# threads, nor a usable lock: it starts afresh.
+_POOLS: Dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_POOLS_PID = os.getpid()
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    global _POOLS, _POOLS_LOCK, _POOLS_PID
+    if _POOLS_PID != os.getpid():
+        _POOLS, _POOLS_LOCK, _POOLS_PID = {}, threading.Lock(), os.getpid()
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
+        return pool
+
+
 _MIN_SHARE = 1 << 14
 
 _VALID_TYPES = bytes(range(1, 7))

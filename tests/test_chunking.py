@@ -9,6 +9,11 @@ on real vocabularies and on synthetic ones that break the property in a few
 pieces and everywhere.  The same comparison covers merge_small (short chunks
 merged by a linear scan) and large documents cut at exact boundaries to be
 encoded on several threads (SpmCore.split_points).
+
+Chunks are also cut between two characters, one of 3+ UTF-8 bytes, that no
+buildable piece holds side by side (Chinese and Japanese have no spaces);
+the same comparison covers those cuts on synthetic vocabularies with
+multi-character CJK and emoji pieces.
 """
 
 import json
@@ -57,9 +62,10 @@ def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
     # Twice: the second pass is served from the cache.
     for _ in range(2):
         assert fast.encode_batch(texts, num_threads=1) == slow.encode_batch(texts, num_threads=1)
-    doc = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:50000]
-    assert fast.encode(doc) == slow.encode(doc)
-    assert fast.encode_with_offsets(doc) == slow.encode_with_offsets(doc)
+    for name in ("en_botchan.txt", "multi_ja.txt", "multi_zh_CN.txt"):
+        doc = (DATA / "corpus" / name).read_text(encoding="utf-8")[:50000]
+        assert fast.encode(doc) == slow.encode(doc)
+        assert fast.encode_with_offsets(doc) == slow.encode_with_offsets(doc)
 
 
 _WORDS = st.sampled_from(["the", " the", "  ", "▁", "a", "ab", "abc", " x", "日本", "🦙", "\n", "\t", "é", "<s>", "</s>", "q "])
@@ -159,3 +165,60 @@ def test_spans_of_cached_unknown_runs():
     fast, slow = _pair(args)
     text = "a xyz ab xyz a xyz"
     assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+
+
+# Characters of 1 to 4 UTF-8 bytes; the pieces pair them in every way a cut
+# between characters must respect (CJK with CJK, with ASCII, with emoji).
+_CJK_CHARS = ["日", "本", "語", "。", "a", "b", " ", "é", "🦙", "x", "中", "文"]
+_CJK_PIECES = [
+    "<unk>", "▁", "日", "本", "語", "。", "a", "b", "é", "🦙", "中",
+    "日本", "本語", "日本語", "語。", "a日", "本a", "▁日", "▁日本", "🦙🦙", "🦙日", "é本",
+    "ab", "▁a", "中中", "中中中",
+]
+
+
+def _cjk_vocabulary(**options):
+    return (_CJK_PIECES, [-float(i) for i in range(len(_CJK_PIECES))]), options
+
+
+@pytest.mark.parametrize(
+    "options, cuts",
+    [({}, True), ({"reference": "sentencepiece"}, False)],
+    ids=["llama.cpp", "sentencepiece-collapses-unknown"],
+)
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(_CJK_CHARS), max_size=50).map("".join))
+def test_cuts_between_characters_give_the_ids_of_whole_segments(options, cuts, text):
+    # "文" and "x" are unknown; sentencepiece turns a run of unknown
+    # characters into one <unk>, which a cut would split: no cuts then.
+    fast, slow = _pair(_cjk_vocabulary(**options))
+    assert fast._core.cut_chars is cuts
+    assert fast.encode(text) == slow.encode(text)
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    cuts_at = fast._core.split_points(text, True, 5)
+    pieces = [text[a:b] for a, b in zip([0] + cuts_at, cuts_at + [len(text)])]
+    joined = fast._core.encode(pieces[0], True)
+    for piece in pieces[1:]:
+        joined += fast._core.encode(piece, False)
+    assert joined == slow._core.encode(text, True)
+
+
+def test_cuts_between_characters_with_byte_fallback():
+    pieces = _CJK_PIECES + [f"<0x{b:02X}>" for b in range(256)]
+    types = [1] * len(_CJK_PIECES) + [6] * 256
+    types[0] = 2
+    scores = [-float(i) for i in range(len(pieces))]
+    fast, slow = _pair(((pieces, scores), {"reference": "sentencepiece", "token_types": types}))
+    assert fast._core.byte_fallback and fast._core.cut_chars
+    text = "文文日本語。x中中中中文🦙🦙🦙日本a日本é本" * 3
+    assert fast.encode(text) == slow.encode(text)
+    assert fast.encode(text).count(fast.unk_id) == 0
+
+
+def test_real_vocabularies_cut_chinese_and_japanese_between_characters():
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    assert tok._core.chunked and tok._core.cut_chars
+    text = (DATA / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")[:3000]
+    # Cut points fall inside runs of Japanese, not only before spaces.
+    cuts = tok._core.split_points(text, True, 40)
+    assert sum(1 for c in cuts if not text[c].isspace() and not text[c - 1].isspace()) > 20

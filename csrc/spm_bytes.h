@@ -1,0 +1,69 @@
+/* spm_bytes: short byte strings as integers, for the hot lookups.
+ *
+ * A piece, character or pair of at most 8 bytes is compared as the uint64
+ * holding its bytes, zero padded.  Reading 8 bytes at once and masking is
+ * the fast way, but the mask keeps the first bytes only on a little-endian
+ * machine; elsewhere the bytes are copied one length at a time.  Both give
+ * the same value for the same bytes on one machine, which is all the tables
+ * need (they are built in the process that reads them).
+ */
+#ifndef SPM_BYTES_H
+#define SPM_BYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_M_X64) || \
+    defined(_M_IX86) || defined(_M_ARM64)
+#define SPM_LITTLE_ENDIAN 1
+#else
+#define SPM_LITTLE_ENDIAN 0
+#endif
+
+/* The first min(len, 8) bytes of s, zero padded.  With `padded`, s may be
+ * read 8 bytes past its start whatever len is (the caller's buffer has
+ * slack). */
+static inline uint64_t spm_head8(const char *s, size_t len, int padded) {
+    uint64_t k = 0;
+#if SPM_LITTLE_ENDIAN
+    if (padded) {
+        memcpy(&k, s, 8);
+        if (len < 8) k &= (((uint64_t)1) << (8 * len)) - 1;
+        return k;
+    }
+#else
+    (void)padded;
+#endif
+    memcpy(&k, s, len < 8 ? len : 8);
+    return k;
+}
+
+/* Whether a[0:n] == b[0:n], inline: chunks and pieces are short, and a
+ * call to memcmp costs more than comparing them. */
+static inline int spm_bytes_equal(const char *a, const char *b, size_t n) {
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        if (x != y) return 0;
+        a += 4;
+        b += 4;
+        n -= 4;
+    }
+    while (n--) {
+        if (*a++ != *b++) return 0;
+    }
+    return 1;
+}
+
+#endif

@@ -1,0 +1,165 @@
+/* spm_charpairs: the two-character sequences found inside the pieces a merge
+ * may build.
+ *
+ * A merge joins two adjacent symbols into a piece that covers both, so no
+ * merge can ever cross the point between characters a and b unless some
+ * buildable piece contains "ab".  Most vocabularies hold few pieces with
+ * CJK, kana or Hangul pairs (Mistral v1: 28), so Chinese and Japanese text,
+ * which has no spaces to chunk at, can still be cut almost everywhere into
+ * chunks that merge on their own -- with exactly the ids of the whole.
+ *
+ * Only pairs with a character of 3 or more UTF-8 bytes, neither of them
+ * U+2581, are kept (the boundaries before "▁" have their own rule; cutting
+ * inside Latin words would not make chunks repeat more).  A key is the
+ * pair's UTF-8 bytes (at most 8) in the low bytes of a uint64, zero padded:
+ * UTF-8 is prefix-free and the pair has a character of 3+ bytes, so keys
+ * are distinct and never 0, the empty slot.  Read-only after construction.
+ */
+#ifndef SPM_CHARPAIRS_H
+#define SPM_CHARPAIRS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spm_bytes.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    uint64_t *keys; /* 0 = free */
+    uint64_t mask;
+    size_t count;
+} spm_charpairs;
+
+/* Length of the UTF-8 character led by `lead` (1 for a stray byte). */
+static inline int spm_charpairs_len(uint8_t lead) {
+    if (lead < 0xE0) return lead < 0xC0 ? 1 : 2;
+    return lead < 0xF0 ? 3 : 4;
+}
+
+/* Whether the pair of characters of byte lengths a and b is one that is
+ * kept (and looked up): either has 3 or more bytes. */
+static inline int spm_charpairs_wanted(int a, int b) { return a >= 3 || b >= 3; }
+
+/* The key of the n (<= 8) bytes at s; `padded`: see spm_head8. */
+static inline uint64_t spm_charpairs_key(const char *s, size_t n, int padded) { return spm_head8(s, n, padded); }
+
+static inline size_t spm_charpairs_slot(const spm_charpairs *p, uint64_t key) {
+    return (size_t)(((key * 0x9E3779B97F4A7C15ULL) >> 17) & p->mask);
+}
+
+static inline int spm_charpairs_has(const spm_charpairs *p, uint64_t key) {
+    size_t i = spm_charpairs_slot(p, key);
+    for (;;) {
+        uint64_t k = p->keys[i];
+        if (k == key) return 1;
+        if (k == 0) return 0;
+        i = (i + 1) & p->mask;
+    }
+}
+
+static inline int spm_charpairs_is_marker(const char *s, int n) {
+    return n == 3 && (uint8_t)s[0] == 0xE2 && (uint8_t)s[1] == 0x96 && (uint8_t)s[2] == 0x81;
+}
+
+/* Adds key (when absent), doubling the table when half full; -1 when out
+ * of memory. */
+static inline int spm_charpairs_add(spm_charpairs *p, uint64_t key) {
+    size_t s = spm_charpairs_slot(p, key);
+    while (p->keys[s] != 0 && p->keys[s] != key) s = (s + 1) & p->mask;
+    if (p->keys[s] == key) return 0;
+    if (2 * (p->count + 1) > p->mask + 1) {
+        size_t cap = 2 * (p->mask + 1), j;
+        uint64_t *old = p->keys, old_mask = p->mask;
+        p->keys = (uint64_t *)calloc(cap, sizeof(uint64_t));
+        if (p->keys == NULL) {
+            p->keys = old;
+            return -1;
+        }
+        p->mask = cap - 1;
+        for (j = 0; j <= old_mask; j++) {
+            if (old[j] == 0) continue;
+            s = spm_charpairs_slot(p, old[j]);
+            while (p->keys[s] != 0) s = (s + 1) & p->mask;
+            p->keys[s] = old[j];
+        }
+        free(old);
+        s = spm_charpairs_slot(p, key);
+        while (p->keys[s] != 0) s = (s + 1) & p->mask;
+    }
+    p->keys[s] = key;
+    p->count++;
+    return 0;
+}
+
+/* Scans the piece arena[a:e]: adds its wanted pairs to p (unless NULL) and
+ * writes to at[0:max] the offsets, from a, of each "▁" that follows another
+ * character (the boundaries before "▁" the piece could cross).  Returns the
+ * number of such markers (which may exceed max), or -1 when out of memory. */
+static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t a, int64_t e,
+                                     int64_t *at, int64_t max) {
+    int64_t k = a, prev = -1, crossing = 0;
+    int prev_len = 0;
+    while (k < e) {
+        uint8_t lead = (uint8_t)arena[k];
+        int len;
+        if (lead < 0x80) {
+            /* (ASCII: a pair needs a character of 3+ bytes) */
+            if (p != NULL && prev >= 0 && prev_len >= 3 &&
+                spm_charpairs_add(p, spm_charpairs_key(arena + prev, (size_t)(prev_len + 1), 0)) != 0)
+                return -1;
+            prev = k;
+            prev_len = 1;
+            k++;
+            continue;
+        }
+        if (e - k >= 3 && spm_charpairs_is_marker(arena + k, 3)) {
+            if (prev >= 0) {
+                if (crossing < max) at[crossing] = k - a;
+                crossing++;
+            }
+            prev = -1;
+            k += 3;
+            continue;
+        }
+        len = spm_charpairs_len(lead);
+        if (len > e - k) len = (int)(e - k);
+        if (p != NULL && prev >= 0 && spm_charpairs_wanted(prev_len, len) &&
+            spm_charpairs_add(p, spm_charpairs_key(arena + prev, (size_t)(prev_len + len), 0)) != 0)
+            return -1;
+        prev = k;
+        prev_len = len;
+        k += len;
+    }
+    return crossing;
+}
+
+static inline spm_charpairs *spm_charpairs_new(void) {
+    spm_charpairs *p = (spm_charpairs *)malloc(sizeof(spm_charpairs));
+    if (p == NULL) return NULL;
+    p->keys = (uint64_t *)calloc(64, sizeof(uint64_t));
+    if (p->keys == NULL) {
+        free(p);
+        return NULL;
+    }
+    p->mask = 63;
+    p->count = 0;
+    return p;
+}
+
+static inline void spm_charpairs_free(spm_charpairs *p) {
+    if (p != NULL) {
+        free(p->keys);
+        free(p);
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
