@@ -10,8 +10,10 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
     v->arena = arena;
     v->offsets = offsets;
     v->first_duplicate = -1;
-    /* Load factor 2/3: short probe chains, in adjacent memory. */
-    uint64_t cap = (uint64_t)n + (uint64_t)n / 2 + 16;
+    /* Load factor 4/5: a probe reads the tag bytes (spm_vocab.h) until its
+     * tag or an empty one, so longer chains cost little, and the slots are
+     * most of the tokenizer's memory. */
+    uint64_t cap = (uint64_t)n + (uint64_t)n / 4 + 16;
     v->slots = (spm_vocab_slot *)malloc(sizeof(spm_vocab_slot) * cap);
     v->tags = (uint8_t *)calloc(cap, 1);
     if (!v->slots || !v->tags) {

@@ -7,7 +7,7 @@
  * build, and at what score?" -- asked for every adjacent pair, many times per
  * word, so it must cost one slot: a slot holds the piece's first 8 bytes, its
  * score and its id in 16 bytes, and a miss (most lookups) rarely reads
- * anything else.  1.5 slots per piece, not a power of two: memory is a target
+ * anything else.  1.25 slots per piece, not a power of two: memory is a target
  * (at most 3x the vocabulary file).
  */
 #ifndef SPM_VOCAB_H
