@@ -39,6 +39,15 @@ static inline uint64_t spm_head8(const char *s, size_t len, int padded) {
     return k;
 }
 
+/* Length of the UTF-8 character led by `lead`, by its high bits as
+ * llama.cpp's utf8_len does (a stray continuation byte counts 1); the text
+ * comes from a Python str or a checked vocabulary, so it is valid UTF-8. */
+static inline int spm_utf8_len(uint8_t lead) {
+    if (lead < 0xC0) return 1;
+    if (lead < 0xE0) return 2;
+    return lead < 0xF0 ? 3 : 4;
+}
+
 /* Whether a[0:n] == b[0:n], inline: chunks and pieces are short, and a
  * call to memcmp costs more than comparing them. */
 static inline int spm_bytes_equal(const char *a, const char *b, size_t n) {

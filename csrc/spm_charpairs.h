@@ -11,7 +11,7 @@
  * Only pairs with a character of 3 or more UTF-8 bytes, neither of them
  * U+2581, are kept (the boundaries before "▁" have their own rule; cutting
  * inside Latin words would not make chunks repeat more).  A key is the
- * pair's UTF-8 bytes (at most 8) in the low bytes of a uint64, zero padded:
+ * pair's UTF-8 bytes (at most 8) packed by spm_head8, zero padded:
  * UTF-8 is prefix-free and the pair has a character of 3+ bytes, so keys
  * are distinct and never 0, the empty slot.  Read-only after construction.
  */
@@ -35,18 +35,9 @@ typedef struct {
     size_t count;
 } spm_charpairs;
 
-/* Length of the UTF-8 character led by `lead` (1 for a stray byte). */
-static inline int spm_charpairs_len(uint8_t lead) {
-    if (lead < 0xE0) return lead < 0xC0 ? 1 : 2;
-    return lead < 0xF0 ? 3 : 4;
-}
-
 /* Whether the pair of characters of byte lengths a and b is one that is
  * kept (and looked up): either has 3 or more bytes. */
 static inline int spm_charpairs_wanted(int a, int b) { return a >= 3 || b >= 3; }
-
-/* The key of the n (<= 8) bytes at s; `padded`: see spm_head8. */
-static inline uint64_t spm_charpairs_key(const char *s, size_t n, int padded) { return spm_head8(s, n, padded); }
 
 static inline size_t spm_charpairs_slot(const spm_charpairs *p, uint64_t key) {
     return (size_t)(((key * 0x9E3779B97F4A7C15ULL) >> 17) & p->mask);
@@ -110,7 +101,7 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
         if (lead < 0x80) {
             /* (ASCII: a pair needs a character of 3+ bytes) */
             if (p != NULL && prev >= 0 && prev_len >= 3 &&
-                spm_charpairs_add(p, spm_charpairs_key(arena + prev, (size_t)(prev_len + 1), 0)) != 0)
+                spm_charpairs_add(p, spm_head8(arena + prev, (size_t)(prev_len + 1), 0)) != 0)
                 return -1;
             prev = k;
             prev_len = 1;
@@ -126,10 +117,10 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
             k += 3;
             continue;
         }
-        len = spm_charpairs_len(lead);
+        len = spm_utf8_len(lead);
         if (len > e - k) len = (int)(e - k);
         if (p != NULL && prev >= 0 && spm_charpairs_wanted(prev_len, len) &&
-            spm_charpairs_add(p, spm_charpairs_key(arena + prev, (size_t)(prev_len + len), 0)) != 0)
+            spm_charpairs_add(p, spm_head8(arena + prev, (size_t)(prev_len + len), 0)) != 0)
             return -1;
         prev = k;
         prev_len = len;

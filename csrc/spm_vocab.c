@@ -31,7 +31,7 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
     for (int32_t id = 0; id < n; id++) {
         const char *s = arena + offsets[id];
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
-        uint64_t head = spm_vocab_head(s, len, 0);
+        uint64_t head = spm_head8(s, len, 0);
         if (len >= 1 && len <= 8 && s[len - 1] == 0) v->nul_tails = 1;
         uint64_t h = spm_vocab_hash(head, s, len);
         uint32_t i = spm_vocab_home(h, v->cap);

@@ -50,11 +50,6 @@ typedef struct {
     uint32_t cap;
 } spm_vocab;
 
-/* The first min(len, 8) bytes of s, zero padded (spm_head8). */
-static inline uint64_t spm_vocab_head(const char *s, size_t len, int padded) {
-    return spm_head8(s, len, padded);
-}
-
 /* The hash of the piece (head, s, len). */
 static inline uint64_t spm_vocab_hash(uint64_t head, const char *s, size_t len) {
     uint64_t h = (head ^ ((uint64_t)len << 56)) * 0x9E3779B97F4A7C15ULL;
@@ -88,10 +83,10 @@ void spm_vocab_free(spm_vocab *v);
  * duplicate text's higher ids have no slot: the lowest id decides). */
 void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected);
 
-/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_vocab_head. */
+/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_head8. */
 static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
                                                       int padded) {
-    uint64_t head = spm_vocab_head(s, len, padded);
+    uint64_t head = spm_head8(s, len, padded);
     uint64_t h = spm_vocab_hash(head, s, len);
     uint8_t tag = spm_vocab_tag(h);
     uint32_t i = spm_vocab_home(h, v->cap);

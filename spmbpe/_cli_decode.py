@@ -9,7 +9,7 @@ import sys
 from typing import Any, Iterator, List, Tuple
 
 from ._cli_common import CliError, load_model, need_numpy
-from ._cli_write import AtomicFile, read_megatron_index, read_npy_header
+from ._cli_write import output_stream, read_megatron_index, read_npy_header
 
 __all__ = ["cmd_decode"]
 
@@ -20,10 +20,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     for path in paths:
         if path != "-" and not os.path.isfile(path):
             raise CliError(f"cannot read {path}: " + ("is a directory" if os.path.isdir(path) else "no such file"))
-    sink = AtomicFile(args.output) if args.output else None
-    out = sink.file if sink is not None else sys.stdout.buffer
     field = args.field
-    try:
+    with output_stream(args.output) as out:
         for path in paths:
             name = "<stdin>" if path == "-" else path
             fmt = args.input_format
@@ -46,13 +44,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
                     lines, size = [], 0
             if lines:
                 out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
-        if sink is not None:
-            sink.commit()
-        else:
-            out.flush()
-    finally:
-        if sink is not None:
-            sink.discard()
     return 0
 
 

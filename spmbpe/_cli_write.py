@@ -30,6 +30,7 @@ import json
 import os
 import signal
 import struct
+import sys
 from contextlib import contextmanager
 from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -152,6 +153,23 @@ class AtomicFile:
 
 
 _live: "set[AtomicFile]" = set()
+
+
+@contextmanager
+def output_stream(path: Optional[str]) -> Iterator[IO[bytes]]:
+    """Where a text command writes: standard output, or `path` through an
+    AtomicFile that is renamed into place only when the block completes
+    (removed otherwise: no half-written output)."""
+    if not path:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    sink = AtomicFile(path)
+    try:
+        yield sink.file
+        sink.commit()
+    finally:
+        sink.discard()
 
 
 def discard_all() -> None:

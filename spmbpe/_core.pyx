@@ -30,13 +30,11 @@ from spmbpe._csrc cimport (
     spm_cache_slot,
     spm_charpairs_free,
     spm_charpairs_has,
-    spm_charpairs_key,
-    spm_charpairs_len,
     spm_charpairs_new,
-    spm_charpairs_wanted,
     spm_piece_scan,
     spm_hash_bytes,
     spm_head8,
+    spm_utf8_len as utf8_len,
     SPM_PAIRS_EMPTY,
     spm_pair_slot,
     spm_pairs_find,
@@ -203,19 +201,6 @@ cdef inline int ws_reserve(Workspace *w, size_t text_bytes) noexcept nogil:
         w.symbols = symbols
         w.symbols_cap = text_bytes
     return OK
-
-
-cdef inline int32_t utf8_len(uint8_t lead) noexcept nogil:
-    # By the high nibble of the lead byte, as llama.cpp's utf8_len does; the
-    # input comes from a Python str, so it is valid UTF-8.
-    cdef uint8_t high = lead >> 4
-    if high < 0xC:
-        return 1
-    if high < 0xE:
-        return 2
-    if high == 0xE:
-        return 3
-    return 4
 
 
 cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t start,
@@ -802,7 +787,7 @@ cdef class SpmCore:
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
         cdef const int32_t *offsets = self.table.offsets
         cdef Py_ssize_t i
-        cdef int64_t k, crossing, total = 0
+        cdef int64_t k, crossing, total
         cdef int64_t at[65]
         cdef list found = []
         cdef spm_charpairs *pairs = NULL
@@ -824,8 +809,7 @@ cdef class SpmCore:
             if crossing < 0:
                 spm_charpairs_free(pairs)
                 raise MemoryError("cannot allocate the character pairs")
-            total += crossing
-            if total > 64:
+            if len(found) + crossing > 64:
                 spm_charpairs_free(pairs)
                 return
             for k in range(crossing):
@@ -1336,22 +1320,15 @@ cdef class SpmCore:
                 prev_marker = True
                 prev = -1
                 i += 3
-            elif not cut_chars or <uint8_t>text[i] < 0x80:
-                if prev >= 0 and prev_len >= 3 and self.cut_between(text + prev, prev_len, 1):
-                    w.bounds[nb] = i
-                    nb += 1
-                prev_marker = False
-                prev = i
-                prev_len = 1
-                i += 1
             else:
-                length = spm_charpairs_len(<uint8_t>text[i])
-                if length > m - i:
-                    length = m - i
-                if prev >= 0 and spm_charpairs_wanted(prev_len, length) and \
-                        self.cut_between(text + prev, prev_len, length):
-                    w.bounds[nb] = i
-                    nb += 1
+                # (Without cut_chars, byte by byte: only markers matter.)
+                length = 1
+                if cut_chars:
+                    if <uint8_t>text[i] >= 0x80:
+                        length = min(utf8_len(<uint8_t>text[i]), m - i)
+                    if prev >= 0 and (prev_len >= 3 or length >= 3) and self.cut_between(text + prev, prev_len, length):
+                        w.bounds[nb] = i
+                        nb += 1
                 prev_marker = False
                 prev = i
                 prev_len = length
@@ -1362,7 +1339,7 @@ cdef class SpmCore:
     cdef inline bint cut_between(self, const char *pair, int32_t left, int32_t right) noexcept nogil:
         """No buildable piece holds the characters pair[0:left] and
         pair[left:left+right] side by side."""
-        return not spm_charpairs_has(self.char_pairs, spm_charpairs_key(pair, <size_t>(left + right), 1))
+        return not spm_charpairs_has(self.char_pairs, spm_head8(pair, <size_t>(left + right), 1))
 
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil:
         """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
@@ -1372,7 +1349,7 @@ cdef class SpmCore:
         cdef const spm_cache_slot *hit
         cdef uint64_t h = 0
         cdef size_t mark
-        cdef bint use_cache, prev_unknown
+        cdef bint use_cache, single, prev_unknown
         cdef const int32_t *cached
         cdef int32_t k
         cdef int rc
@@ -1392,10 +1369,10 @@ cdef class SpmCore:
         begin = 0
         for b in range(nb):
             end = w.bounds[b]
-            # (One character merges faster than a cache lookup: chunks cut
-            # between CJK characters are mostly single.)
-            use_cache = w.cache_ready and end - begin <= 256 and \
-                utf8_len(<uint8_t>text[begin]) < end - begin
+            # One character is looked up faster than the cache is: chunks cut
+            # between CJK characters are mostly single.
+            single = utf8_len(<uint8_t>text[begin]) >= end - begin
+            use_cache = w.cache_ready and end - begin <= 256 and not single
             if use_cache:
                 h = spm_hash_bytes(text + begin, <size_t>(end - begin))
                 hit = spm_cache_get(&w.cache, text + begin, <size_t>(end - begin), h)
@@ -1417,7 +1394,7 @@ cdef class SpmCore:
             mark = w.ids_len
             if self.pairs != NULL:
                 rc = self.merge_pairs(w, begin, end)
-            elif not use_cache and utf8_len(<uint8_t>text[begin]) >= end - begin:
+            elif single:
                 prev_unknown = False
                 rc = self.emit_piece(w, begin, end - begin, &prev_unknown)
             else:
@@ -1756,24 +1733,21 @@ cdef class SpmCore:
         cdef int32_t token_id
         cdef int32_t j, left_n
         cdef int rc
-        cdef uint64_t key
-        cdef uint64_t *entry
+        cdef uint64_t key = 0
+        cdef uint64_t *entry = NULL
         if n <= 4 and n == utf8_len(<uint8_t>w.text[start]) and w.text[start] != 0:
             # One character (its key is never 0, the empty entry): memoized.
             if w.char_ids == NULL:
                 w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
-            key = spm_head8(w.text + start, <size_t>n, 1)
             if w.char_ids != NULL:
+                key = spm_head8(w.text + start, <size_t>n, 1)
                 entry = &w.char_ids[((key * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
-                if (entry[0] >> 32) == key:
-                    token_id = <int32_t>(<uint32_t>entry[0])
-                else:
-                    token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
-                    entry[0] = (key << 32) | <uint32_t>token_id
-            else:
-                token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+        if entry != NULL and (entry[0] >> 32) == key:
+            token_id = <int32_t>(<uint32_t>entry[0])
         else:
             token_id = spm_vocab_find(self.vocab, w.text + start, <size_t>n)
+            if entry != NULL:
+                entry[0] = (key << 32) | <uint32_t>token_id
         if token_id >= 0:
             if w.split_left != NULL and (self.flags[token_id] & FLAG_RESPLIT):
                 left_n = w.split_left[token_id]

@@ -5,6 +5,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_head8(const char *s, size_t length, int padded)
+    int spm_utf8_len(unsigned char lead)
 
 
 cdef extern from "spm_vocab.h" nogil:
@@ -85,9 +86,6 @@ cdef extern from "spm_charpairs.h" nogil:
     ctypedef struct spm_charpairs:
         size_t count
 
-    int spm_charpairs_len(unsigned char lead)
-    int spm_charpairs_wanted(int a, int b)
-    uint64_t spm_charpairs_key(const char *s, size_t n, int padded)
     int spm_charpairs_has(const spm_charpairs *p, uint64_t key)
     spm_charpairs *spm_charpairs_new()
     int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t a, int64_t e,

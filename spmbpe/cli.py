@@ -33,7 +33,7 @@ from ._cli_common import CliError, load_model, need_numpy, optional_numpy
 from ._cli_read import Batch, DocumentReader, input_size
 from ._cli_write import (
     ArrayOutput,
-    AtomicFile,
+    output_stream,
     Interrupted,
     on_signal,
     discard_all,
@@ -467,19 +467,10 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
     progress = _progress(args, args.inputs)
     formatter = _TextFormatter(fmt, tok.vocab_size, np)
-    sink = AtomicFile(args.output) if args.output else None
-    out = sink.file if sink is not None else sys.stdout.buffer
-    try:
+    with output_stream(args.output) as out:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             out.write(formatter(ids, offsets))
             progress.update(_n_docs(ids, offsets), batch.nbytes, _n_tokens(ids, offsets))
-        if sink is not None:
-            sink.commit()
-        else:
-            out.flush()
-    finally:
-        if sink is not None:
-            sink.discard()
     progress.finish()
     _report_skipped(reader)
     return 0

@@ -1089,9 +1089,10 @@ def _piece_bytes(piece: object, index: int) -> bytes:
     raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
 
 
-# TokenType values 1..6 map to themselves; anything else is invalid.
 # encode_batch: the least characters worth a thread's call (smaller batches
 # are not split further; the GIL handoff costs more).
+_MIN_SHARE = 1 << 14
+
 # encode_batch's thread pools, one per thread count asked for, shared by
 # every tokenizer: a pool per tokenizer started new threads for each freshly
 # loaded one (about a millisecond), and several tokenizers' batches may run
@@ -1114,8 +1115,7 @@ def _executor(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-_MIN_SHARE = 1 << 14
-
+# TokenType values 1..6 map to themselves; anything else is invalid.
 _VALID_TYPES = bytes(range(1, 7))
 # 1 for the types `skip_special` leaves out of decoding (CONTROL, UNKNOWN).
 _SPECIAL_TYPES = bytes(1 if t in (TokenType.CONTROL, TokenType.UNKNOWN) else 0 for t in range(256))

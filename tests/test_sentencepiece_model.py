@@ -68,6 +68,20 @@ def test_every_corpus_line_equals_sentencepiece(pair, path):
     assert bad[:3] == [] and len(bad) == 0
 
 
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_every_corpus_document_equals_sentencepiece(pair, path):
+    # Whole documents: chunks cut at newlines, before "▁" and between CJK
+    # characters, on a fresh tokenizer and again from its cache, and split
+    # for two threads.
+    name, tok, sp = pair
+    doc = path.read_text(encoding="utf-8")
+    expected = sp.encode(doc)
+    fresh = spmbpe.load(DATA / f"{name}.model")
+    assert fresh.encode_ordinary(doc) == expected
+    assert fresh.encode_ordinary(doc) == expected
+    assert fresh.encode_batch([doc], special="none", num_threads=2) == [expected]
+
+
 def test_control_pieces_in_text_are_plain_text(pair):
     # sentencepiece never matches control pieces in the text, so special=
     # makes no difference for a bare model.

@@ -48,6 +48,14 @@ def test_every_corpus_line_equals_tokenizers(pair, path):
     assert bad[:3] == [] and len(bad) == 0
 
 
+@pytest.mark.parametrize("name", ["multi_ja.txt", "multi_zh_CN.txt", "multi_ko.txt"])
+def test_cjk_documents_equal_tokenizers(name):
+    # Whole documents through the merge rules, cut between CJK characters.
+    tok, ref = spmbpe.load(JSON), Tokenizer.from_file(str(JSON))
+    doc = (DATA / "corpus" / name).read_text(encoding="utf-8")
+    assert tok.encode(doc) == _ref(ref, doc)
+
+
 def test_merge_order_is_the_merges_list_not_piece_scores(pair):
     # On runs of spaces the converted tokenizer.json and the sentencepiece
     # model it came from disagree; each file gets its own library's ids.
