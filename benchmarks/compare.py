@@ -44,7 +44,9 @@ site-packages to sys.path, e.g. for a locally built llama-cpp-python.
 
 At the end: spmbpe (.model) / max(sentencepiece, splintr-rs) per file in the
 single-thread modes, against the project's targets, and the batch scaling of
-spmbpe (.model) with --threads threads over its own one-thread encode_batch.
+spmbpe (.model) with --threads threads over its own one-thread encode_batch
+(the two timed in turn, each best of --repeat, so that both meet the same
+machine).
 """
 
 from __future__ import annotations
@@ -243,13 +245,20 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
 
 
 def best_seconds(col: Column, mode: str, data, repeat: int, run: Optional[Callable] = None) -> float:
-    run = run or col.run[mode]
-    best = float("inf")
+    return best_seconds_of(col, data, repeat, [run or col.run[mode]])[0]
+
+
+def best_seconds_of(col: Column, data, repeat: int, runs: Sequence[Callable]) -> List[float]:
+    """The best time of each of `runs`, taken in turn `repeat` times, so
+    that a ratio between them (batch scaling) compares runs made under the
+    same conditions."""
+    best = [float("inf")] * len(runs)
     for _ in range(repeat):
-        tok = col.make()  # fresh: nothing survives from the previous run
-        seconds, out = timed(lambda: run(tok, data))
-        del out, tok
-        best = min(best, seconds)
+        for k, run in enumerate(runs):
+            tok = col.make()  # fresh: nothing survives from the previous run
+            seconds, out = timed(lambda: run(tok, data))
+            del out, tok
+            best[k] = min(best[k], seconds)
     return best
 
 
@@ -367,15 +376,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                         mark = "differs" if not result.unexpected else "MISMATCH"
                         cells.append(f"{mark}[{len(footnotes)}]")
                         continue
-                seconds = best_seconds(col, mode, data, args.repeat)
+                if mode == "batch" and col is model_col:
+                    # Scaling: one thread against `threads`, interleaved.
+                    seconds, one = best_seconds_of(
+                        col, data, args.repeat,
+                        [run, lambda t, xs: t.encode_batch(xs, special="none", num_threads=1)])
+                    scaling[path.name] = (size / 1e6 / one, size / 1e6 / seconds)
+                else:
+                    seconds = best_seconds(col, mode, data, args.repeat)
                 rate = size / 1e6 / seconds
                 rates[(path.name, mode, col.key)] = rate
                 cells.append(fmt_rate(rate))
-            if mode == "batch":
-                one = best_seconds(
-                    model_col, mode, data, args.repeat,
-                    run=lambda t, xs: t.encode_batch(xs, special="none", num_threads=1))
-                scaling[path.name] = (size / 1e6 / one, rates.get((path.name, mode, "spmbpe.model"), 0.0))
             mode_title = MODE_TITLES[mode] + (f" ({threads}t)" if mode == "batch" else "")
             table.row(path.name, mode_title, cells)
 

@@ -1,17 +1,30 @@
-/* spm_cache: chunk text -> ids, for one encoding thread.
+/* spm_cache: chunk text -> ids, one table shared by every thread encoding
+ * with a tokenizer.
  *
  * When no piece can span the boundary before a "▁" that follows other text,
  * the merge of each chunk between such boundaries does not depend on its
  * neighbours, so a chunk seen before (a word, mostly) can reuse its ids.
+ * One table for all threads means a word is merged once, not once per
+ * thread: with a cache per thread, two threads on a fresh tokenizer each
+ * merged most of the same common words, which cost a third of the gain of
+ * the second thread.
  *
- * Layout, for the hit path (most chunks of real text): a slot of 16 bytes
- * (hash tag, lengths, offset) and one entry in the data arena holding the
- * key's bytes then its ids, so a hit reads two places.  The table starts
- * small and doubles as it fills, so the slots of common words stay close
- * together in the CPU cache and a short text costs little memory.  Bounded:
- * at SPM_CACHE_MAX_SLOTS slots, or when the arena is full, everything is
- * dropped and filling starts again.  Not shared between threads (each
- * workspace has one).
+ * Insert-only and lock-free while threads encode:
+ *  - An entry (hash, lengths, key bytes, ids) is written into the data arena
+ *    at an offset taken with an atomic add, then published by a
+ *    compare-and-swap of one 64-bit slot word: the hash's upper 32 bits (a
+ *    tag that rejects most other keys without reading the entry) and the
+ *    entry's offset.  A reader that loads the word (acquire) sees the whole
+ *    entry.  Two threads inserting the same key find each other's entry.
+ *  - The table doubles when half full: the thread that takes the growth
+ *    lock copies the slots into a new table and publishes it.  Threads still
+ *    reading the old table keep a valid table (it is retired, not freed);
+ *    an insert that lands in it is merely lost, which costs a merge later.
+ *  - Bounded: when the table is at SPM_CACHE_MAX_SLOTS or the arena is
+ *    full, inserts stop.  The owner calls spm_cache_quiesce when no thread
+ *    uses the cache (the tokenizer counts its calls in flight, under the
+ *    GIL): retired tables are freed, and a full cache is emptied so that
+ *    filling starts again.
  */
 #ifndef SPM_CACHE_H
 #define SPM_CACHE_H
@@ -21,26 +34,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spm_atomic.h"
 #include "spm_bytes.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* One cached chunk, in the data arena: this header, the key's bytes padded
+ * to 4, then the ids. */
 typedef struct {
-    uint32_t tag;      /* upper hash bits */
-    uint32_t off;      /* entry in data: key bytes, padding to 4, ids */
-    uint16_t key_len;  /* 0: empty slot (chunks are never empty) */
-    uint16_t ids_len;
     uint32_t hash_lo;  /* lower hash bits, for rehashing when the table grows */
-} spm_cache_slot;
+    uint16_t key_len;
+    uint16_t ids_len;
+} spm_cache_entry;
+
+/* The counters inserts write sit on cache lines of their own, away from
+ * what every lookup reads: with them together, each insert by one thread
+ * evicted that line from the other core. */
+#define SPM_CACHE_LINE 64
+
+typedef struct spm_cache_table {
+    struct spm_cache_table *retired;  /* the next older replaced table */
+    uint32_t mask;                    /* slots - 1 (a power of two) */
+    char pad_[SPM_CACHE_LINE - sizeof(void *) - sizeof(uint32_t)];
+    uint32_t used;                    /* atomic */
+    char pad_used_[SPM_CACHE_LINE - sizeof(uint32_t)];
+    uint64_t slots[];                 /* 0: empty; else tag << 32 | (offset / 4 + 1) */
+} spm_cache_table;
 
 typedef struct {
-    spm_cache_slot *slots;
-    uint32_t mask;     /* slots - 1 (a power of two) */
-    uint32_t used;
-    char *data;
-    size_t data_len, data_cap;
+    spm_cache_table *table;    /* atomic: where lookups and inserts go */
+    char *data;                /* the entries, 4-aligned */
+    size_t data_cap;
+    uint32_t max_slots;
+    uint32_t full;             /* atomic flag: an insert found no room */
+    char pad_[SPM_CACHE_LINE - 2 * sizeof(void *) - sizeof(size_t) - 2 * sizeof(uint32_t)];
+    size_t data_len;           /* atomic; runs past data_cap once the arena is full */
+    uint32_t growing;          /* try-lock of the growth */
+    spm_cache_table *retired;  /* tables replaced by growth, freed at quiescence */
 } spm_cache;
 
 /* The hash of a chunk (its key). */
@@ -70,106 +102,177 @@ static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
 
 #define SPM_CACHE_MIN_SLOTS (1u << 10)
 #define SPM_CACHE_MAX_SLOTS (1u << 17)
-#define SPM_CACHE_MIN_DATA (1u << 14)
 #define SPM_CACHE_MAX_DATA (1u << 22)
 #define SPM_CACHE_MAX_KEY 256
 
-static inline const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s) {
-    return (const int32_t *)(c->data + s->off + ((s->key_len + 3u) & ~3u));
+static inline const char *spm_cache_key(const spm_cache_entry *e) {
+    return (const char *)(e + 1);
 }
 
-static inline void spm_cache_clear(spm_cache *c) {
-    memset(c->slots, 0, sizeof(spm_cache_slot) * ((size_t)c->mask + 1));
-    c->used = 0;
-    c->data_len = 0;
+static inline const int32_t *spm_cache_ids(const spm_cache_entry *e) {
+    return (const int32_t *)(spm_cache_key(e) + ((e->key_len + 3u) & ~3u));
 }
 
-/* 0 on success, -1 when out of memory. */
-static inline int spm_cache_init(spm_cache *c) {
-    c->slots = (spm_cache_slot *)calloc(SPM_CACHE_MIN_SLOTS, sizeof(spm_cache_slot));
-    c->data = (char *)malloc(SPM_CACHE_MIN_DATA);
-    if (!c->slots || !c->data) {
-        free(c->slots);
+static inline const spm_cache_entry *spm_cache_entry_at(const spm_cache *c, uint64_t word) {
+    return (const spm_cache_entry *)(c->data + ((size_t)(uint32_t)word - 1) * 4);
+}
+
+static inline spm_cache_table *spm_cache_table_new(uint32_t slots) {
+    spm_cache_table *t = (spm_cache_table *)calloc(1, sizeof(spm_cache_table) + (size_t)slots * sizeof(uint64_t));
+    if (t) t->mask = slots - 1;
+    return t;
+}
+
+static inline void spm_cache_free_retired(spm_cache *c) {
+    while (c->retired) {
+        spm_cache_table *next = c->retired->retired;
+        free(c->retired);
+        c->retired = next;
+    }
+}
+
+/* 0 on success, -1 when out of memory.  `max_slots` (a power of two, at
+ * least SPM_CACHE_MIN_SLOTS) and `data_cap` bound the cache. */
+static inline int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap) {
+    c->table = spm_cache_table_new(SPM_CACHE_MIN_SLOTS);
+    /* (Pages of the arena become resident only as entries fill them.) */
+    c->data = (char *)malloc(data_cap);
+    if (!c->table || !c->data) {
+        free(c->table);
         free(c->data);
-        c->slots = NULL;
+        c->table = NULL;
         c->data = NULL;
         return -1;
     }
-    c->mask = SPM_CACHE_MIN_SLOTS - 1;
-    c->used = 0;
+    c->retired = NULL;
     c->data_len = 0;
-    c->data_cap = SPM_CACHE_MIN_DATA;
+    c->data_cap = data_cap;
+    c->max_slots = max_slots;
+    c->full = 0;
+    c->growing = 0;
     return 0;
 }
 
 static inline void spm_cache_free(spm_cache *c) {
-    free(c->slots);
+    spm_cache_free_retired(c);
+    free(c->table);
     free(c->data);
-    c->slots = NULL;
+    c->table = NULL;
     c->data = NULL;
 }
 
-/* The slot holding key[0:len] (hash h), or NULL. */
-static inline const spm_cache_slot *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
+/* Empties the cache.  Only when no other thread uses it. */
+static inline void spm_cache_clear(spm_cache *c) {
+    spm_cache_free_retired(c);
+    memset(c->table->slots, 0, sizeof(uint64_t) * ((size_t)c->table->mask + 1));
+    c->table->used = 0;
+    c->data_len = 0;
+    c->full = 0;
+}
+
+/* Called when no other thread uses the cache: frees the retired tables and
+ * empties a full cache. */
+static inline void spm_cache_quiesce(spm_cache *c) {
+    if (c->full) {
+        spm_cache_clear(c);
+    } else {
+        spm_cache_free_retired(c);
+    }
+}
+
+/* The entry of key[0:len] (hash h), or NULL. */
+static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
+    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
     uint32_t tag = (uint32_t)(h >> 32);
-    uint32_t i = (uint32_t)h & c->mask;
-    for (;;) {
-        const spm_cache_slot *s = &c->slots[i];
-        if (s->key_len == 0) return NULL;
-        if (s->tag == tag && s->key_len == len && spm_bytes_equal(c->data + s->off, key, len)) return s;
-        i = (i + 1) & c->mask;
-    }
-}
-
-/* Doubles the table (rehashing); 0 on success, -1 when out of memory. */
-static inline int spm_cache_grow(spm_cache *c) {
-    uint32_t cap = (c->mask + 1) * 2;
-    spm_cache_slot *slots = (spm_cache_slot *)calloc(cap, sizeof(spm_cache_slot));
-    if (!slots) return -1;
-    for (uint32_t k = 0; k <= c->mask; k++) {
-        spm_cache_slot *s = &c->slots[k];
-        if (s->key_len == 0) continue;
-        uint32_t i = s->hash_lo & (cap - 1);
-        while (slots[i].key_len) i = (i + 1) & (cap - 1);
-        slots[i] = *s;
-    }
-    free(c->slots);
-    c->slots = slots;
-    c->mask = cap - 1;
-    return 0;
-}
-
-/* Stores key -> ids[0:n] (the key must not be present).  Out of memory only
- * means the entry is not kept. */
-static inline void spm_cache_put(spm_cache *c, const char *key, size_t len, uint64_t h, const int32_t *ids, size_t n) {
-    if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY) return;
-    size_t entry = ((len + 3u) & ~(size_t)3u) + n * sizeof(int32_t);
-    if ((c->used + 1) * 2 > c->mask + 1) {
-        if (c->mask + 1 >= SPM_CACHE_MAX_SLOTS || spm_cache_grow(c) != 0) spm_cache_clear(c);
-    }
-    if (c->data_len + entry > c->data_cap) {
-        size_t cap = c->data_cap * 2;
-        while (cap < c->data_len + entry) cap *= 2;
-        char *data = cap <= SPM_CACHE_MAX_DATA ? (char *)realloc(c->data, cap) : NULL;
-        if (data) {
-            c->data = data;
-            c->data_cap = cap;
-        } else {
-            spm_cache_clear(c);
+    uint32_t i = (uint32_t)h & t->mask;
+    for (uint32_t probes = 0; probes <= t->mask; probes++) {
+        uint64_t word = spm_load_acquire_u64(&t->slots[i]);
+        if (word == 0) return NULL;
+        if ((uint32_t)(word >> 32) == tag) {
+            const spm_cache_entry *e = spm_cache_entry_at(c, word);
+            if (e->key_len == len && spm_bytes_equal(spm_cache_key(e), key, len)) return e;
         }
+        i = (i + 1) & t->mask;
     }
-    uint32_t i = (uint32_t)h & c->mask;
-    while (c->slots[i].key_len) i = (i + 1) & c->mask;
-    spm_cache_slot *s = &c->slots[i];
-    s->tag = (uint32_t)(h >> 32);
-    s->hash_lo = (uint32_t)h;
-    s->off = (uint32_t)c->data_len;
-    s->key_len = (uint16_t)len;
-    s->ids_len = (uint16_t)n;
-    memcpy(c->data + c->data_len, key, len);
-    memcpy(c->data + c->data_len + ((len + 3u) & ~(size_t)3u), ids, n * sizeof(int32_t));
-    c->data_len += entry;
-    c->used++;
+    return NULL;
+}
+
+/* The table to insert into after `t` got half full: a doubled one (grown
+ * here or by another thread), or NULL to skip this insert (another thread
+ * is growing it, or it is at its largest, which marks the cache full). */
+static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) {
+    if (t->mask + 1 >= c->max_slots) {
+        spm_store_u32(&c->full, 1);
+        return NULL;
+    }
+    if (!spm_try_lock(&c->growing)) return NULL;
+    spm_cache_table *now = (spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+    if (now != t) {
+        spm_unlock(&c->growing);
+        return now;
+    }
+    spm_cache_table *grown = spm_cache_table_new((t->mask + 1) * 2);
+    if (!grown) {
+        spm_unlock(&c->growing);
+        return NULL;
+    }
+    uint32_t used = 0;
+    for (uint32_t k = 0; k <= t->mask; k++) {
+        uint64_t word = spm_load_acquire_u64(&t->slots[k]);
+        if (word == 0) continue;
+        uint32_t i = spm_cache_entry_at(c, word)->hash_lo & grown->mask;
+        while (grown->slots[i]) i = (i + 1) & grown->mask;
+        grown->slots[i] = word;
+        used++;
+    }
+    grown->used = used;
+    t->retired = c->retired;
+    c->retired = t;
+    spm_store_release_ptr((void **)&c->table, grown);
+    spm_unlock(&c->growing);
+    return grown;
+}
+
+/* Stores key -> ids[0:n] unless the key is present.  Not storing (no room,
+ * a race) only means the chunk is merged again next time. */
+static inline void spm_cache_put(spm_cache *c, const char *key, size_t len, uint64_t h, const int32_t *ids, size_t n) {
+    if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY || spm_load_u32(&c->full)) return;
+    spm_cache_table *t = (spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+    if (spm_load_u32(&t->used) * 2 >= t->mask + 1) {
+        t = spm_cache_grow(c, t);
+        if (!t) return;
+    }
+    size_t padded = (len + 3u) & ~(size_t)3u;
+    size_t size = sizeof(spm_cache_entry) + padded + n * sizeof(int32_t);
+    size_t off = spm_fetch_add_size(&c->data_len, size);
+    if (off + size > c->data_cap) {
+        spm_store_u32(&c->full, 1);
+        return;
+    }
+    spm_cache_entry *e = (spm_cache_entry *)(c->data + off);
+    e->hash_lo = (uint32_t)h;
+    e->key_len = (uint16_t)len;
+    e->ids_len = (uint16_t)n;
+    memcpy((char *)(e + 1), key, len);
+    memcpy((char *)(e + 1) + padded, ids, n * sizeof(int32_t));
+    uint32_t tag = (uint32_t)(h >> 32);
+    uint64_t word = ((uint64_t)tag << 32) | (uint64_t)(off / 4 + 1);
+    uint32_t i = (uint32_t)h & t->mask;
+    for (uint32_t probes = 0; probes <= t->mask; probes++) {
+        uint64_t seen = spm_load_acquire_u64(&t->slots[i]);
+        if (seen == 0) {
+            if (spm_cas_u64(&t->slots[i], &seen, word)) {
+                spm_fetch_add_u32(&t->used, 1);
+                return;
+            }
+            /* (Another thread took this slot: `seen` is its word.) */
+        }
+        if ((uint32_t)(seen >> 32) == tag) {
+            const spm_cache_entry *other = spm_cache_entry_at(c, seen);
+            if (other->key_len == len && spm_bytes_equal(spm_cache_key(other), key, len)) return;
+        }
+        i = (i + 1) & t->mask;
+    }
 }
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 # C-level layout of the compiled core: the vocabulary table, the merge
 # workspace and the merger.
 from cpython.ref cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from spmbpe._csrc cimport spm_cache, spm_charpairs, spm_heap, spm_pairs, spm_vocab
 
@@ -32,6 +32,7 @@ ctypedef struct Symbol:
 # Scratch memory for one encoding thread: reused across segments so the merge
 # loop allocates only when a segment is larger than any seen before.
 ctypedef struct Workspace:
+    char pad_head[64]     # (no cache line shared with another thread's workspace)
     char *text            # the escaped segment ("▁" for spaces, dummy prefix)
     size_t text_cap
     Symbol *symbols
@@ -45,8 +46,6 @@ ctypedef struct Workspace:
     bint want_spans
     int32_t *bounds       # chunk boundaries of the current segment
     size_t bounds_cap
-    spm_cache cache       # chunk -> ids (when the core is chunked)
-    bint cache_ready
     int64_t bad_start     # where an unencodable character sits in `text`
     int64_t bad_len
     # Resplitting (sentencepiece's rev_merge): for a FLAG_RESPLIT piece id,
@@ -66,6 +65,7 @@ ctypedef struct Workspace:
     # allocated on first use.  Text without spaces is mostly one-character
     # chunks, each a lookup in a table too large for the nearest caches.
     uint64_t *char_ids
+    char pad_tail[64]
 
 
 # One part of a batch, gathered with the GIL and merged without it.
@@ -114,6 +114,12 @@ cdef class SpmCore:
     cdef readonly bint cut_chars      # char_pairs is used (chunked, and no unknown run is fused)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
+    cdef int active                   # workspaces acquired and not yet released (GIL held)
+    cdef spm_cache cache              # chunk -> ids, shared by all threads (when chunked)
+    cdef bint cache_ready
+    cdef bint clear_pending           # clear_cache() was called while workspaces were active
+    cdef uint32_t cache_slots         # the cache's bounds (limit_cache, for tests)
+    cdef size_t cache_bytes
     cdef const uint8_t[::1] types     # TokenType of each id (decoding)
     cdef PyObject **id_objects        # each id's int, made on first use (id_list)
     cdef Py_ssize_t max_segment       # longest segment taken, in UTF-8 bytes (MAX_SEGMENT_BYTES)
@@ -141,9 +147,40 @@ cdef class SpmCore:
                         bint *prev_unknown) noexcept nogil
     cdef int remember_split(self, Workspace *w, int32_t token_id, int32_t left_n) noexcept nogil
     cdef _encode_parts(self, list parts, Workspace *w)
+    cdef int gather(self, list batch, BatchPart *items, int32_t *counts, bint prefix) except -1
     cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
                           Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed,
                           const uint64_t *seeds) noexcept nogil
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)
     cdef list id_list(self, const int32_t *ids, size_t n)
+
+
+# One encode_batch call shared by threads (SpmCore.encode_parts_batch's work,
+# cut into units that the threads take in turn).
+cdef class BatchJob:
+    cdef SpmCore core
+    cdef list batch                   # the texts: keeps the gathered UTF-8 alive
+    cdef object seeds                 # keeps seed_ptr alive
+    cdef const uint64_t *seed_ptr     # one generator seed per text (sampling), or NULL
+    cdef double alpha
+    cdef BatchPart *items
+    cdef int32_t *counts              # parts of each text
+    cdef Py_ssize_t *first_item       # text t's first part in items
+    cdef Py_ssize_t *unit_end         # unit u holds texts [unit_end[u - 1], unit_end[u])
+    cdef size_t *ends                 # end of text t's ids in its unit's ids
+    cdef int32_t **unit_ids           # each finished unit's ids (owned)
+    cdef uint32_t *unit_done          # atomic flags: unit_ids[u] is complete
+    cdef Py_ssize_t n_texts
+    cdef Py_ssize_t n_units
+    cdef uint32_t next_unit           # atomic: the next unit to take
+    cdef uint32_t running             # atomic: workers merging
+    cdef uint32_t failed              # atomic flag: a text failed (redone serially for its error)
+    cdef bint closed                  # no worker may join any more
+    cdef Workspace *workers[64]
+    cdef int n_workers
+
+    cdef Workspace *join(self) except? NULL
+    cdef bint run_unit(self, Workspace *w) noexcept nogil
+    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1
+    cdef tuple flat_ids(self)

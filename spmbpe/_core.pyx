@@ -11,7 +11,7 @@ goes, BOS/EOS) is the Python layer's; this module knows nothing of it.
 
 from array import array
 
-from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
@@ -21,13 +21,24 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 
 from spmbpe._csrc cimport (
     spm_bigram,
+    spm_fetch_add_u32,
+    spm_load_acquire_u32,
+    spm_load_u32,
+    spm_store_release_u32,
+    spm_store_u32,
+    spm_sub_release_u32,
+    spm_yield,
     spm_cache_clear,
+    spm_cache_entry,
     spm_cache_free,
     spm_cache_get,
     spm_cache_ids,
     spm_cache_init,
     spm_cache_put,
-    spm_cache_slot,
+    spm_cache_quiesce,
+    spm_cache_table,
+    SPM_CACHE_MAX_DATA,
+    SPM_CACHE_MAX_SLOTS,
     spm_charpairs_free,
     spm_charpairs_has,
     spm_charpairs_new,
@@ -118,7 +129,6 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.want_spans = False
     w.bounds = NULL
     w.bounds_cap = 0
-    w.cache_ready = False
     w.alpha = 0.0
     w.rng = 0
     w.memo = NULL
@@ -153,8 +163,6 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.bounds)
     free(w.memo)
     free(w.char_ids)
-    if w.cache_ready:
-        spm_cache_free(&w.cache)
     ws_init(w)
 
 
@@ -562,6 +570,11 @@ cdef class SpmCore:
         self.n_violations = 0
         self.pool = NULL
         self.pool_len = 0
+        self.active = 0
+        self.cache_ready = False
+        self.clear_pending = False
+        self.cache_slots = SPM_CACHE_MAX_SLOTS
+        self.cache_bytes = SPM_CACHE_MAX_DATA
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
@@ -692,11 +705,25 @@ cdef class SpmCore:
                 free(self.pool[self.pool_len])
             free(self.pool)
             self.pool = NULL
+        if self.cache_ready:
+            spm_cache_free(&self.cache)
+            self.cache_ready = False
 
     cdef Workspace *acquire(self) except NULL:
-        """An idle workspace (its cache kept from earlier calls), or a new
-        one.  Called with the GIL held, which makes the pool thread-safe."""
+        """An idle workspace, or a new one.  Called with the GIL held, which
+        makes the pool and the count of active workspaces thread-safe: when
+        none is active, no thread reads the shared cache, so this is where
+        it frees what growing retired, and empties itself when full."""
         cdef Workspace *w
+        if self.active == 0 and self.chunked:
+            if not self.cache_ready:
+                # (Without memory for it, chunks are merged every time.)
+                self.cache_ready = spm_cache_init(&self.cache, self.cache_slots, self.cache_bytes) == 0
+            elif self.clear_pending:
+                spm_cache_clear(&self.cache)
+            else:
+                spm_cache_quiesce(&self.cache)
+            self.clear_pending = False
         if self.pool_len:
             self.pool_len -= 1
             w = self.pool[self.pool_len]
@@ -708,12 +735,14 @@ cdef class SpmCore:
         w.ids_len = 0
         w.want_spans = False
         w.alpha = 0.0
+        self.active += 1
         return w
 
     cdef void release(self, Workspace *w):
         """Back to the pool.  Buffers grown for one very large text are freed
         first (a pooled workspace would otherwise keep ~50 bytes per byte of
-        that text for the tokenizer's lifetime); the cache is kept."""
+        that text for the tokenizer's lifetime)."""
+        self.active -= 1
         if w.text_cap > _KEEP_TEXT_BYTES:
             free(w.text)
             free(w.symbols)
@@ -764,11 +793,33 @@ cdef class SpmCore:
         self.small_merges = False
 
     def clear_cache(self):
-        """Drops every cached chunk (each thread's workspace has a cache)."""
-        cdef int i
-        for i in range(self.pool_len):
-            if self.pool[i].cache_ready:
-                spm_cache_clear(&self.pool[i].cache)
+        """Drops every cached chunk: now when no thread is encoding, else
+        when the last one is done (they may be reading the cache)."""
+        if self.active == 0 and self.cache_ready:
+            spm_cache_clear(&self.cache)
+        else:
+            self.clear_pending = True
+
+    def cache_info(self):
+        """(table slots, chunks cached, bytes of entries, whether inserts have
+        stopped because it is full) of the chunk cache, all 0 before the
+        first chunked encode; exact only when no thread is encoding."""
+        cdef const spm_cache_table *t
+        if not self.cache_ready:
+            return 0, 0, 0, False
+        t = self.cache.table
+        return t.mask + 1, t.used, min(self.cache.data_len, self.cache.data_cap), bool(self.cache.full)
+
+    def limit_cache(self, uint32_t slots, size_t data_bytes):
+        """Bounds the chunk cache to `slots` table slots (a power of two,
+        1024 or more; at most half are used) and `data_bytes` of entries, so
+        that tests can fill it.  Only before the first encode."""
+        if slots < 1024 or slots & (slots - 1) or slots > SPM_CACHE_MAX_SLOTS:
+            raise ValueError(f"slots must be a power of two from 1024 to {SPM_CACHE_MAX_SLOTS}")
+        if self.cache_ready or self.active:
+            raise RuntimeError("limit_cache must come before the first encode")
+        self.cache_slots = slots
+        self.cache_bytes = data_bytes
 
     def _find_violations(self, const uint8_t[::1] buildable):
         """Chunking: merges never cross the boundary before a "▁" that
@@ -1019,11 +1070,10 @@ cdef class SpmCore:
         no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
         generator seeded by seeds[t] (array('Q')).
         """
-        cdef Py_ssize_t n_parts = 0, i, t, n
+        cdef Py_ssize_t n_parts, t
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_texts = len(batch)
-        cdef list parts, out
-        cdef object part, entry
+        cdef list out
         cdef BatchPart *items = NULL
         cdef int32_t *counts = NULL
         cdef size_t *ends = NULL
@@ -1031,13 +1081,9 @@ cdef class SpmCore:
         cdef Py_ssize_t failed = -1
         cdef size_t mark
         cdef Workspace *w
-        for entry in batch:
-            if type(entry) is list:
-                n_parts += len(<list>entry)
-            elif isinstance(entry, str):
-                n_parts += 1
-            else:
-                raise TypeError(f"text must be str, not {type(entry).__name__}")
+        if alpha > 0.0 and seed_view.shape[0] < n_texts:
+            raise ValueError("sampling needs one seed per text")
+        n_parts = _count_parts(batch)
         items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
         counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
         ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
@@ -1046,45 +1092,10 @@ cdef class SpmCore:
             free(counts)
             free(ends)
             raise MemoryError()
-        if alpha > 0.0 and seed_view.shape[0] < n_texts:
-            free(items)
-            free(counts)
-            free(ends)
-            raise ValueError("sampling needs one seed per text")
         w = self.acquire()
         w.alpha = alpha
         try:
-            i = 0
-            for t in range(n_texts):
-                entry = batch[t]
-                if type(entry) is not list:
-                    items[i].src = PyUnicode_AsUTF8AndSize(entry, &n)
-                    counts[t] = 1 if n else 0
-                    if n:
-                        items[i].n = n
-                        items[i].prefix = prefix
-                        items[i].skip = 0
-                        items[i].token_id = -1
-                        i += 1
-                    continue
-                parts = <list>entry
-                if len(parts) > INT32_MAX:
-                    raise ValueError(f"a text of {len(parts)} parts; at most {INT32_MAX}")
-                counts[t] = <int32_t>len(parts)
-                for part in parts:
-                    if type(part) is tuple and type((<tuple>part)[0]) is str:
-                        items[i].src = PyUnicode_AsUTF8AndSize((<tuple>part)[0], &n)
-                        items[i].n = n
-                        items[i].prefix = (<tuple>part)[1]
-                        items[i].skip = (<tuple>part)[2] if len(<tuple>part) > 2 else 0
-                        items[i].token_id = -1
-                    else:
-                        if type(part) is tuple:
-                            part = (<tuple>part)[0]
-                        items[i].token_id = part
-                        if not 0 <= items[i].token_id < self.n_pieces:
-                            raise ValueError(f"token id {items[i].token_id} is not a piece id")
-                    i += 1
+            self.gather(batch, items, counts, prefix)
             with nogil:
                 rc = self.encode_items(w, items, counts, n_texts, ends, &failed,
                                        &seed_view[0] if seed_view.shape[0] else NULL)
@@ -1106,6 +1117,46 @@ cdef class SpmCore:
             free(counts)
             free(ends)
             self.release(w)
+
+    cdef int gather(self, list batch, BatchPart *items, int32_t *counts, bint prefix) except -1:
+        """The parts of every text of `batch` (see encode_parts_batch) into
+        items (_count_parts(batch) of them) and how many each text has into
+        counts: UTF-8 pointers into the part strings, which `batch` keeps
+        alive."""
+        cdef Py_ssize_t i = 0, t, n
+        cdef list parts
+        cdef object part, entry
+        for t in range(len(batch)):
+            entry = batch[t]
+            if type(entry) is not list:
+                items[i].src = PyUnicode_AsUTF8AndSize(entry, &n)
+                counts[t] = 1 if n else 0
+                if n:
+                    items[i].n = n
+                    items[i].prefix = prefix
+                    items[i].skip = 0
+                    items[i].token_id = -1
+                    i += 1
+                continue
+            parts = <list>entry
+            if len(parts) > INT32_MAX:
+                raise ValueError(f"a text of {len(parts)} parts; at most {INT32_MAX}")
+            counts[t] = <int32_t>len(parts)
+            for part in parts:
+                if type(part) is tuple and type((<tuple>part)[0]) is str:
+                    items[i].src = PyUnicode_AsUTF8AndSize((<tuple>part)[0], &n)
+                    items[i].n = n
+                    items[i].prefix = (<tuple>part)[1]
+                    items[i].skip = (<tuple>part)[2] if len(<tuple>part) > 2 else 0
+                    items[i].token_id = -1
+                else:
+                    if type(part) is tuple:
+                        part = (<tuple>part)[0]
+                    items[i].token_id = part
+                    if not 0 <= items[i].token_id < self.n_pieces:
+                        raise ValueError(f"token id {items[i].token_id} is not a piece id")
+                i += 1
+        return 0
 
     cdef int encode_items(self, Workspace *w, const BatchPart *items, const int32_t *counts,
                           Py_ssize_t n_texts, size_t *ends, Py_ssize_t *failed,
@@ -1346,7 +1397,7 @@ cdef class SpmCore:
         before a "▁" that follows other text, reusing cached chunks."""
         cdef const char *text = w.text
         cdef int32_t begin, end, nb, b
-        cdef const spm_cache_slot *hit
+        cdef const spm_cache_entry *hit
         cdef uint64_t h = 0
         cdef size_t mark
         cdef bint use_cache, single, prev_unknown
@@ -1362,29 +1413,25 @@ cdef class SpmCore:
         nb = self.find_bounds(w, m)
         if nb < 0:
             return ERR_NOMEM
-        if not w.cache_ready:
-            if spm_cache_init(&w.cache) != 0:
-                return ERR_NOMEM
-            w.cache_ready = True
         begin = 0
         for b in range(nb):
             end = w.bounds[b]
             # One character is looked up faster than the cache is: chunks cut
             # between CJK characters are mostly single.
             single = utf8_len(<uint8_t>text[begin]) >= end - begin
-            use_cache = w.cache_ready and end - begin <= 256 and not single
+            use_cache = self.cache_ready and end - begin <= 256 and not single
             if use_cache:
                 h = spm_hash_bytes(text + begin, <size_t>(end - begin))
-                hit = spm_cache_get(&w.cache, text + begin, <size_t>(end - begin), h)
+                hit = spm_cache_get(&self.cache, text + begin, <size_t>(end - begin), h)
                 if hit != NULL:
-                    rc = self.spans_of_hit(w, spm_cache_ids(&w.cache, hit), hit.ids_len, begin, end) \
+                    rc = self.spans_of_hit(w, spm_cache_ids(hit), hit.ids_len, begin, end) \
                         if w.want_spans else OK
                     if rc == ERR_NOMEM:
                         return rc
                     if rc == OK:
                         if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
                             return ERR_NOMEM
-                        cached = spm_cache_ids(&w.cache, hit)
+                        cached = spm_cache_ids(hit)
                         for k in range(hit.ids_len):  # (a few ids: no memcpy call)
                             w.ids[w.ids_len + k] = cached[k]
                         w.ids_len += hit.ids_len
@@ -1402,7 +1449,7 @@ cdef class SpmCore:
             if rc != OK:
                 return rc
             if use_cache:
-                spm_cache_put(&w.cache, text + begin, <size_t>(end - begin), h, w.ids + mark, w.ids_len - mark)
+                spm_cache_put(&self.cache, text + begin, <size_t>(end - begin), h, w.ids + mark, w.ids_len - mark)
             begin = end
         return OK
 
@@ -1877,6 +1924,263 @@ cdef str _part_text(list batch, Py_ssize_t index):
             return part[0] if type(part) is tuple and type(part[0]) is str else ""
         index -= len(parts)
     return ""
+
+
+cdef class BatchJob:
+    """One encode_batch call shared by threads.
+
+    The texts are gathered once and cut into units of about equal UTF-8
+    size.  The calling thread runs `lead`; helper threads run `work`.  Each
+    takes a workspace and then the next unit not yet taken until none is
+    left, merging without the GIL: a thread that starts late or meets slower
+    text takes fewer units, and none waits for the GIL between units.  A
+    finished unit's ids are copied out of the workspace, so that `lead`
+    builds its Python lists (which needs the GIL, and is the one part no
+    other thread can do) between its own units and while it waits, instead
+    of after everything.  `close` gives the workspaces back.  (Groups run
+    as separate calls each woke a thread and took the GIL twice, and the
+    lists were built while the other threads had nothing left to merge.)
+    """
+
+    def __cinit__(self):
+        self.items = NULL
+        self.counts = NULL
+        self.first_item = NULL
+        self.unit_end = NULL
+        self.ends = NULL
+        self.unit_ids = NULL
+        self.unit_done = NULL
+        self.seed_ptr = NULL
+        self.n_workers = 0
+        self.n_units = 0
+        self.next_unit = 0
+        self.running = 0
+        self.failed = 0
+        self.closed = False
+
+    def __init__(self, SpmCore core not None, list batch, Py_ssize_t units, double alpha=0.0, seeds=None,
+                 bint prefix=True):
+        """`batch` as for encode_parts_batch, cut into about `units` units;
+        with `alpha` > 0, BPE-dropout with text t's generator seeded by
+        seeds[t] (array('Q'))."""
+        cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
+        cdef Py_ssize_t n_parts, t, k, total = 0, share, filled = 0
+        self.core = core
+        self.batch = batch
+        self.n_texts = len(batch)
+        self.alpha = alpha
+        if alpha > 0.0:
+            if seed_view.shape[0] < self.n_texts:
+                raise ValueError("sampling needs one seed per text")
+            self.seeds = seeds
+            self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
+        n_parts = _count_parts(batch)
+        self.items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        self.counts = <int32_t *>malloc((self.n_texts + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((self.n_texts + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
+        core.gather(batch, self.items, self.counts, prefix)
+        # Units of consecutive texts, each about total / units bytes.
+        k = 0
+        for t in range(self.n_texts):
+            self.first_item[t] = k
+            k += self.counts[t]
+        self.first_item[self.n_texts] = k
+        for k in range(n_parts):
+            total += self.items[k].n if self.items[k].token_id < 0 else 1
+        share = max(1, total // max(units, 1))
+        for t in range(self.n_texts):
+            for k in range(self.first_item[t], self.first_item[t + 1]):
+                filled += self.items[k].n if self.items[k].token_id < 0 else 1
+            if filled >= share or t + 1 == self.n_texts:
+                self.unit_end[self.n_units] = t + 1
+                self.n_units += 1
+                filled = 0
+        self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
+        self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
+        if self.unit_ids == NULL or self.unit_done == NULL:
+            raise MemoryError()
+
+    cdef Workspace *join(self) except? NULL:
+        """A workspace for one more worker, or NULL when the job takes no
+        more (finished, or as many workers as it holds)."""
+        cdef Workspace *w
+        if self.closed or self.n_workers >= 64 or self.items == NULL:
+            return NULL
+        w = self.core.acquire()
+        w.alpha = self.alpha
+        self.workers[self.n_workers] = w
+        self.n_workers += 1
+        spm_fetch_add_u32(&self.running, 1)
+        return w
+
+    def work(self):
+        """A helper thread's part: merges units until none is left."""
+        cdef Workspace *w = self.join()
+        if w == NULL:
+            return
+        with nogil:
+            while self.run_unit(w):
+                pass
+            # (Release: the leader reads this worker's units once running is 0.)
+            spm_sub_release_u32(&self.running, 1)
+
+    cdef bint run_unit(self, Workspace *w) noexcept nogil:
+        """Merges the next unit not yet taken into its own buffer; False when
+        none is left or a text failed."""
+        cdef uint32_t u
+        cdef Py_ssize_t lo, hi, failed = -1
+        cdef int32_t *ids
+        if spm_load_u32(&self.failed):
+            return False
+        u = spm_fetch_add_u32(&self.next_unit, 1)
+        if u >= self.n_units:
+            return False
+        lo = self.unit_end[u - 1] if u else 0
+        hi = self.unit_end[u]
+        w.ids_len = 0
+        if self.core.encode_items(w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
+                                  self.ends + lo, &failed,
+                                  self.seed_ptr + lo if self.seed_ptr != NULL else NULL) != OK:
+            spm_store_u32(&self.failed, 1)
+            return False
+        ids = <int32_t *>malloc((w.ids_len + 1) * sizeof(int32_t))
+        if ids == NULL:
+            spm_store_u32(&self.failed, 1)
+            return False
+        memcpy(ids, w.ids, w.ids_len * sizeof(int32_t))
+        self.unit_ids[u] = ids
+        spm_store_release_u32(&self.unit_done[u], 1)
+        return True
+
+    def lead(self, bint flat=False):
+        """The calling thread's part, and the result: merges units like
+        `work`, and builds the lists of every finished unit between its own
+        units and while the helpers finish theirs.  Returns what
+        encode_parts_batch would, or None when a text failed
+        (encode_parts_batch then raises its error)."""
+        cdef Workspace *w = self.join()
+        cdef list out = None if flat else PyList_New(self.n_texts)
+        cdef Py_ssize_t built = 0
+        cdef uint8_t *listed = <uint8_t *>calloc(self.n_units + 1, 1)
+        cdef bint more = w != NULL
+        if listed == NULL:
+            if w != NULL:
+                spm_sub_release_u32(&self.running, 1)
+            raise MemoryError()
+        try:
+            try:
+                while more:
+                    if not flat:
+                        built += self.list_units(out, listed)
+                    with nogil:
+                        more = self.run_unit(w)
+            finally:
+                if w != NULL:
+                    spm_sub_release_u32(&self.running, 1)
+            # The helpers' last units.
+            self.closed = True
+            while spm_load_acquire_u32(&self.running):
+                if not flat and built < self.n_units:
+                    built += self.list_units(out, listed)
+                with nogil:
+                    spm_yield()
+            if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
+                return None
+            if flat:
+                return self.flat_ids()
+            self.list_units(out, listed)
+            return out
+        finally:
+            free(listed)
+
+    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1:
+        """Puts the lists of the texts of every finished unit not yet listed
+        into `out`; returns how many units it listed."""
+        cdef Py_ssize_t u, t, lo, done = 0
+        cdef size_t mark
+        for u in range(self.n_units):
+            if listed[u] or not spm_load_acquire_u32(&self.unit_done[u]):
+                continue
+            lo = self.unit_end[u - 1] if u else 0
+            mark = 0
+            for t in range(lo, self.unit_end[u]):
+                item = self.core.id_list(self.unit_ids[u] + mark, self.ends[t] - mark)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, t, item)
+                mark = self.ends[t]
+            listed[u] = 1
+            done += 1
+        return done
+
+    cdef tuple flat_ids(self):
+        """encode_parts_batch's flat result: (ids as uint32 in a bytearray,
+        array('q') of each text's end)."""
+        cdef Py_ssize_t u, t, lo
+        cdef size_t total = 0, at = 0, n
+        cdef char *dst
+        cdef int64_t[::1] ends_view
+        for u in range(self.n_units):
+            total += self.ends[self.unit_end[u] - 1]
+        ids_out = PyByteArray_FromStringAndSize(NULL, total * sizeof(int32_t))
+        ends_out = array("q", bytes(8 * self.n_texts))
+        ends_view = ends_out
+        dst = PyByteArray_AS_STRING(ids_out)
+        for u in range(self.n_units):
+            lo = self.unit_end[u - 1] if u else 0
+            n = self.ends[self.unit_end[u] - 1]
+            memcpy(dst + at * sizeof(int32_t), self.unit_ids[u], n * sizeof(int32_t))
+            for t in range(lo, self.unit_end[u]):
+                ends_view[t] = at + self.ends[t]
+            at += n
+        return ids_out, ends_out
+
+    def close(self):
+        """Waits for the helpers and gives the workspaces back."""
+        self.closed = True
+        if spm_load_acquire_u32(&self.running):
+            with nogil:
+                while spm_load_acquire_u32(&self.running):
+                    spm_yield()
+        while self.n_workers:
+            self.n_workers -= 1
+            self.core.release(self.workers[self.n_workers])
+
+    def __dealloc__(self):
+        # (A helper holds a reference while it runs, so none is running.)
+        cdef Py_ssize_t u
+        if self.core is not None:
+            while self.n_workers:
+                self.n_workers -= 1
+                self.core.release(self.workers[self.n_workers])
+        if self.unit_ids != NULL:
+            for u in range(self.n_units):
+                free(self.unit_ids[u])
+        free(self.items)
+        free(self.counts)
+        free(self.first_item)
+        free(self.unit_end)
+        free(self.ends)
+        free(self.unit_ids)
+        free(self.unit_done)
+
+
+cdef Py_ssize_t _count_parts(list batch) except -1:
+    """How many parts the texts of an encode_parts_batch batch have."""
+    cdef Py_ssize_t n_parts = 0
+    cdef object entry
+    for entry in batch:
+        if type(entry) is list:
+            n_parts += len(<list>entry)
+        elif isinstance(entry, str):
+            n_parts += 1
+        else:
+            raise TypeError(f"text must be str, not {type(entry).__name__}")
+    return n_parts
 
 
 cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:

@@ -66,20 +66,31 @@ cdef extern from "spm_pairs.h" nogil:
 
 
 cdef extern from "spm_cache.h" nogil:
-    ctypedef struct spm_cache_slot:
+    ctypedef struct spm_cache_entry:
+        int key_len
         int ids_len
 
+    ctypedef struct spm_cache_table:
+        uint32_t mask
+        uint32_t used
+
     ctypedef struct spm_cache:
-        pass
+        spm_cache_table *table
+        size_t data_len
+        size_t data_cap
+        uint32_t full
+
+    uint32_t SPM_CACHE_MAX_SLOTS
+    size_t SPM_CACHE_MAX_DATA
 
     uint64_t spm_hash_bytes(const char *s, size_t n)
-    int spm_cache_init(spm_cache *c)
+    int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap)
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
-    const spm_cache_slot *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
-    const int32_t *spm_cache_ids(const spm_cache *c, const spm_cache_slot *s)
-    void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h,
-                       const int32_t *ids, size_t n)
+    void spm_cache_quiesce(spm_cache *c)
+    const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
+    const int32_t *spm_cache_ids(const spm_cache_entry *e)
+    void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h, const int32_t *ids, size_t n)
 
 
 cdef extern from "spm_charpairs.h" nogil:
@@ -91,3 +102,13 @@ cdef extern from "spm_charpairs.h" nogil:
     int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t a, int64_t e,
                            int64_t *at, int64_t max)
     void spm_charpairs_free(spm_charpairs *p)
+
+
+cdef extern from "spm_atomic.h" nogil:
+    void spm_yield()
+    uint32_t spm_load_u32(const uint32_t *p)
+    uint32_t spm_load_acquire_u32(const uint32_t *p)
+    void spm_store_u32(uint32_t *p, uint32_t v)
+    void spm_store_release_u32(uint32_t *p, uint32_t v)
+    uint32_t spm_fetch_add_u32(uint32_t *p, uint32_t v)
+    void spm_sub_release_u32(uint32_t *p, uint32_t v)

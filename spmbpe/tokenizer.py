@@ -24,7 +24,7 @@ from typing import (
 )
 
 from ._added import AddedTokenMatcher, TokenAt
-from ._core import PieceTable, SpmCore, batch_slices
+from ._core import BatchJob, PieceTable, SpmCore, batch_slices
 from ._state import Recipe, restore
 from .errors import DisallowedSpecialError, InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
@@ -608,6 +608,14 @@ class SpmTokenizer:
         try:
             if threads <= 1 or len(groups) < 2:
                 results = [encode_group(k) for k in range(len(groups))]
+            elif plain:
+                # Nothing to plan under the GIL: all units in one job that
+                # the threads share (BatchJob).
+                units = texts if owners is None else [unit for group in groups for unit in group]
+                indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
+                seeds = array("Q", [_text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
+                results = [self._encode_job(units, threads, flat, sample_alpha, seeds, prefix)]
+                owners = None if owners is None else [list(indices)]
             else:
                 results = list(_executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
         except UnicodeEncodeError:
@@ -634,6 +642,24 @@ class SpmTokenizer:
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
+
+    def _encode_job(
+        self, units: List[Any], threads: int, flat: bool, alpha: float, seeds: Optional[array], prefix: bool
+    ) -> Any:
+        """encode_parts_batch(units, ...) merged by `threads` threads, this
+        one included, sharing one BatchJob."""
+        job = BatchJob(self._core, units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
+        try:
+            pool = _executor(threads - 1)
+            for _ in range(threads - 1):
+                pool.submit(job.work)
+            result = job.lead(flat)
+        finally:
+            job.close()
+        if result is None:
+            # A text failed: the one-thread call raises the error it would.
+            result = self._core.encode_parts_batch(units, flat, alpha, seeds, prefix)
+        return result
 
     def _batch_groups(
         self, texts: List[str], include: bool, allowed: Optional[FrozenSet[str]], threads: int, cut: bool
@@ -1092,6 +1118,10 @@ def _piece_bytes(piece: object, index: int) -> bytes:
 # encode_batch: the least characters worth a thread's call (smaller batches
 # are not split further; the GIL handoff costs more).
 _MIN_SHARE = 1 << 14
+
+# encode_batch's BatchJob units per thread: enough that a thread starting
+# late or meeting slower text still ends close to the others.
+_UNITS_PER_THREAD = 16
 
 # encode_batch's thread pools, one per thread count asked for, shared by
 # every tokenizer: a pool per tokenizer started new threads for each freshly

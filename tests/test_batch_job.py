@@ -1,0 +1,216 @@
+"""encode_batch on several threads: the shared BatchJob and the shared chunk cache.
+
+A batch with nothing to plan (no added token to split out, no normalizer
+stage in Python) is one BatchJob: units of texts that the threads take in
+turn, merged without the GIL, listed by the calling thread.  Every thread
+reads and fills one chunk cache.  Each path must give exactly the ids of
+encoding every text alone, whatever the threads, units, cache size or
+failures.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+
+import pytest
+
+import spmbpe
+from spmbpe._core import BatchJob
+
+from conftest import DATA_DIR, LLAMA_SPM_GGUF
+
+MODEL = DATA_DIR / "mistral-v1.model"
+
+
+def corpus_lines():
+    lines = []
+    for name in ("en_botchan.txt", "multi_ja.txt", "code_py.txt", "multi_ru.txt", "multi_ko.txt"):
+        text = (DATA_DIR / "corpus" / name).read_text(encoding="utf-8")
+        lines += [line for line in text.splitlines() if line.strip()][:400]
+    return lines
+
+
+LINES = corpus_lines()
+
+
+def expected_ids(path, texts, **kw):
+    ref = spmbpe.load(path)
+    ref._core.disable_chunking()  # whole-segment merging, no cache: the references' algorithm
+    return [ref.encode(t, **kw) for t in texts]
+
+
+@pytest.mark.parametrize(
+    "path, special",
+    [(MODEL, "none"), (MODEL, "all"), (LLAMA_SPM_GGUF, "none"), (DATA_DIR / "mistral-v1.tokenizer.json", "none")],
+    ids=["model", "model-all", "gguf", "json"],
+)
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_batch_equals_each_text_alone(path, special, threads):
+    texts = LINES + ["", " ", "a", "x" * 3000]
+    want = expected_ids(path, texts, special=special)
+    tok = spmbpe.load(path)  # fresh: the threads fill the cache together
+    assert tok.encode_batch(texts, special=special, num_threads=threads) == want
+    ids, offsets = tok.encode_batch(texts, special=special, num_threads=threads, return_numpy=True)
+    assert offsets.tolist() == [0] + [sum(len(w) for w in want[: i + 1]) for i in range(len(want))]
+    assert ids.tolist() == [i for w in want for i in w]
+
+
+def test_batch_takes_the_shared_job():
+    """The corpus batch is large enough for several groups, so with two
+    threads it runs as a BatchJob (and a small one does not need to)."""
+    tok = spmbpe.load(MODEL)
+    calls = []
+    original = tok._encode_job
+    tok._encode_job = lambda *a: calls.append(len(a[0])) or original(*a)
+    tok.encode_batch(LINES, special="none", num_threads=2)
+    tok.encode_batch(LINES[:3], special="none", num_threads=2)
+    assert calls == [len(LINES)]
+
+
+@pytest.mark.parametrize("units", [1, 2, 7, 10**6])
+@pytest.mark.parametrize("helpers", [0, 1, 3])
+def test_job_units_and_helpers(units, helpers):
+    tok = spmbpe.load(MODEL)
+    batch = LINES[:300] + [""] + LINES[300:600]
+    want = tok._core.encode_parts_batch(batch, False, 0.0, None, True)
+    want_flat = tok._core.encode_parts_batch(batch, True, 0.0, None, True)
+    for flat in (False, True):
+        job = BatchJob(tok._core, batch, units, 0.0, None, True)
+        threads = [threading.Thread(target=job.work) for _ in range(helpers)]
+        for t in threads:
+            t.start()
+        try:
+            got = job.lead(flat)
+        finally:
+            job.close()
+        for t in threads:
+            t.join()
+        if flat:
+            assert bytes(got[0]) == bytes(want_flat[0]) and got[1] == want_flat[1]
+        else:
+            assert got == want
+        job.work()  # a helper that comes after the end does nothing
+    assert tok._core.cache_info()[1] > 0
+
+
+def test_empty_job():
+    tok = spmbpe.load(MODEL)
+    job = BatchJob(tok._core, [], 8)
+    try:
+        assert job.lead(False) == []
+    finally:
+        job.close()
+
+
+def test_sampling_does_not_depend_on_threads():
+    texts = LINES[:1500]
+    tok = spmbpe.load(MODEL)
+    one = tok.encode_batch(texts, enable_sampling=True, alpha=0.3, seed=5, num_threads=1)
+    for threads in (2, 3):
+        assert spmbpe.load(MODEL).encode_batch(
+            texts, enable_sampling=True, alpha=0.3, seed=5, num_threads=threads) == one
+    assert one != tok.encode_batch(texts, num_threads=1)  # (sampling did change ids)
+
+
+def test_first_failing_text_raises_as_on_one_thread():
+    """A text that cannot be merged stops the job; the error is the one the
+    one-thread batch raises: for the first failing text."""
+    texts = LINES[:900]
+    texts[700] = "y " * 400   # fails too, later
+    texts[200] = "x" * 900
+    messages = []
+    for threads in (1, 2, 3):
+        tok = spmbpe.load(MODEL)
+        tok._core.limit_segment_bytes(600)
+        with pytest.raises(ValueError) as info:
+            tok.encode_batch(texts, special="none", num_threads=threads)
+        messages.append(str(info.value))
+        # The tokenizer is still usable, its workspaces given back.
+        assert tok.encode("a b", special="none") == spmbpe.load(MODEL).encode("a b", special="none")
+    assert messages[0] == messages[1] == messages[2]
+    assert "900 UTF-8 bytes" in messages[0]
+
+
+def test_large_documents_cut_for_threads():
+    doc = (DATA_DIR / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")
+    code = (DATA_DIR / "corpus" / "code_py.txt").read_text(encoding="utf-8")[:100000]
+    texts = [doc, "small one", code, LINES[5]]
+    want = expected_ids(MODEL, texts, special="none")
+    assert spmbpe.load(MODEL).encode_batch(texts, special="none", num_threads=2) == want
+    ids, offsets = spmbpe.load(MODEL).encode_batch(texts, special="none", num_threads=3, return_numpy=True)
+    assert ids.tolist() == [i for w in want for i in w]
+
+
+def test_cache_fills_stops_and_empties_under_threads():
+    """A small cache filled by threads at once: inserts stop when it is full
+    (it stays bounded), ids stay exact, and a call that starts when no
+    thread is encoding empties it."""
+    tok = spmbpe.load(MODEL)
+    tok._core.limit_cache(1024, 16 * 1024)
+    lines = [f"{line} {k}{k * 7919}" for k, line in enumerate(LINES)]
+    # Texts of some kilobytes, merged without the GIL, so the calls overlap.
+    docs = ["\n".join(lines[i:i + 40]) for i in range(0, len(lines), 40)]
+    want = expected_ids(MODEL, docs, special="none")
+    errors, seen = [], []
+    done = threading.Event()
+
+    def worker(k):
+        try:
+            for _ in range(3):
+                if tok.encode_batch(docs[k::3], special="none", num_threads=2) != want[k::3]:
+                    errors.append(k)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def monitor():
+        while not done.is_set():
+            seen.append(tok._core.cache_info())
+
+    watcher = threading.Thread(target=monitor)
+    watcher.start()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    watcher.join()
+    assert errors == []
+    assert any(full for _, _, _, full in seen)
+    seen = [info for info in seen if info[0]]  # (0, ...: before the first encode)
+    assert seen and all(slots == 1024 and used <= 512 + 8 and data <= 16 * 1024 for slots, used, data, _ in seen)
+    if tok._core.cache_info()[3]:
+        tok.encode_ordinary("again")
+        assert tok._core.cache_info()[1:] == (1, tok._core.cache_info()[2], False)
+    for doc, ids in zip(docs, want):
+        assert tok.encode_ordinary(doc) == ids
+
+
+def test_cache_grows_while_threads_read_it():
+    tok = spmbpe.load(MODEL)
+    texts = [f"{line} w{k}" for k, line in enumerate(LINES)]
+    want = expected_ids(MODEL, texts, special="none")
+    assert tok._core.cache_info()[0] == 0  # nothing before the first encode
+    assert tok.encode_batch(texts, special="none", num_threads=4) == want
+    slots, used, data, full = tok._core.cache_info()
+    assert slots > 1024 and 0 < used <= slots // 2 + 4 and not full
+    assert tok.encode_batch(texts, special="none", num_threads=4) == want  # from the cache
+
+
+def test_limit_cache_checks():
+    tok = spmbpe.load(MODEL)
+    for slots in (1000, 512, 1 << 20):
+        with pytest.raises(ValueError, match="power of two"):
+            tok._core.limit_cache(slots, 4096)
+    tok.encode("a")
+    with pytest.raises(RuntimeError, match="before the first encode"):
+        tok._core.limit_cache(1024, 4096)
+
+
+def test_job_rejects_bad_input():
+    tok = spmbpe.load(MODEL)
+    with pytest.raises(TypeError, match="must be str"):
+        BatchJob(tok._core, ["a", 3], 4)
+    with pytest.raises(ValueError, match="one seed per text"):
+        BatchJob(tok._core, ["a", "b"], 4, 0.5, array.array("Q", [1]))
