@@ -29,10 +29,16 @@
 extern "C" {
 #endif
 
+/* A filter of 4096 bits, one set per key's hash, answers most lookups: in
+ * CJK text nearly every adjacent pair is absent, and probing the table for
+ * an absent key was most of the cost of finding the cuts. */
+#define SPM_CHARPAIRS_FILTER_WORDS 64
+
 typedef struct {
     uint64_t *keys; /* 0 = free */
     uint64_t mask;
     size_t count;
+    uint64_t filter[SPM_CHARPAIRS_FILTER_WORDS];
 } spm_charpairs;
 
 /* Whether the pair of characters of byte lengths a and b is one that is
@@ -43,7 +49,13 @@ static inline size_t spm_charpairs_slot(const spm_charpairs *p, uint64_t key) {
     return (size_t)(((key * 0x9E3779B97F4A7C15ULL) >> 17) & p->mask);
 }
 
+static inline unsigned spm_charpairs_bit(uint64_t key) {
+    return (unsigned)((key * 0xC2B2AE3D27D4EB4FULL) >> 52); /* 0..4095 */
+}
+
 static inline int spm_charpairs_has(const spm_charpairs *p, uint64_t key) {
+    unsigned bit = spm_charpairs_bit(key);
+    if (!((p->filter[bit >> 6] >> (bit & 63)) & 1)) return 0;
     size_t i = spm_charpairs_slot(p, key);
     for (;;) {
         uint64_t k = p->keys[i];
@@ -84,6 +96,7 @@ static inline int spm_charpairs_add(spm_charpairs *p, uint64_t key) {
     }
     p->keys[s] = key;
     p->count++;
+    p->filter[spm_charpairs_bit(key) >> 6] |= (uint64_t)1 << (spm_charpairs_bit(key) & 63);
     return 0;
 }
 
@@ -139,6 +152,7 @@ static inline spm_charpairs *spm_charpairs_new(void) {
     }
     p->mask = 63;
     p->count = 0;
+    memset(p->filter, 0, sizeof(p->filter));
     return p;
 }
 

@@ -46,6 +46,7 @@ ctypedef struct Workspace:
     bint want_spans
     int32_t *bounds       # chunk boundaries of the current segment
     size_t bounds_cap
+    int32_t ready_bounds  # how many escape found (all of them), or -1: find_bounds must
     int64_t bad_start     # where an unencodable character sits in `text`
     int64_t bad_len
     # Resplitting (sentencepiece's rev_merge): for a FLAG_RESPLIT piece id,

@@ -129,6 +129,7 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.want_spans = False
     w.bounds = NULL
     w.bounds_cap = 0
+    w.ready_bounds = -1
     w.alpha = 0.0
     w.rng = 0
     w.memo = NULL
@@ -1262,8 +1263,11 @@ cdef class SpmCore:
                            Workspace *w) noexcept nogil:
         """Writes src[0:n] to w.text with spaces as "▁" (and the dummy prefix
         when `prefix`); returns its length, or an error code (< 0)."""
-        cdef Py_ssize_t i, m = 0
+        cdef Py_ssize_t i, m = 0, stop
         cdef char c
+        cdef int32_t nb = 0
+        cdef uint64_t high = 0, word, spaces
+        cdef bint after_marker = True, record
         if n > self.max_segment:
             return ERR_TOO_LONG
         if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
@@ -1273,18 +1277,51 @@ cdef class SpmCore:
         if prefix:
             memcpy(w.text, MARKER, 3)
             m = 3
+        w.ready_bounds = -1
         if not self.escape_spaces:
             memcpy(w.text + m, src, n)
-            m += n
-        else:
-            for i in range(n):
+            return m + n
+        # With chunking (and no piece crossing a "▁"), the chunk boundaries
+        # too, as find_bounds would: before each "▁" that follows other
+        # text.  Text without a byte >= 0x80 has no character to cut beside,
+        # so they are complete then.
+        record = self.chunked and self.n_violations == 0
+        if record and grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
+            return ERR_NOMEM
+        i = 0
+        while i < n:
+            stop = n
+            if i + 8 <= n:
+                # Eight bytes at once when none is a space (most of CJK text),
+                # else these eight one by one.
+                memcpy(&word, src + i, 8)
+                spaces = word ^ <uint64_t>0x2020202020202020
+                if not ((spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080):
+                    memcpy(w.text + m, src + i, 8)
+                    high |= word
+                    after_marker = False
+                    m += 8
+                    i += 8
+                    continue
+                stop = i + 8
+            while i < stop:
                 c = src[i]
                 if c == c' ':
+                    if record and not after_marker:
+                        w.bounds[nb] = <int32_t>m
+                        nb += 1
+                    after_marker = True
                     memcpy(w.text + m, MARKER, 3)
                     m += 3
                 else:
+                    high |= <uint8_t>c
+                    after_marker = False
                     w.text[m] = c
                     m += 1
+                i += 1
+        if record and not (high & <uint64_t>0x8080808080808080):
+            w.bounds[nb] = <int32_t>m
+            w.ready_bounds = nb + 1
         return m
 
     def split_points(self, str text, bint prefix, Py_ssize_t parts):
@@ -1410,7 +1447,7 @@ cdef class SpmCore:
             if self.pairs != NULL:
                 return self.merge_pairs(w, 0, m)
             return self.merge(w, 0, m)
-        nb = self.find_bounds(w, m)
+        nb = w.ready_bounds if w.ready_bounds >= 0 else self.find_bounds(w, m)
         if nb < 0:
             return ERR_NOMEM
         begin = 0

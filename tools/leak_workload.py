@@ -53,8 +53,10 @@ def workload(tmp: pathlib.Path) -> None:
             tok.decode(ids)
             tok.decode_bytes(ids, skip_special=True)
         tok.encode_batch(TEXTS * 4, num_threads=2)
+        tok.encode_batch(TEXTS * 4, special="none", num_threads=2)  # (plain: a shared BatchJob)
         try:
             tok.encode_batch(TEXTS * 4, num_threads=2, return_numpy=True)
+            tok.encode_batch(TEXTS * 4, special="none", num_threads=2, return_numpy=True)
         except ImportError:
             pass
         for bad in (["\ud800"], [None]):
@@ -74,6 +76,15 @@ def workload(tmp: pathlib.Path) -> None:
         spmbpe.load(str(files["bad"]))
     except SpmbpeError:
         pass
+    # A text too long for the core in the middle of a shared job (the job
+    # stops, the batch is redone on one thread for its error).
+    tok = spmbpe.load(str(files["model"]))
+    tok._core.limit_segment_bytes(1000)
+    try:
+        tok.encode_batch(TEXTS * 8, special="none", num_threads=2)
+    except ValueError:
+        pass
+    del tok
     del toks
 
 

@@ -46,6 +46,7 @@ DEFAULT_TESTS=(
     tests/test_malformed.py
     tests/test_untrusted.py
     tests/test_threads.py
+    tests/test_batch_job.py
     tests/test_fuzz_regressions.py
 )
 EXCLUDE=(
