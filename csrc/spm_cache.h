@@ -10,8 +10,8 @@
  * the second thread.
  *
  * Insert-only and lock-free while threads encode:
- *  - An entry (hash, lengths, key bytes, ids) is written into the data arena
- *    at an offset taken with an atomic add, then published by a
+ *  - An entry (hash, lengths, key bytes, ids) is written into the data arena,
+ *    in a block the inserting thread took with an atomic add, then published by a
  *    compare-and-swap of one 64-bit slot word: the hash's upper 32 bits (a
  *    tag that rejects most other keys without reading the entry) and the
  *    entry's offset.  A reader that loads the word (acquire) sees the whole
@@ -73,7 +73,21 @@ typedef struct {
     size_t data_len;           /* atomic; runs past data_cap once the arena is full */
     uint32_t growing;          /* try-lock of the growth */
     spm_cache_table *retired;  /* tables replaced by growth, freed at quiescence */
+    uint64_t generation;       /* counts the clears (writers' blocks are then void) */
 } spm_cache;
+
+/* One thread's side of inserting: a block of the arena it fills alone, and
+ * inserts not yet added to the table's count.  Taking arena bytes and
+ * counting entries a block and SPM_CACHE_PENDING at a time keeps the two
+ * shared counters from moving between the cores on every insert. */
+typedef struct {
+    size_t at, end;            /* the free part of this thread's block */
+    uint32_t pending;          /* entries inserted, not yet in table->used */
+    uint64_t generation;       /* the cache's generation the block belongs to */
+} spm_cache_writer;
+
+#define SPM_CACHE_BLOCK 4096u
+#define SPM_CACHE_PENDING 16u
 
 /* The hash of a chunk (its key). */
 static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
@@ -145,6 +159,7 @@ static inline int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_c
         return -1;
     }
     c->retired = NULL;
+    c->generation = 1;
     c->data_len = 0;
     c->data_cap = data_cap;
     c->max_slots = max_slots;
@@ -168,6 +183,22 @@ static inline void spm_cache_clear(spm_cache *c) {
     c->table->used = 0;
     c->data_len = 0;
     c->full = 0;
+    c->generation++;
+}
+
+static inline void spm_cache_writer_init(spm_cache_writer *wr) {
+    wr->at = wr->end = 0;
+    wr->pending = 0;
+    wr->generation = 0;
+}
+
+/* Adds the writer's pending inserts to the count of the current table. */
+static inline void spm_cache_flush(spm_cache *c, spm_cache_writer *wr) {
+    if (wr->pending && wr->generation == c->generation) {
+        spm_cache_table *t = (spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+        spm_fetch_add_u32(&t->used, wr->pending);
+    }
+    wr->pending = 0;
 }
 
 /* Called when no other thread uses the cache: frees the retired tables and
@@ -233,22 +264,38 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
     return grown;
 }
 
-/* Stores key -> ids[0:n] unless the key is present.  Not storing (no room,
- * a race) only means the chunk is merged again next time. */
-static inline void spm_cache_put(spm_cache *c, const char *key, size_t len, uint64_t h, const int32_t *ids, size_t n) {
+/* Stores key -> ids[0:n] unless the key is present, through this thread's
+ * writer.  Not storing (no room, a race) only means the chunk is merged
+ * again next time. */
+static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char *key, size_t len, uint64_t h,
+                                 const int32_t *ids, size_t n) {
     if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY || spm_load_u32(&c->full)) return;
+    if (wr->generation != c->generation) {
+        /* (The cache was emptied since this writer's last insert.) */
+        wr->at = wr->end = 0;
+        wr->pending = 0;
+        wr->generation = c->generation;
+    }
     spm_cache_table *t = (spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
-    if (spm_load_u32(&t->used) * 2 >= t->mask + 1) {
+    if ((spm_load_u32(&t->used) + wr->pending) * 2 >= t->mask + 1) {
+        spm_cache_flush(c, wr);
         t = spm_cache_grow(c, t);
         if (!t) return;
     }
     size_t padded = (len + 3u) & ~(size_t)3u;
     size_t size = sizeof(spm_cache_entry) + padded + n * sizeof(int32_t);
-    size_t off = spm_fetch_add_size(&c->data_len, size);
-    if (off + size > c->data_cap) {
-        spm_store_u32(&c->full, 1);
-        return;
+    if (wr->end - wr->at < size) {
+        size_t block = size > SPM_CACHE_BLOCK ? size : SPM_CACHE_BLOCK;
+        size_t start = spm_fetch_add_size(&c->data_len, block);
+        if (start + block > c->data_cap) {
+            spm_store_u32(&c->full, 1);
+            return;
+        }
+        wr->at = start;
+        wr->end = start + block;
     }
+    size_t off = wr->at;
+    wr->at += size;
     spm_cache_entry *e = (spm_cache_entry *)(c->data + off);
     e->hash_lo = (uint32_t)h;
     e->key_len = (uint16_t)len;
@@ -262,7 +309,7 @@ static inline void spm_cache_put(spm_cache *c, const char *key, size_t len, uint
         uint64_t seen = spm_load_acquire_u64(&t->slots[i]);
         if (seen == 0) {
             if (spm_cas_u64(&t->slots[i], &seen, word)) {
-                spm_fetch_add_u32(&t->used, 1);
+                if (++wr->pending >= SPM_CACHE_PENDING) spm_cache_flush(c, wr);
                 return;
             }
             /* (Another thread took this slot: `seen` is its word.) */

@@ -3,7 +3,7 @@
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from spmbpe._csrc cimport spm_cache, spm_charpairs, spm_heap, spm_pairs, spm_vocab
+from spmbpe._csrc cimport spm_cache, spm_cache_writer, spm_charpairs, spm_heap, spm_pairs, spm_vocab
 
 
 # Per-id flags (SpmCore.flags).
@@ -66,6 +66,7 @@ ctypedef struct Workspace:
     # allocated on first use.  Text without spaces is mostly one-character
     # chunks, each a lookup in a table too large for the nearest caches.
     uint64_t *char_ids
+    spm_cache_writer cache_writer  # this thread's side of inserting into the shared cache
     char pad_tail[64]
 
 
@@ -177,7 +178,8 @@ cdef class BatchJob:
     cdef uint32_t next_unit           # atomic: the next unit to take
     cdef uint32_t running             # atomic: workers merging
     cdef uint32_t failed              # atomic flag: a text failed (redone serially for its error)
-    cdef bint closed                  # no worker may join any more
+    cdef uint32_t started             # atomic flag: start() has gathered the texts
+    cdef uint32_t closed              # atomic flag: no worker may join any more
     cdef Workspace *workers[64]
     cdef int n_workers
 

@@ -84,9 +84,9 @@ class SpmCore:
     def limit_cache(self, slots: int, data_bytes: int) -> None: ...
 
 class BatchJob:
-    def __init__(
+    def __init__(self, core: SpmCore) -> None: ...
+    def start(
         self,
-        core: SpmCore,
         batch: List[Union[str, List[_Part]]],
         units: int,
         alpha: float = ...,

@@ -35,7 +35,9 @@ from spmbpe._csrc cimport (
     spm_cache_ids,
     spm_cache_init,
     spm_cache_put,
+    spm_cache_flush,
     spm_cache_quiesce,
+    spm_cache_writer_init,
     spm_cache_table,
     SPM_CACHE_MAX_DATA,
     SPM_CACHE_MAX_SLOTS,
@@ -134,6 +136,7 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.rng = 0
     w.memo = NULL
     w.char_ids = NULL
+    spm_cache_writer_init(&w.cache_writer)
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
@@ -744,6 +747,8 @@ cdef class SpmCore:
         first (a pooled workspace would otherwise keep ~50 bytes per byte of
         that text for the tokenizer's lifetime)."""
         self.active -= 1
+        if self.cache_ready:
+            spm_cache_flush(&self.cache, &w.cache_writer)
         if w.text_cap > _KEEP_TEXT_BYTES:
             free(w.text)
             free(w.symbols)
@@ -1486,7 +1491,8 @@ cdef class SpmCore:
             if rc != OK:
                 return rc
             if use_cache:
-                spm_cache_put(&self.cache, text + begin, <size_t>(end - begin), h, w.ids + mark, w.ids_len - mark)
+                spm_cache_put(&self.cache, &w.cache_writer, text + begin, <size_t>(end - begin), h,
+                              w.ids + mark, w.ids_len - mark)
             begin = end
         return OK
 
@@ -1993,16 +1999,22 @@ cdef class BatchJob:
         self.next_unit = 0
         self.running = 0
         self.failed = 0
-        self.closed = False
+        self.closed = 0
+        self.started = 0
 
-    def __init__(self, SpmCore core not None, list batch, Py_ssize_t units, double alpha=0.0, seeds=None,
-                 bint prefix=True):
-        """`batch` as for encode_parts_batch, cut into about `units` units;
-        with `alpha` > 0, BPE-dropout with text t's generator seeded by
-        seeds[t] (array('Q'))."""
+    def __init__(self, SpmCore core not None):
+        """An empty job: helpers may be started on it (they wait for
+        `start`), so that waking them overlaps gathering the texts."""
+        self.core = core
+
+    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, bint prefix=True):
+        """Gives the job its texts: `batch` as for encode_parts_batch, cut
+        into about `units` units; with `alpha` > 0, BPE-dropout with text
+        t's generator seeded by seeds[t] (array('Q'))."""
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_parts, t, k, total = 0, share, filled = 0
-        self.core = core
+        if self.batch is not None or self.closed:
+            raise RuntimeError("a BatchJob takes one batch")
         self.batch = batch
         self.n_texts = len(batch)
         self.alpha = alpha
@@ -2020,7 +2032,7 @@ cdef class BatchJob:
         if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
                 or self.unit_end == NULL:
             raise MemoryError()
-        core.gather(batch, self.items, self.counts, prefix)
+        self.core.gather(batch, self.items, self.counts, prefix)
         # Units of consecutive texts, each about total / units bytes.
         k = 0
         for t in range(self.n_texts):
@@ -2041,12 +2053,19 @@ cdef class BatchJob:
         self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
         if self.unit_ids == NULL or self.unit_done == NULL:
             raise MemoryError()
+        spm_store_release_u32(&self.started, 1)
 
     cdef Workspace *join(self) except? NULL:
         """A workspace for one more worker, or NULL when the job takes no
         more (finished, or as many workers as it holds)."""
         cdef Workspace *w
-        if self.closed or self.n_workers >= 64 or self.items == NULL:
+        if not spm_load_acquire_u32(&self.started) and not spm_load_acquire_u32(&self.closed):
+            # (A helper woken before `start`: the caller gathers the texts
+            # with the GIL, so wait without it.)
+            with nogil:
+                while not spm_load_acquire_u32(&self.started) and not spm_load_acquire_u32(&self.closed):
+                    spm_yield()
+        if self.closed or self.n_workers >= 64 or not self.started:
             return NULL
         w = self.core.acquire()
         w.alpha = self.alpha
@@ -2120,7 +2139,7 @@ cdef class BatchJob:
                 if w != NULL:
                     spm_sub_release_u32(&self.running, 1)
             # The helpers' last units.
-            self.closed = True
+            spm_store_release_u32(&self.closed, 1)
             while spm_load_acquire_u32(&self.running):
                 if not flat and built < self.n_units:
                     built += self.list_units(out, listed)
@@ -2178,7 +2197,7 @@ cdef class BatchJob:
 
     def close(self):
         """Waits for the helpers and gives the workspaces back."""
-        self.closed = True
+        spm_store_release_u32(&self.closed, 1)
         if spm_load_acquire_u32(&self.running):
             with nogil:
                 while spm_load_acquire_u32(&self.running):

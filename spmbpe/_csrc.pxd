@@ -90,7 +90,13 @@ cdef extern from "spm_cache.h" nogil:
     void spm_cache_quiesce(spm_cache *c)
     const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)
-    void spm_cache_put(spm_cache *c, const char *key, size_t length, uint64_t h, const int32_t *ids, size_t n)
+    ctypedef struct spm_cache_writer:
+        pass
+
+    void spm_cache_writer_init(spm_cache_writer *wr)
+    void spm_cache_flush(spm_cache *c, spm_cache_writer *wr)
+    void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char *key, size_t length, uint64_t h,
+                       const int32_t *ids, size_t n)
 
 
 cdef extern from "spm_charpairs.h" nogil:

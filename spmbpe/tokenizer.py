@@ -648,11 +648,13 @@ class SpmTokenizer:
     ) -> Any:
         """encode_parts_batch(units, ...) merged by `threads` threads, this
         one included, sharing one BatchJob."""
-        job = BatchJob(self._core, units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
+        job = BatchJob(self._core)
         try:
+            # (The helpers wake while this thread gathers the texts.)
             pool = _executor(threads - 1)
             for _ in range(threads - 1):
                 pool.submit(job.work)
+            job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
             result = job.lead(flat)
         finally:
             job.close()

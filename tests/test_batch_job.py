@@ -76,11 +76,12 @@ def test_job_units_and_helpers(units, helpers):
     want = tok._core.encode_parts_batch(batch, False, 0.0, None, True)
     want_flat = tok._core.encode_parts_batch(batch, True, 0.0, None, True)
     for flat in (False, True):
-        job = BatchJob(tok._core, batch, units, 0.0, None, True)
+        job = BatchJob(tok._core)
         threads = [threading.Thread(target=job.work) for _ in range(helpers)]
         for t in threads:
-            t.start()
+            t.start()  # (before the texts: they wait for them)
         try:
+            job.start(batch, units, 0.0, None, True)
             got = job.lead(flat)
         finally:
             job.close()
@@ -96,8 +97,9 @@ def test_job_units_and_helpers(units, helpers):
 
 def test_empty_job():
     tok = spmbpe.load(MODEL)
-    job = BatchJob(tok._core, [], 8)
+    job = BatchJob(tok._core)
     try:
+        job.start([], 8)
         assert job.lead(False) == []
     finally:
         job.close()
@@ -211,6 +213,28 @@ def test_limit_cache_checks():
 def test_job_rejects_bad_input():
     tok = spmbpe.load(MODEL)
     with pytest.raises(TypeError, match="must be str"):
-        BatchJob(tok._core, ["a", 3], 4)
+        BatchJob(tok._core).start(["a", 3], 4)
     with pytest.raises(ValueError, match="one seed per text"):
-        BatchJob(tok._core, ["a", "b"], 4, 0.5, array.array("Q", [1]))
+        BatchJob(tok._core).start(["a", "b"], 4, 0.5, array.array("Q", [1]))
+    job = BatchJob(tok._core)
+    job.start(["a"], 1)
+    with pytest.raises(RuntimeError, match="one batch"):
+        job.start(["b"], 1)
+    job.close()
+
+
+def test_helpers_waiting_for_texts_leave_when_the_job_fails():
+    """Helpers started before the texts wait for them; when gathering fails
+    the job is closed and they return without taking a workspace."""
+    tok = spmbpe.load(MODEL)
+    job = BatchJob(tok._core)
+    helpers = [threading.Thread(target=job.work) for _ in range(3)]
+    for t in helpers:
+        t.start()
+    with pytest.raises(TypeError):
+        job.start(["a", None], 4)
+    job.close()
+    for t in helpers:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in helpers)
+    assert tok.encode_ordinary("a b") == spmbpe.load(MODEL).encode_ordinary("a b")
