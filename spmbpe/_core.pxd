@@ -187,3 +187,4 @@ cdef class BatchJob:
     cdef bint run_unit(self, Workspace *w) noexcept nogil
     cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1
     cdef tuple flat_ids(self)
+    cdef void give_back(self)

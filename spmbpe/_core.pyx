@@ -2197,6 +2197,9 @@ cdef class BatchJob:
 
     def close(self):
         """Waits for the helpers and gives the workspaces back."""
+        self.give_back()
+
+    cdef void give_back(self):
         spm_store_release_u32(&self.closed, 1)
         if spm_load_acquire_u32(&self.running):
             with nogil:
@@ -2210,9 +2213,7 @@ cdef class BatchJob:
         # (A helper holds a reference while it runs, so none is running.)
         cdef Py_ssize_t u
         if self.core is not None:
-            while self.n_workers:
-                self.n_workers -= 1
-                self.core.release(self.workers[self.n_workers])
+            self.give_back()
         if self.unit_ids != NULL:
             for u in range(self.n_units):
                 free(self.unit_ids[u])
