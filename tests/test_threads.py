@@ -3,8 +3,9 @@
 Threads call encode, encode_ordinary, encode_with_offsets, encode_batch (list
 and NumPy output, itself multi-threaded), decode and decode_bytes on the same
 tokenizer at once, released together by a barrier: on the same texts (every
-thread hits the same cached chunks) and on different texts (the caches fill
-and evict under contention), with a thread clearing the caches meanwhile.
+thread hits the same cached chunks) and on different texts (the shared cache
+fills and grows under contention), with a thread clearing the cache meanwhile
+(tests/test_batch_job.py fills a small one to its bounds).
 """
 
 from __future__ import annotations
