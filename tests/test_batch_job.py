@@ -5,12 +5,15 @@ stage in Python) is one BatchJob: units of texts that the threads take in
 turn, merged without the GIL, listed by the calling thread.  Every thread
 reads and fills one chunk cache.  Each path must give exactly the ids of
 encoding every text alone, whatever the threads, units, cache size or
-failures.
+failures: the references' own ids (the llama.cpp and sentencepiece golden
+files, live sentencepiece and tokenizers), and whole-segment merging for the
+cases the references cannot be asked (small caches, failures, units).
 """
 
 from __future__ import annotations
 
 import array
+import json
 import threading
 
 import pytest
@@ -54,6 +57,49 @@ def test_batch_equals_each_text_alone(path, special, threads):
     ids, offsets = tok.encode_batch(texts, special=special, num_threads=threads, return_numpy=True)
     assert offsets.tolist() == [0] + [sum(len(w) for w in want[: i + 1]) for i in range(len(want))]
     assert ids.tolist() == [i for w in want for i in w]
+
+
+def golden_rows(name):
+    text = (DATA_DIR / name).read_bytes().decode("utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize(
+    "path, golden, fields",
+    [
+        # llama.cpp's ids (special tokens as text, then parsed).
+        (LLAMA_SPM_GGUF, "llama-spm.gguf.jsonl", {"none": "ids", "all": "ids_special"}),
+        # sentencepiece's ids, for both .model files.
+        (MODEL, "mistral-v1.model.jsonl", {"all": "sp"}),
+        (DATA_DIR / "mistral-v3.model", "mistral-v3.model.jsonl", {"all": "sp"}),
+    ],
+    ids=["gguf-llama.cpp", "mistral-v1-sentencepiece", "mistral-v3-sentencepiece"],
+)
+def test_golden_batches_equal_the_references(path, golden, fields, threads):
+    """Every golden text of a reference in one batch (over 100,000
+    characters, so several threads share a BatchJob when nothing is to be
+    planned), on a fresh tokenizer: the reference's ids, text by text."""
+    rows = golden_rows(golden)
+    texts = [row["text"] for row in rows]
+    for special, field in fields.items():
+        got = spmbpe.load(path).encode_batch(texts, special=special, num_threads=threads)
+        assert got == [row[field] for row in rows]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_corpus_batches_equal_live_references(threads):
+    """The corpus lines through the shared job on fresh tokenizers: live
+    sentencepiece on the .model, live tokenizers on the tokenizer.json."""
+    import sentencepiece
+    from tokenizers import Tokenizer
+
+    assert not any("<s>" in line or "</s>" in line or "<unk>" in line for line in LINES)
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(MODEL))
+    assert spmbpe.load(MODEL).encode_batch(LINES, special="none", num_threads=threads) == sp.encode(LINES)
+    json_path = DATA_DIR / "mistral-v1.tokenizer.json"
+    ref = [e.ids for e in Tokenizer.from_file(str(json_path)).encode_batch(LINES, add_special_tokens=False)]
+    assert spmbpe.load(json_path).encode_batch(LINES, special="none", num_threads=threads) == ref
 
 
 def test_batch_takes_the_shared_job():
