@@ -211,6 +211,14 @@ static inline void spm_cache_quiesce(spm_cache *c) {
     }
 }
 
+/* Whether the slot word `word` (non-zero) holds key[0:len], whose hash's
+ * upper half is `tag`. */
+static inline int spm_cache_holds(const spm_cache *c, uint64_t word, uint32_t tag, const char *key, size_t len) {
+    if ((uint32_t)(word >> 32) != tag) return 0;
+    const spm_cache_entry *e = spm_cache_entry_at(c, word);
+    return e->key_len == len && spm_bytes_equal(spm_cache_key(e), key, len);
+}
+
 /* The entry of key[0:len] (hash h), or NULL. */
 static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
     const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
@@ -219,10 +227,7 @@ static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const cha
     for (uint32_t probes = 0; probes <= t->mask; probes++) {
         uint64_t word = spm_load_acquire_u64(&t->slots[i]);
         if (word == 0) return NULL;
-        if ((uint32_t)(word >> 32) == tag) {
-            const spm_cache_entry *e = spm_cache_entry_at(c, word);
-            if (e->key_len == len && spm_bytes_equal(spm_cache_key(e), key, len)) return e;
-        }
+        if (spm_cache_holds(c, word, tag, key, len)) return spm_cache_entry_at(c, word);
         i = (i + 1) & t->mask;
     }
     return NULL;
@@ -272,8 +277,7 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char 
     if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY || spm_load_u32(&c->full)) return;
     if (wr->generation != c->generation) {
         /* (The cache was emptied since this writer's last insert.) */
-        wr->at = wr->end = 0;
-        wr->pending = 0;
+        spm_cache_writer_init(wr);
         wr->generation = c->generation;
     }
     spm_cache_table *t = (spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
@@ -314,10 +318,7 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char 
             }
             /* (Another thread took this slot: `seen` is its word.) */
         }
-        if ((uint32_t)(seen >> 32) == tag) {
-            const spm_cache_entry *other = spm_cache_entry_at(c, seen);
-            if (other->key_len == len && spm_bytes_equal(spm_cache_key(other), key, len)) return;
-        }
+        if (spm_cache_holds(c, seen, tag, key, len)) return;
         i = (i + 1) & t->mask;
     }
 }

@@ -111,17 +111,7 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
     while (k < e) {
         uint8_t lead = (uint8_t)arena[k];
         int len;
-        if (lead < 0x80) {
-            /* (ASCII: a pair needs a character of 3+ bytes) */
-            if (p != NULL && prev >= 0 && prev_len >= 3 &&
-                spm_charpairs_add(p, spm_head8(arena + prev, (size_t)(prev_len + 1), 0)) != 0)
-                return -1;
-            prev = k;
-            prev_len = 1;
-            k++;
-            continue;
-        }
-        if (e - k >= 3 && spm_charpairs_is_marker(arena + k, 3)) {
+        if (lead >= 0x80 && e - k >= 3 && spm_charpairs_is_marker(arena + k, 3)) {
             if (prev >= 0) {
                 if (crossing < max) at[crossing] = k - a;
                 crossing++;

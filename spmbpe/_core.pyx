@@ -1267,7 +1267,9 @@ cdef class SpmCore:
     cdef Py_ssize_t escape(self, const char *src, Py_ssize_t n, bint prefix,
                            Workspace *w) noexcept nogil:
         """Writes src[0:n] to w.text with spaces as "▁" (and the dummy prefix
-        when `prefix`); returns its length, or an error code (< 0)."""
+        when `prefix`); returns its length, or an error code (< 0).  Sets
+        w.ready_bounds when it found all the chunk boundaries on the way
+        (run then skips find_bounds)."""
         cdef Py_ssize_t i, m = 0, stop
         cdef char c
         cdef int32_t nb = 0
@@ -2040,11 +2042,11 @@ cdef class BatchJob:
             k += self.counts[t]
         self.first_item[self.n_texts] = k
         for k in range(n_parts):
-            total += self.items[k].n if self.items[k].token_id < 0 else 1
+            total += _part_size(&self.items[k])
         share = max(1, total // max(units, 1))
         for t in range(self.n_texts):
             for k in range(self.first_item[t], self.first_item[t + 1]):
-                filled += self.items[k].n if self.items[k].token_id < 0 else 1
+                filled += _part_size(&self.items[k])
             if filled >= share or t + 1 == self.n_texts:
                 self.unit_end[self.n_units] = t + 1
                 self.n_units += 1
@@ -2224,6 +2226,11 @@ cdef class BatchJob:
         free(self.ends)
         free(self.unit_ids)
         free(self.unit_done)
+
+
+cdef inline Py_ssize_t _part_size(const BatchPart *part) noexcept nogil:
+    """A part's share of the work: its UTF-8 bytes, or 1 for a token id."""
+    return part.n if part.token_id < 0 else 1
 
 
 cdef Py_ssize_t _count_parts(list batch) except -1:
