@@ -12,6 +12,7 @@ import pytest
 
 import spmbpe
 
+from conftest import LLAMA_SPM_GGUF
 from test_hf_folder import build_folder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -145,7 +146,7 @@ def test_pad_token_id_overrides_and_is_needed(tmp_path):
 
 
 def test_other_formats_and_numpy_types():
-    tok = spmbpe.load("tests/data/ggml-vocab-llama-spm.gguf")
+    tok = spmbpe.load(LLAMA_SPM_GGUF)
     out = tok(["Hello world", "a"], padding=True, pad_token_id=0, return_tensors="np")
     assert out["input_ids"].dtype == np.int64 and out["attention_mask"].dtype == np.int64
     assert out["input_ids"].tolist() == [[1, 15043, 3186], [1, 263, 0]]
@@ -155,7 +156,7 @@ def test_other_formats_and_numpy_types():
 
 
 def test_invalid_options_are_errors():
-    tok = spmbpe.load("tests/data/ggml-vocab-llama-spm.gguf")
+    tok = spmbpe.load(LLAMA_SPM_GGUF)
     with pytest.raises(ValueError, match="different lengths"):
         tok(["a", "a b c"], return_tensors="np")
     with pytest.raises(ValueError, match="max_length"):
