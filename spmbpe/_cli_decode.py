@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
-import sys
 from typing import Any, Iterator, List, Tuple
 
 from ._cli_common import CliError, load_model, need_numpy
+from ._cli_read import InputStream, gzip_named
 from ._cli_write import output_stream, read_megatron_index, read_npy_header
 
 __all__ = ["cmd_decode"]
@@ -26,8 +27,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
             name = "<stdin>" if path == "-" else path
             fmt = args.input_format
             if fmt == "auto":
-                ext = os.path.splitext(path)[1].lower()
+                ext = os.path.splitext(path[:-3] if gzip_named(path) else path)[1].lower()
                 fmt = {".npy": "npy", ".bin": "bin", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(ext, "txt")
+            if fmt in ("npy", "bin") and gzip_named(path):
+                raise CliError(f"{name}: {fmt} input is memory-mapped and cannot be gzip-compressed; "
+                               f"decompress it first")
             docs = _id_documents(name, path, fmt, tok)
             lines = []
             size = 0
@@ -52,7 +56,8 @@ def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[st
     if fmt in ("npy", "bin"):
         yield from _array_documents(name, path, fmt, tok)
         return
-    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    # Plain or gzip (a .gz name or the gzip magic bytes), decompressed as read.
+    stream = io.BufferedReader(InputStream(path), 1 << 16)
     try:
         for number, raw in enumerate(stream, 1):
             try:
@@ -76,8 +81,7 @@ def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[st
                     raise CliError(f"{name}, line {number}: not a JSON array of token ids")
             yield f"line {number}", ids
     finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+        stream.close()  # not standard input itself
 
 
 def _array_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[str, List[int]]]:

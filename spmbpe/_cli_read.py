@@ -1,21 +1,204 @@
 """Reading documents for the command line: text files (one document per
 line), JSONL files (one document per object) or standard input, in batches
-bounded in bytes so that memory stays bounded whatever the input size."""
+bounded in bytes so that memory stays bounded whatever the input size.
+
+Any input may be gzip-compressed (InputStream): a name ending in ``.gz``,
+or data that starts with the gzip magic bytes ``1f 8b`` (standard input
+too), is decompressed as it is read, never whole."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import re
+import stat
 import sys
-from typing import BinaryIO, Iterator, List, Optional, Sequence, Tuple
+import zlib
+from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_common import CliError
 
-__all__ = ["Batch", "DocumentReader", "input_format_of", "input_size"]
+__all__ = [
+    "Batch",
+    "DocumentReader",
+    "InputStream",
+    "GZIP_MAGIC",
+    "gzip_named",
+    "input_format_of",
+    "input_size",
+]
 
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzip_named(path: str) -> bool:
+    """Whether the name of `path` says gzip (ends in .gz)."""
+    return path != "-" and path.lower().endswith(".gz")
+
+
+def _not_gzip(name: str) -> CliError:
+    return CliError(
+        f"{name}: not gzip data (the name ends in .gz, but the file does not start with the gzip "
+        f"magic bytes 1f 8b)"
+    )
+
+
+class _Source:
+    """The bytes of an open binary stream, its first two (`head`, read to
+    tell gzip data) given back first; `count`: the bytes handed out so far
+    (for gzip input: the compressed position). ``read(n)`` returns what is
+    there, up to `n` bytes (b"" only at the end)."""
+
+    def __init__(self, f: IO[bytes], own: bool) -> None:
+        self._f = f
+        self._read: Callable[[int], bytes] = getattr(f, "read1", f.read)
+        self.own = own
+        head = b""
+        while len(head) < 2:
+            got = self._read(2 - len(head))
+            if not got:
+                break
+            head += got
+        self.head = head
+        self._pending = head
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if self._pending:
+            data = self._pending if n < 0 else self._pending[:n]
+            self._pending = self._pending[len(data) :]
+        elif n < 0:
+            data = self._f.read()
+        else:
+            data = self._read(n)
+        self.count += len(data)
+        return data
+
+    def seek(self, n: int) -> int:
+        raise io.UnsupportedOperation("seek")  # gzip reading never seeks back
+
+    def close(self) -> None:
+        if self.own:
+            self._f.close()
+
+
+class InputStream(io.RawIOBase):
+    """One input (a path, or ``-``: standard input), plain or gzip, as
+    bytes: ``read1(n)`` returns up to `n` bytes, as soon as some are there
+    (b"" at the end); also a raw stream for io.BufferedReader.
+
+    Gzip input (`compressed`): a name ending in .gz, or data starting with
+    the gzip magic bytes. It is decompressed as it is read (concatenated
+    members one after the other, as zcat does); a truncated or corrupt
+    stream raises CliError naming the input, the compressed position and
+    the line and byte of the decompressed data reached. `position()`: the
+    bytes of the input file read so far (compressed bytes for gzip), what
+    progress measures against the file size."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.label = "<stdin>" if path == "-" else path
+        f: IO[bytes]
+        if path == "-":
+            f = sys.stdin.buffer
+        else:
+            try:
+                f = open(path, "rb")
+            except OSError as e:
+                raise CliError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            regular = False
+        try:
+            self._src = _Source(f, own=path != "-")
+        except BaseException:
+            if path != "-":
+                f.close()
+            raise
+        head = self._src.head
+        named = gzip_named(path)
+        if named and head and head != GZIP_MAGIC:
+            self._src.close()
+            raise _not_gzip(self.label)
+        self.compressed = named or head == GZIP_MAGIC
+        self._gz = gzip.GzipFile(fileobj=self._src, mode="rb") if self.compressed else None
+        # A regular file fills whole blocks; a pipe gives what has arrived
+        # (its lines are encoded while it pauses).
+        self._fill = regular
+        self.decompressed = 0  # bytes of decompressed data returned (gzip)
+        self.lines = 0  # and the line ends in them
+
+    def position(self) -> int:
+        return self._src.count
+
+    def read1(self, n: int = -1) -> bytes:
+        if self._gz is None:
+            return self._src.read(n)
+        if n < 0:
+            n = _BLOCK
+        parts: List[bytes] = []
+        got = 0
+        try:
+            # Up to n bytes (a pipe: what the compressed data that has arrived
+            # gives); counted as they come, so that an error says how far the
+            # good data went.
+            while got < n:
+                chunk = self._gz.read1(n - got)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+                self.decompressed += len(chunk)
+                self.lines += chunk.count(b"\n")
+                if not self._fill:
+                    break
+        except EOFError:
+            raise CliError(
+                f"{self.label}: truncated gzip data: the input ends at byte {self._src.count:,} "
+                f"inside a compressed stream, {self._where()}"
+            ) from None
+        except (zlib.error, gzip.BadGzipFile) as e:
+            detail = str(e)
+            if detail.startswith("Error ") and ": " in detail:
+                detail = detail.split(": ", 1)[1]  # zlib's "Error -3 while decompressing data: "
+            elif detail.startswith("Not a gzipped file"):
+                detail = "data after a gzip member that is not another gzip member"
+            raise CliError(
+                f"{self.label}: corrupt gzip data ({detail}) in the first {self._src.count:,} bytes "
+                f"of the input, {self._where()}"
+            ) from None
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _where(self) -> str:
+        return f"after line {self.lines:,} (byte {self.decompressed:,}) of the decompressed data"
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        data = self.read1(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        # (getattr: also from IOBase.__del__ after __init__ raised.)
+        gz: Optional[gzip.GzipFile] = getattr(self, "_gz", None)
+        src: Optional[_Source] = getattr(self, "_src", None)
+        try:
+            if gz is not None:
+                gz.close()
+        finally:
+            if src is not None:
+                src.close()
+            super().close()
 
 
 class Batch:
@@ -25,7 +208,7 @@ class Batch:
     the run up to the end of this batch; `doc_records[i]` the same count just
     after document i (what a sharded run records to resume from)."""
 
-    __slots__ = ("source", "texts", "nbytes", "records", "doc_records")
+    __slots__ = ("source", "texts", "nbytes", "records", "doc_records", "file_bytes", "compressed")
 
     def __init__(
         self,
@@ -34,23 +217,34 @@ class Batch:
         nbytes: int,
         records: int,
         doc_records: Sequence[int],
+        file_bytes: Optional[int] = None,
+        compressed: bool = False,
     ) -> None:
         self.source = source
         self.texts = texts
-        self.nbytes = nbytes
+        self.nbytes = nbytes  # bytes of (decompressed) text
         self.records = records
         self.doc_records = doc_records
+        # Bytes of the input file read meanwhile: compressed bytes for gzip
+        # input (`compressed`), else about `nbytes`.
+        self.file_bytes = nbytes if file_bytes is None else file_bytes
+        self.compressed = compressed
 
 
 def input_format_of(name: str, requested: str) -> str:
-    """``txt`` or ``jsonl``: as requested, else from the file name."""
+    """``txt`` or ``jsonl``: as requested, else from the file name (a .gz
+    ending left out: x.jsonl.gz is JSONL)."""
     if requested != "auto":
         return requested
-    return "jsonl" if name.lower().endswith((".jsonl", ".ndjson")) else "txt"
+    base = name.lower()
+    if base.endswith(".gz"):
+        base = base[:-3]
+    return "jsonl" if base.endswith((".jsonl", ".ndjson")) else "txt"
 
 
 def input_size(path: str) -> Optional[int]:
-    """The size of a regular file, else None (pipes, standard input)."""
+    """The size of a regular file (compressed, for gzip), else None (pipes,
+    standard input)."""
     if path == "-":
         return None
     try:
@@ -88,6 +282,7 @@ class DocumentReader:
         self.records = 0  # input records (lines) read so far, over all inputs
         self.skipped = 0  # documents left out (errors="skip")
         self._file_base = 0  # records before the current input
+        self._compressed = False  # whether the current input is gzip
 
     def check_inputs(self) -> None:
         """Raises CliError for the first input that cannot be opened
@@ -98,58 +293,64 @@ class DocumentReader:
             if os.path.isdir(path):
                 raise CliError(f"{path}: is a directory, not an input file")
             try:
-                with open(path, "rb"):
-                    pass
+                with open(path, "rb") as f:
+                    # (Only a regular file is read here: what is read from a
+                    # pipe would be lost.)
+                    head = f.read(2) if gzip_named(path) and os.path.isfile(path) else b""
             except OSError as e:
                 raise CliError(f"cannot read {path}: {e.strerror}") from None
+            if head and head != GZIP_MAGIC:
+                raise _not_gzip(path)
 
     def __iter__(self) -> Iterator[Batch]:
         for path in self.paths:
             name = "<stdin>" if path == "-" else path
             fmt = input_format_of("" if path == "-" else path, self.input_format)
             self._file_base = self.records
-            if path == "-":
-                yield from self._batches(name, sys.stdin.buffer, fmt)
-                continue
+            stream = InputStream(path)
             try:
-                f = open(path, "rb")
-            except OSError as e:
-                raise CliError(f"cannot read {path}: {e.strerror}") from None
-            with f:
-                yield from self._batches(name, f, fmt)
+                yield from self._batches(name, stream, fmt)
+            finally:
+                stream.close()
 
     # ------------------------------------------------------------ internals
 
-    def _batches(self, name: str, stream: BinaryIO, fmt: str) -> Iterator[Batch]:
+    def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
         texts: List[str] = []
         doc_records: List[int] = []
         nbytes = 0
         split = self._jsonl_docs if fmt == "jsonl" else self._text_docs
-        for data, line_no in self._line_blocks(stream):
+        self._compressed = stream.compressed
+        done = 0  # stream.position() at the last batch
+        for data, line_no, offset in self._line_blocks(stream):
             nbytes += len(data)
-            got, recs = split(name, data, line_no)
+            got, recs = split(name, data, line_no, offset)
             texts.extend(got)
             doc_records.extend(range(line_no, line_no + len(got)) if recs is None else recs)
             if nbytes >= self.batch_bytes:
-                yield Batch(name, texts, nbytes, self.records, doc_records)
-                texts, doc_records, nbytes = [], [], 0
-        yield Batch(name, texts, nbytes, self.records, doc_records)
+                position = stream.position()
+                yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
+                texts, doc_records, nbytes, done = [], [], 0, position
+        position = stream.position()
+        yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
 
-    def _line_blocks(self, stream: BinaryIO) -> Iterator[Tuple[bytes, int]]:
+    def _line_blocks(self, stream: InputStream) -> Iterator[Tuple[bytes, int, int]]:
         """Blocks of whole lines (bytes, each line ending in "\\n"; the last
-        line of the input may lack it) and the global record number of the
-        block's first line; lines still to skip (resume) are dropped here."""
+        line of the input may lack it), the global record number of the
+        block's first line and the block's byte offset in the (decompressed)
+        input; lines still to skip (resume) are dropped here."""
         carry: List[bytes] = []  # the start of a line longer than a block
         # read1: what is there (up to a block), not a full block: a pipe that
         # pauses is encoded up to its last line meanwhile.
-        read = getattr(stream, "read1", stream.read)
+        read = stream.read1
         size = min(_BLOCK, self.batch_bytes)
+        offset = 0  # of the next block of lines
         while True:
             block = read(size)
             if not block:
                 if carry:
                     carry.append(b"\n")
-                    yield from self._skip(b"".join(carry))
+                    yield from self._skip(b"".join(carry), offset)
                 return
             cut = block.rfind(b"\n")
             if cut < 0:
@@ -161,9 +362,10 @@ class DocumentReader:
             else:
                 data = block[: cut + 1] if cut + 1 < len(block) else block
             carry = [block[cut + 1 :]] if cut + 1 < len(block) else []
-            yield from self._skip(data)
+            yield from self._skip(data, offset)
+            offset += len(data)
 
-    def _skip(self, data: bytes) -> Iterator[Tuple[bytes, int]]:
+    def _skip(self, data: bytes, offset: int) -> Iterator[Tuple[bytes, int, int]]:
         n = data.count(b"\n")
         if self.skip_records:
             if n <= self.skip_records:
@@ -173,13 +375,25 @@ class DocumentReader:
             parts = data.split(b"\n", self.skip_records)
             self.records += self.skip_records
             self.skip_records = 0
+            offset += len(data) - len(parts[-1])
             data = parts[-1]
             n = data.count(b"\n")
         line_no = self.records + 1
         self.records += n
-        yield data, line_no
+        yield data, line_no, offset
 
-    def _text_docs(self, name: str, data: bytes, line_no: int) -> Tuple[List[str], Optional[List[int]]]:
+    def _bad_utf8(self, name: str, record: int, in_line: int, offset: int) -> CliError:
+        """The error for invalid UTF-8 at byte `in_line` of a line, byte
+        `offset` of the (decompressed) input."""
+        where = f", byte {offset:,} of the decompressed data" if self._compressed else ""
+        return CliError(
+            f"{self._location(name, record)}: invalid UTF-8 at byte {in_line} of the line{where} "
+            f"(--errors replace or skip to go on)"
+        )
+
+    def _text_docs(
+        self, name: str, data: bytes, line_no: int, offset: int
+    ) -> Tuple[List[str], Optional[List[int]]]:
         """Documents of a block of whole lines, and their record numbers
         (None: every line is a document)."""
         errors = "replace" if self.errors == "replace" else "strict"
@@ -189,10 +403,7 @@ class DocumentReader:
             if self.errors == "strict":
                 bad_line = line_no + data.count(b"\n", 0, e.start)
                 line_start = data.rfind(b"\n", 0, e.start) + 1
-                raise CliError(
-                    f"{self._location(name, bad_line)}: invalid UTF-8 at byte {e.start - line_start} "
-                    f"of the line (--errors replace or skip to go on)"
-                ) from None
+                raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
             return self._text_docs_skipping(data, line_no)
         lines = text.split("\n")
         lines.pop()  # after the last "\n"
@@ -215,7 +426,9 @@ class DocumentReader:
             recs.append(line_no + i)
         return docs, recs
 
-    def _jsonl_docs(self, name: str, data: bytes, line_no: int) -> Tuple[List[str], Optional[List[int]]]:
+    def _jsonl_docs(
+        self, name: str, data: bytes, line_no: int, offset: int
+    ) -> Tuple[List[str], Optional[List[int]]]:
         docs: List[str] = []
         recs: List[int] = []
         raw_lines = data.split(b"\n")
@@ -227,10 +440,8 @@ class DocumentReader:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 if self.errors == "strict":
-                    raise CliError(
-                        f"{self._location(name, number)}: invalid UTF-8 at byte {e.start} of the line "
-                        f"(--errors replace or skip to go on)"
-                    ) from None
+                    line_start = offset + sum(len(r) + 1 for r in raw_lines[:i])
+                    raise self._bad_utf8(name, number, e.start, line_start + e.start) from None
                 if self.errors == "skip":
                     self.skipped += 1
                     continue

@@ -384,11 +384,13 @@ class ArrayOutput:
 
     @property
     def documents(self) -> int:
-        return sum(s["documents"] for s in self.shards) + (self.current.documents if self.current else 0)
+        done: int = sum(s["documents"] for s in self.shards)
+        return done + (self.current.documents if self.current else 0)
 
     @property
     def tokens(self) -> int:
-        return sum(s["tokens"] for s in self.shards) + (self.current.tokens if self.current else 0)
+        done: int = sum(s["tokens"] for s in self.shards)
+        return done + (self.current.tokens if self.current else 0)
 
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
         """Documents of one batch: flat `ids`, `offsets` (n + 1 starts),

@@ -9,7 +9,9 @@
     spmbpe encode --model tokenizer.model --format npy --output corpus.npy a.txt b.jsonl
 
 Inputs are text files (one document per line), JSONL files (one document
-per object, its ``--field``) or standard input. Errors are one line on
+per object, its ``--field``) or standard input; gzip-compressed ones (a
+``.gz`` name, or data starting with the gzip magic bytes, standard input
+too) are decompressed as they are read. Errors are one line on
 standard error, ``spmbpe: error: ...``, naming the file and line; exit code
 1 (2 for a bad option or model), 130/143 when interrupted.
 """
@@ -105,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
         "encode",
         help="token ids of each document (txt, jsonl, npy, bin)",
         description="Token ids of each document of the inputs, in input order: text files (one "
-        "document per line), .jsonl files (one document per object) or standard input.",
+        "document per line), .jsonl files (one document per object) or standard input, each "
+        "possibly gzip-compressed.",
     )
     _add_inputs(encode)
     _add_model(encode)
@@ -136,8 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     count = commands.add_parser(
         "count",
         help="token totals per input and overall",
-        description="Prints, for each input, its tokens, documents and bytes, and a total line "
-        "when there are several inputs.",
+        description="Prints, for each input, its tokens, documents and bytes (of text: "
+        "decompressed, for gzip input), and a total line when there are several inputs.",
     )
     _add_inputs(count)
     _add_model(count)
@@ -152,11 +155,15 @@ def _parser() -> argparse.ArgumentParser:
         "JSON array per line), npy (with OUT.docs.npy beside it, else one document) or bin "
         "(with its .idx). Prints a line per document.",
     )
-    decode.add_argument("inputs", nargs="*", metavar="INPUT", help="id files (default: standard input, txt)")
+    decode.add_argument(
+        "inputs", nargs="*", metavar="INPUT",
+        help="id files (default: standard input, txt); txt and jsonl ones may be gzip-compressed "
+        "(.gz, or the gzip magic bytes)",
+    )
     _add_model(decode)
     decode.add_argument(
         "--input-format", choices=("auto", "txt", "jsonl", "npy", "bin"), default="auto",
-        help="how to read the inputs (default: from the extension, else txt)",
+        help="how to read the inputs (default: from the extension, a .gz ending left out, else txt)",
     )
     decode.add_argument(
         "--format", choices=_TEXT_FORMATS, default="txt",
@@ -187,7 +194,9 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "inputs", nargs="*", metavar="INPUT",
         help="text files (one document per line) or .jsonl files (one object per line); none or "
-        "'-': standard input",
+        "'-': standard input. Gzip input (a .gz name such as corpus.jsonl.gz, or any input, "
+        "standard input too, that starts with the gzip magic bytes) is decompressed as it is "
+        "read, like zcat",
     )
 
 
@@ -209,7 +218,8 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N", help="encoding threads (default: all cores)")
     p.add_argument(
         "--input-format", choices=("auto", "txt", "jsonl"), default="auto",
-        help="auto (default): .jsonl/.ndjson files are JSONL, anything else (and stdin) text",
+        help="auto (default): .jsonl/.ndjson files (also .jsonl.gz, .ndjson.gz) are JSONL, "
+        "anything else (and stdin) text",
     )
     p.add_argument("--field", default="text", help="JSONL: the field holding the text (default: text)")
     p.add_argument(
@@ -470,7 +480,9 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     with output_stream(args.output) as out:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             out.write(formatter(ids, offsets))
-            progress.update(_n_docs(ids, offsets), batch.nbytes, _n_tokens(ids, offsets))
+            progress.update(
+                _n_docs(ids, offsets), batch.nbytes, _n_tokens(ids, offsets), batch.file_bytes, batch.compressed
+            )
     progress.finish()
     _report_skipped(reader)
     return 0
@@ -542,7 +554,7 @@ def _encode_arrays(
     try:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             writer.write(ids, offsets, batch.doc_records, batch.records)
-            progress.update(len(offsets) - 1, batch.nbytes, int(offsets[-1]))
+            progress.update(len(offsets) - 1, batch.nbytes, int(offsets[-1]), batch.file_bytes, batch.compressed)
         writer.close(reader.records)
     finally:
         writer.discard()
@@ -560,7 +572,7 @@ def _resume_state(args: argparse.Namespace, fmt: str, meta: Dict[str, Any]) -> O
     path = meta_path(args.output, fmt)
     try:
         with open(path, "r", encoding="utf-8") as f:
-            old = json.load(f)
+            old: Dict[str, Any] = json.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
@@ -600,7 +612,7 @@ def _cmd_count(args: argparse.Namespace) -> int:
         row[0] += tokens
         row[1] += docs
         row[2] += batch.nbytes
-        progress.update(docs, batch.nbytes, tokens)
+        progress.update(docs, batch.nbytes, tokens, batch.file_bytes, batch.compressed)
     progress.finish()
     total = [sum(r[i] for r in rows.values()) for i in range(3)]
     if args.json:
