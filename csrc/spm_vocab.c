@@ -2,6 +2,27 @@
 
 #include <stdlib.h>
 
+#define SPM_VOCAB_AHEAD 16
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SPM_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
+#else
+#define SPM_PREFETCH_WRITE(p) ((void)(p))
+#endif
+
+/* Hashes piece id into the ring and prefetches its home slot and tag. */
+static inline void spm_vocab_hash_piece(const spm_vocab *v, int32_t id, uint64_t *ring_h, uint64_t *ring_head) {
+    const char *s = v->arena + v->offsets[id];
+    size_t len = (size_t)(v->offsets[id + 1] - v->offsets[id]);
+    uint64_t head = spm_head8(s, len, 0);
+    uint64_t h = spm_vocab_hash(head, s, len);
+    uint32_t home = spm_vocab_home(h, v->cap);
+    SPM_PREFETCH_WRITE(&v->slots[home]);
+    SPM_PREFETCH_WRITE(&v->tags[home]);
+    ring_h[id % SPM_VOCAB_AHEAD] = h;
+    ring_head[id % SPM_VOCAB_AHEAD] = head;
+}
+
 spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
     if (n < 1 || n > SPM_ID_MASK) return NULL;
     spm_vocab *v = (spm_vocab *)calloc(1, sizeof(spm_vocab));
@@ -28,12 +49,18 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         v->slots[i].score = 0.0f;
         v->slots[i].head = 0;
     }
+    /* The pieces land in random slots of a table larger than the second-
+     * level cache: each piece's hash is computed SPM_VOCAB_AHEAD pieces
+     * early and its home slot prefetched, so the misses overlap. */
+    uint64_t ring_h[SPM_VOCAB_AHEAD], ring_head[SPM_VOCAB_AHEAD];
+    for (int32_t id = 0; id < n && id < SPM_VOCAB_AHEAD; id++) spm_vocab_hash_piece(v, id, ring_h, ring_head);
     for (int32_t id = 0; id < n; id++) {
         const char *s = arena + offsets[id];
         size_t len = (size_t)(offsets[id + 1] - offsets[id]);
-        uint64_t head = spm_head8(s, len, 0);
+        uint64_t head = ring_head[id % SPM_VOCAB_AHEAD];
+        uint64_t h = ring_h[id % SPM_VOCAB_AHEAD];
+        if (id + SPM_VOCAB_AHEAD < n) spm_vocab_hash_piece(v, id + SPM_VOCAB_AHEAD, ring_h, ring_head);
         if (len >= 1 && len <= 8 && s[len - 1] == 0) v->nul_tails = 1;
-        uint64_t h = spm_vocab_hash(head, s, len);
         uint32_t i = spm_vocab_home(h, v->cap);
         int duplicate = 0;
         while (v->slots[i].id >= 0) {

@@ -14,9 +14,11 @@ without added tokens costs one automaton scan.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Protocol, Sequence, Tuple, Union
 
-import ahocorasick
+# pyahocorasick is a C extension that ships neither stubs nor py.typed: its
+# Automaton is typed by the _Automaton protocol below.
+import ahocorasick  # type: ignore[import-not-found]
 
 from .errors import DisallowedSpecialError
 from .tokens import AddedToken
@@ -47,6 +49,17 @@ class TokenAt:
 Fragment = Union[TextSpan, TokenAt]
 
 
+class _Automaton(Protocol):
+    """The part of ``ahocorasick.Automaton`` used here: the words are token
+    texts, their values ranks; a match is ``(index of its last character,
+    value)``."""
+
+    def add_word(self, key: str, value: int, /) -> bool: ...
+    def make_automaton(self) -> None: ...
+    def iter(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
+    def iter_long(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
+
+
 class AddedTokenMatcher:
     """Finds added tokens in text and partitions it around them."""
 
@@ -65,9 +78,9 @@ class AddedTokenMatcher:
             t.content for t in self.tokens if t.special
         )
         self.has_plain = any(not t.special for t in self.tokens)
-        self._automaton: Optional[ahocorasick.Automaton] = None
+        self._automaton: Optional[_Automaton] = None
         if self.tokens:
-            automaton = ahocorasick.Automaton()
+            automaton: _Automaton = ahocorasick.Automaton()
             for rank, token in enumerate(self.tokens):
                 automaton.add_word(token.content, rank)
             automaton.make_automaton()
@@ -88,7 +101,7 @@ class AddedTokenMatcher:
         if automaton is None:
             return [(0, len(text))] if text else []
         tokens = self.tokens
-        pieces: List[List[object]] = []  # [start, end] of text, or TokenAt
+        pieces: List[Union[List[int], TokenAt]] = []  # [start, end] of text, or TokenAt
         cursor = 0
         for end, rank in automaton.iter_long(text):
             token = tokens[rank]
@@ -104,25 +117,27 @@ class AddedTokenMatcher:
                 continue
             if allowed is not None and piece.token.special and piece.token.content not in allowed:
                 raise DisallowedSpecialError(piece.token.content, piece.start)
-            if piece.token.rstrip and i + 1 < len(pieces) and not isinstance(pieces[i + 1], TokenAt):
+            if piece.token.rstrip and i + 1 < len(pieces):
                 span = pieces[i + 1]
-                while span[0] < span[1] and text[span[0]].isspace():
-                    span[0] += 1
-            if piece.token.lstrip and i > 0 and not isinstance(pieces[i - 1], TokenAt):
+                if not isinstance(span, TokenAt):
+                    while span[0] < span[1] and text[span[0]].isspace():
+                        span[0] += 1
+            if piece.token.lstrip and i > 0:
                 span = pieces[i - 1]
-                while span[1] > span[0] and text[span[1] - 1].isspace():
-                    span[1] -= 1
+                if not isinstance(span, TokenAt):
+                    while span[1] > span[0] and text[span[1] - 1].isspace():
+                        span[1] -= 1
         return [
             p if isinstance(p, TokenAt) else (p[0], p[1])
             for p in pieces
             if isinstance(p, TokenAt) or p[1] > p[0]
         ]
 
-    def _plain_automaton(self) -> Optional["ahocorasick.Automaton"]:
+    def _plain_automaton(self) -> Optional[_Automaton]:
         """An automaton of the special=False tokens only (built on demand)."""
         if not hasattr(self, "_plain"):
             plain = [(rank, t) for rank, t in enumerate(self.tokens) if not t.special]
-            automaton = None
+            automaton: Optional[_Automaton] = None
             if plain:
                 automaton = ahocorasick.Automaton()
                 for rank, token in plain:

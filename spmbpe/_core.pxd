@@ -1,5 +1,6 @@
 # C-level layout of the compiled core: the vocabulary table, the merge
 # workspace and the merger.
+cimport cython
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
@@ -88,6 +89,7 @@ cdef class PieceTable:
     cdef readonly int32_t first_empty  # the first id whose piece is empty, or -1
 
 
+@cython.final
 cdef class SpmCore:
     cdef readonly PieceTable table
     cdef spm_vocab *vocab              # table.vocab, marked with this core's scores,
@@ -156,6 +158,16 @@ cdef class SpmCore:
     cdef int push(self, Workspace *w, int32_t token_id, int32_t start, int32_t end) noexcept nogil
     cdef _check(self, int rc, Workspace *w, str text)
     cdef list id_list(self, const int32_t *ids, size_t n)
+    cdef list encode_text(self, str text, bint prefix)
+
+
+# The compiled base of spmbpe.tokenizer.SpmTokenizer: its per-line method.
+cdef class TokenizerBase:
+    cdef SpmCore plain_core           # the core when a str is one segment with special="all",
+    cdef SpmCore ordinary_core        # with special="none" (else None)
+    cdef bint direct_prefix           # with the dummy prefix
+
+    cdef list direct_ids(self, SpmCore core, str text)
 
 
 # One encode_batch call shared by threads (SpmCore.encode_parts_batch's work,

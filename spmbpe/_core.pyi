@@ -1,17 +1,28 @@
 """Type stubs for the compiled core (spmbpe/_core.pyx)."""
 
+import mmap
 from array import array
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Collection, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 MAX_SEGMENT_BYTES: int
 
-_Part = Union[int, Tuple[int, int, int], Tuple[str, bool], Tuple[str, bool, int], Tuple[str, bool, int, int, int]]
+_Part = Union[
+    int,
+    Tuple[int, int, int],
+    Tuple[str, bool],
+    Tuple[str, bool, int],
+    Tuple[str, bool, int, int, int],
+    Tuple[str, bool, int, int, int, List[int]],
+]
+# The element type of a plan passed in: any mix of those kinds (the core
+# only reads the list, so a list of a narrower union is fine).
+_PartT = TypeVar("_PartT", bound=_Part)
 
 class PieceTable:
     arena: bytes
     size: int
     first_empty: int
-    def __init__(self, arena: bytes, offsets: "array[int]") -> None: ...
+    def __init__(self, arena: bytes, offsets: "array[int]", *, utf8_checked: bool = ...) -> None: ...
     @staticmethod
     def from_pieces(pieces: List[bytes]) -> "PieceTable": ...
     def __len__(self) -> int: ...
@@ -25,7 +36,7 @@ class PieceTable:
     def first_invalid_utf8(self) -> int: ...
 
 def split_length_prefixed(
-    buf: Union[bytes, memoryview], pos: int, count: int, big_endian: bool
+    buf: Union[bytes, memoryview, mmap.mmap], pos: int, count: int, big_endian: bool
 ) -> Optional[Tuple[bytes, "array[int]", int]]: ...
 
 def first_invalid_utf8_piece(arena: Union[bytes, bytearray], offsets: "array[int]") -> int: ...
@@ -63,8 +74,8 @@ class SpmCore:
     ) -> None: ...
     def ranked_merges(self) -> Tuple["array[int]", "array[int]", "array[int]"]: ...
     def encode(self, text: str, prefix: bool) -> List[int]: ...
-    def encode_parts(self, parts: List[_Part], alpha: float = ..., seed: int = ...) -> List[int]: ...
-    def encode_parts_offsets(self, parts: List[_Part]) -> Tuple[List[int], List[int], List[int]]: ...
+    def encode_parts(self, parts: List[_PartT], alpha: float = ..., seed: int = ...) -> List[int]: ...
+    def encode_parts_offsets(self, parts: List[_PartT]) -> Tuple[List[int], List[int], List[int]]: ...
     def encode_parts_batch(
         self,
         batch: List[Union[str, List[_Part]]],
@@ -82,6 +93,35 @@ class SpmCore:
     def clear_cache(self) -> None: ...
     def cache_info(self) -> Tuple[int, int, int, bool]: ...
     def limit_cache(self, slots: int, data_bytes: int) -> None: ...
+
+class TokenizerBase:
+    """The compiled base of spmbpe.SpmTokenizer."""
+
+    def _set_direct(
+        self, plain_core: Optional[SpmCore], ordinary_core: Optional[SpmCore], prefix: bool
+    ) -> None: ...
+    def encode(
+        self,
+        text: str,
+        *,
+        special: Union[str, Collection[str]] = ...,
+        add_special_tokens: bool = ...,
+        enable_sampling: bool = ...,
+        alpha: float = ...,
+        seed: Optional[int] = ...,
+    ) -> List[int]: ...
+    def encode_ordinary(self, text: str) -> List[int]: ...
+    # Defined by the subclass (spmbpe.tokenizer.SpmTokenizer):
+    def _encode_planned(
+        self,
+        text: str,
+        special: Union[str, Collection[str]],
+        add_special_tokens: bool,
+        enable_sampling: bool,
+        alpha: float,
+        seed: Optional[int],
+    ) -> List[int]: ...
+    def _add_boundary_tokens(self, ids: List[int]) -> None: ...
 
 class BatchJob:
     def __init__(self, core: SpmCore) -> None: ...

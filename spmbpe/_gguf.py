@@ -32,7 +32,7 @@ import mmap
 import os
 import struct
 from array import array
-from typing import Dict, FrozenSet, Iterable, List, NoReturn, Optional, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, NoReturn, Optional, Tuple, Union
 
 from ._core import split_length_prefixed
 from .errors import ModelFormatError
@@ -150,7 +150,7 @@ class RawStrings:
 
     __slots__ = ("arena", "offsets", "data_offset")
 
-    def __init__(self, arena: bytes, offsets: array, data_offset: int) -> None:
+    def __init__(self, arena: bytes, offsets: "array[int]", data_offset: int) -> None:
         self.arena = arena
         self.offsets = offsets
         self.data_offset = data_offset
@@ -195,7 +195,9 @@ def read_gguf_header(
 
 
 def parse_gguf_header(
-    data: object, path: object = None, raw_string_keys: Iterable[str] = ()
+    data: Union[bytes, bytearray, memoryview, mmap.mmap],
+    path: object = None,
+    raw_string_keys: Iterable[str] = (),
 ) -> GGUFHeader:
     """Parse GGUF metadata from an in-memory buffer (``bytes``, ``bytearray``,
     ``memoryview`` or ``mmap``).  ``path`` is only used in error messages.
@@ -203,7 +205,7 @@ def parse_gguf_header(
     Every value returned is a copy: nothing refers to ``data`` afterwards.
     """
     if not isinstance(data, (bytes, mmap.mmap)):
-        data = bytes(data)  # type: ignore[call-overload]
+        data = bytes(data)
     parser = _Parser(data, None if path is None else str(path), frozenset(raw_string_keys))
     return parser.parse()
 
@@ -241,7 +243,9 @@ class _Parser:
                 f"(needs {nbytes} bytes, {left} left in the file)",
             )
 
-    def unpack(self, st: struct.Struct, what: str):
+    def unpack(self, st: struct.Struct, what: str) -> Any:
+        """The one value `st` reads at the position (an int, float or bool:
+        struct's results are untyped)."""
         self.need(st.size, what)
         (value,) = st.unpack_from(self.buf, self.pos)
         self.pos += st.size
@@ -361,7 +365,7 @@ class _Parser:
             return self.string(what)
         return self.unpack(self.scalars[vtype], what)
 
-    def array(self, what: str, nested: bool, raw: bool = False):
+    def array(self, what: str, nested: bool, raw: bool = False) -> Tuple[object, str]:
         """Read an array value (element type, count, elements); return the
         value and its type name."""
         start = self.pos
@@ -406,13 +410,13 @@ class _Parser:
             return items, f"ARRAY[{inner}]"
         else:
             nbytes = count * min_size
-            raw = self.buf[self.pos:self.pos + nbytes]
+            chunk = self.buf[self.pos:self.pos + nbytes]
             self.pos += nbytes
             if etype == _BOOL:
-                value = list(map(bool, raw))
+                value = list(map(bool, chunk))
             else:
                 value = array(_ARRAY_TYPECODES[etype])
-                value.frombytes(raw)
+                value.frombytes(chunk)
                 if self.prefix == ">":
                     value.byteswap()
         return value, f"ARRAY[{_TYPE_NAMES[etype]}]"

@@ -69,7 +69,7 @@ import os
 import struct
 import sys
 from array import array
-from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Type, TypeVar, Union
 
 from ._core import first_invalid_utf8_piece, scan_model_pieces
 from .errors import ModelFormatError
@@ -221,6 +221,7 @@ class _Spec:
 
     _FIELDS: Dict[int, Tuple[Any, ...]] = {}
     __slots__ = ("present",)
+    present: FrozenSet[str]
 
     def __init__(self, **values: Any) -> None:
         for spec in self._FIELDS.values():
@@ -244,7 +245,7 @@ class _Spec:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+        return self.as_dict() == other.as_dict()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -271,6 +272,56 @@ class TrainerSpec(_Spec):
     _FIELDS = _TRAINER_FIELDS
     __slots__ = tuple(spec[0] for spec in _TRAINER_FIELDS.values())
 
+    # The fields, for type checkers (set in _Spec.__init__; one per entry
+    # of _TRAINER_FIELDS, which tests/test_typing.py checks).
+    input: Tuple[str, ...]
+    input_format: str
+    model_prefix: str
+    model_type: int
+    vocab_size: int
+    accept_language: Tuple[str, ...]
+    self_test_sample_size: int
+    character_coverage: float
+    input_sentence_size: int
+    shuffle_input_sentence: bool
+    mining_sentence_size: int
+    training_sentence_size: int
+    seed_sentencepiece_size: int
+    shrinking_factor: float
+    max_sentence_length: int
+    num_threads: int
+    num_sub_iterations: int
+    max_sentencepiece_length: int
+    split_by_unicode_script: bool
+    split_by_number: bool
+    split_by_whitespace: bool
+    treat_whitespace_as_suffix: bool
+    allow_whitespace_only_pieces: bool
+    split_digits: bool
+    pretokenization_delimiter: str
+    control_symbols: Tuple[str, ...]
+    user_defined_symbols: Tuple[str, ...]
+    required_chars: str
+    byte_fallback: bool
+    vocabulary_output_piece_score: bool
+    hard_vocab_limit: bool
+    use_all_vocab: bool
+    unk_id: int
+    bos_id: int
+    eos_id: int
+    pad_id: int
+    unk_piece: str
+    bos_piece: str
+    eos_piece: str
+    pad_piece: str
+    unk_surface: str
+    seed_sentencepieces_file: str
+    auto_character_coverage: bool
+    train_extremely_large_corpus: bool
+    enable_differential_privacy: bool
+    differential_privacy_noise_level: float
+    differential_privacy_clipping_threshold: int
+
 
 class NormalizerSpec(_Spec):
     """``sentencepiece.NormalizerSpec`` (used for ``normalizer_spec`` and
@@ -278,6 +329,15 @@ class NormalizerSpec(_Spec):
 
     _FIELDS = _NORMALIZER_FIELDS
     __slots__ = tuple(spec[0] for spec in _NORMALIZER_FIELDS.values())
+
+    # The fields, for type checkers (set in _Spec.__init__; one per entry
+    # of _NORMALIZER_FIELDS, which tests/test_typing.py checks).
+    name: str
+    precompiled_charsmap: bytes
+    add_dummy_prefix: bool
+    remove_extra_whitespaces: bool
+    escape_whitespaces: bool
+    normalization_rule_tsv: str
 
 
 class SpmModelProto:
@@ -306,6 +366,7 @@ class SpmModelProto:
         "trainer",
         "normalizer",
         "denormalizer",
+        "_checked_pieces",
     )
 
     def __init__(
@@ -327,6 +388,22 @@ class SpmModelProto:
         self.trainer = trainer
         self.normalizer = normalizer
         self.denormalizer = denormalizer
+        # (arena, offsets as bytes) when the reader found every piece valid
+        # UTF-8: the tokenizer then need not check these pieces again.
+        self._checked_pieces: Optional[Tuple[bytes, bytes]] = None
+
+    def _pieces_checked(self) -> bool:
+        """Whether the pieces are still those the reader found valid UTF-8
+        (the fields are writable)."""
+        checked = self._checked_pieces
+        offsets = self.offsets
+        return (
+            checked is not None
+            and checked[0] is self.arena
+            and isinstance(offsets, array)
+            and offsets.typecode == "q"
+            and checked[1] == offsets.tobytes()
+        )
 
     def __len__(self) -> int:
         return len(self.types)
@@ -564,7 +641,8 @@ _SPEC_NAMES = ("", "pieces", "trainer_spec", "normalizer_spec", "self_test_data"
 
 
 def parse_model_proto(
-    data: Union[bytes, bytearray, memoryview], path: Optional[Union[str, os.PathLike]] = None
+    data: Union[bytes, bytearray, memoryview],
+    path: Optional[Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]] = None,
 ) -> SpmModelProto:
     """Decode a serialized ``sentencepiece.ModelProto``.
 
@@ -657,7 +735,7 @@ def parse_model_proto(
     if sys.byteorder == "big":  # pragma: no cover
         score_array.byteswap()
 
-    return SpmModelProto(
+    proto = SpmModelProto(
         arena=bytes(arena),
         offsets=offsets,
         scores=score_array,
@@ -667,6 +745,8 @@ def parse_model_proto(
         denormalizer=None if denormalizer is None else _make_spec(NormalizerSpec, denormalizer),
         path=spath,
     )
+    proto._checked_pieces = (proto.arena, offsets.tobytes())
+    return proto
 
 
 def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:
@@ -693,11 +773,16 @@ def _piece_offset(data: bytes, index: int) -> int:
     raise AssertionError("piece not found")  # pragma: no cover
 
 
-def _make_spec(cls: type, values: Dict[str, Any], present: Optional[FrozenSet[str]] = None) -> Any:
+_SpecT = TypeVar("_SpecT", bound=_Spec)
+
+
+def _make_spec(
+    cls: Type[_SpecT], values: Dict[str, Any], present: Optional[FrozenSet[str]] = None
+) -> _SpecT:
     return cls(present=frozenset(values) if present is None else present, **values)
 
 
-def read_model_proto(path: Union[str, os.PathLike]) -> SpmModelProto:
+def read_model_proto(path: Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]) -> SpmModelProto:
     """Read and decode a sentencepiece ``.model`` file."""
     with open(path, "rb") as f:
         head = f.read(16)
@@ -706,7 +791,8 @@ def read_model_proto(path: Union[str, os.PathLike]) -> SpmModelProto:
             # (a GGUF's "G" is field 8 with the invalid wire type 7).
             spath = os.fsdecode(os.fspath(path))
             _read_key(head, 0, len(head), spath)
-        data = head + f.read()
+            f.seek(0)
+        data = f.read()  # (one read, no copy to join it to the head)
     return parse_model_proto(data, path)
 
 

@@ -63,7 +63,7 @@ class StreamingDecoder:
         """The rest of the text, then a fresh start (the next id is a first piece)."""
         text = self._utf8.decode(b"", final=True)
         if self._denormalizer is not None:
-            text = self._denormalizer.normalize("".join(self._held) + text)  # type: ignore[attr-defined]
+            text = self._denormalizer.normalize("".join(self._held) + text)
         self._utf8.reset()
         self._started = False
         self._held = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union, overload
 
 from ._core import PieceTable
 from ._gguf import RawStrings, read_gguf_header
@@ -160,7 +160,7 @@ def _piece_table(tokens: object, path: Optional[str], offset: Optional[int] = No
     return table
 
 
-def _offsets(pieces: List[bytes]) -> array:
+def _offsets(pieces: List[bytes]) -> "array[int]":
     out = array("q", [0])
     total = 0
     for p in pieces:
@@ -180,7 +180,7 @@ _BYTE = 1 << 5
 _LSTRIP = 1 << 7
 _RSTRIP = 1 << 8
 
-_ATTR_OF_TYPE = {
+_ATTR_OF_TYPE: Dict[int, int] = {  # (a TokenType is an int)
     TokenType.NORMAL: _NORMAL,
     TokenType.UNKNOWN: _UNKNOWN,
     TokenType.CONTROL: _CONTROL,
@@ -338,7 +338,17 @@ def _type_of(attr: int) -> TokenType:
     return TokenType.NORMAL
 
 
-def _numeric_array(meta: Dict[str, object], key: str, n: int, src: _Source, typecode: str):
+@overload
+def _numeric_array(
+    meta: Dict[str, object], key: str, n: int, src: _Source, typecode: Literal["f"]
+) -> Optional["array[float]"]: ...
+@overload
+def _numeric_array(
+    meta: Dict[str, object], key: str, n: int, src: _Source, typecode: Literal["i"]
+) -> Optional["array[int]"]: ...
+def _numeric_array(
+    meta: Dict[str, object], key: str, n: int, src: _Source, typecode: str
+) -> Optional["array[Any]"]:
     value = meta.get(key)
     if value is None:
         return None

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ._core import PieceTable
-from ._spm_model import read_model_proto
+from ._spm_model import SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .sentencepiece import tokenizer_from_model_proto
 from .tokenizer import SpmTokenizer
@@ -153,7 +153,7 @@ def _special_list(value: object, path: str) -> List[AddedToken]:
         return []
     if not isinstance(value, list):
         raise ModelFormatError(path, None, "additional_special_tokens is not a list")
-    out = []
+    out: List[AddedToken] = []
     for item in value:
         token = _special(item, path, "additional_special_tokens")
         if token is not None and token.content not in {t.content for t in out}:
@@ -161,7 +161,9 @@ def _special_list(value: object, path: str) -> List[AddedToken]:
     return out
 
 
-def _legacy_added_tokens(folder: str, specials, additional) -> List[AddedToken]:
+def _legacy_added_tokens(
+    folder: str, specials: Dict[str, Optional[AddedToken]], additional: List[AddedToken]
+) -> List[AddedToken]:
     """added_tokens.json of older saves: {text: id}."""
     path = os.path.join(folder, "added_tokens.json")
     entries = _read_json(path)
@@ -174,14 +176,14 @@ def _legacy_added_tokens(folder: str, specials, additional) -> List[AddedToken]:
     return out
 
 
-def _read_json(path: str) -> dict:
+def _read_json(path: str) -> Dict[str, Any]:
     """The JSON object in an optional file of a model folder ({} when absent)."""
     if not os.path.exists(path):
         return {}
     return read_json_object(path)
 
 
-def read_json_object(path: str) -> dict:
+def read_json_object(path: str) -> Dict[str, Any]:
     """The JSON object in a file; ModelFormatError (with the offset) if it is
     not one."""
     try:
@@ -196,7 +198,7 @@ def read_json_object(path: str) -> dict:
     return value
 
 
-def _added_tokens(config: dict, folder: str) -> List[AddedToken]:
+def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
     decoder = config.get("added_tokens_decoder") or {}
     if not isinstance(decoder, dict):
         raise ModelFormatError(
@@ -232,7 +234,7 @@ def _added_tokens(config: dict, folder: str) -> List[AddedToken]:
     return out
 
 
-def _appended(proto, extra: List[AddedToken], folder: str):
+def _appended(proto: SpmModelProto, extra: List[AddedToken], folder: str) -> SpmModelProto:
     """The model proto with added tokens past its last piece appended (HF
     gives them the next ids; they are never merge results)."""
     n = len(proto)

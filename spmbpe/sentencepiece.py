@@ -15,12 +15,15 @@ its own (``src/bpe_model.cc``, ``model_interface.cc``,
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Dict, Optional, Union
 
 from ._core import PieceTable
-from ._spm_model import SpmModelProto, read_model_proto
+from ._spm_model import NormalizerSpec, SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedModelError
 from .tokenizer import SpmTokenizer
+
+if TYPE_CHECKING:
+    from ._normalizer import Normalizer
 
 __all__ = ["load_model_proto", "tokenizer_from_model_proto"]
 
@@ -57,7 +60,7 @@ def tokenizer_from_model_proto(
         # spmbpe._normalizer checks the precompiled character map's trie.
         raise ModelFormatError(path, None, f"{exc}") from None
 
-    table = PieceTable(proto.arena, proto.offsets)
+    table = PieceTable(proto.arena, proto.offsets, utf8_checked=proto._pieces_checked())
     dup = table.first_duplicate
     # Pieces appended after the model's own (HF added tokens) may repeat a
     # piece's text: the added token keeps its own id.
@@ -78,7 +81,7 @@ def tokenizer_from_model_proto(
             raise ModelFormatError(path, None, f"trainer_spec.{name} {value} is not a piece id")
         return value
 
-    settings = dict(
+    settings: Dict[str, object] = dict(
         bos_id=special_id(trainer.bos_id, "bos_id"),
         eos_id=special_id(trainer.eos_id, "eos_id"),
         unk_id=special_id(trainer.unk_id, "unk_id"),
@@ -101,7 +104,7 @@ def tokenizer_from_model_proto(
     return SpmTokenizer._from_table(table, proto.scores, proto.types, **settings)
 
 
-def _denormalizer(proto: SpmModelProto):
+def _denormalizer(proto: SpmModelProto) -> Optional[Normalizer]:
     """The denormalizer_spec's rules, which sentencepiece applies to decoded
     text, or None."""
     spec = proto.denormalizer
@@ -117,7 +120,9 @@ def _denormalizer(proto: SpmModelProto):
     )
 
 
-def _text_normalizers(proto: SpmModelProto, normalizer) -> Optional[dict]:
+def _text_normalizers(
+    proto: SpmModelProto, normalizer: NormalizerSpec
+) -> Optional[Dict[bool, Normalizer]]:
     """sentencepiece's normalizer for this model, with and without the dummy
     prefix ({True: ..., False: ...}), or None when it changes nothing but the
     spaces and the prefix (identity rules, no whitespace removal), which the

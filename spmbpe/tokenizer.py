@@ -24,13 +24,14 @@ from typing import (
 )
 
 from ._added import AddedTokenMatcher, TokenAt
-from ._core import BatchJob, PieceTable, SpmCore, batch_slices
+from ._core import BatchJob, PieceTable, SpmCore, TokenizerBase, batch_slices
 from ._state import Recipe, restore
 from .errors import DisallowedSpecialError, InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
 
 if TYPE_CHECKING:
     from ._hf_call import BatchEncoding
+    from ._normalizer import Normalizer
     from ._streaming import StreamingDecoder
 
 __all__ = ["SpmTokenizer", "PREFIX_SCHEMES"]
@@ -62,10 +63,13 @@ _RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
 REFERENCES = ("llama.cpp", "sentencepiece", "huggingface", "tokenizers")
 
 SpecialPolicy = Union[str, Collection[str]]
-Part = Union[Tuple[int, int, int], Tuple[str, bool, int, int, int]]
+Part = Union[
+    int, Tuple[int, int, int], Tuple[str, bool, int], Tuple[str, bool, int, int, int],
+    Tuple[str, bool, int, int, int, List[int]],
+]
 
 
-class SpmTokenizer:
+class SpmTokenizer(TokenizerBase):
     """A SentencePiece-BPE tokenizer.
 
     Merges the best-scoring adjacent pair first (the score is a merge rank,
@@ -153,9 +157,9 @@ class SpmTokenizer:
         mergeable_limit: Optional[int] = None,
         hf_special_tokens: Iterable[str] = (),
         hf_unk_token: str = "<unk>",
-        front_end: Tuple[str, ...] = ("metaspace", "always", False),
-        normalizers: Optional[Dict[bool, object]] = None,
-        denormalizer: Optional[object] = None,
+        front_end: Tuple[Union[str, bool], ...] = ("metaspace", "always", False),
+        normalizers: Optional[Dict[bool, Normalizer]] = None,
+        denormalizer: Optional[Normalizer] = None,
         escape_spaces: bool = True,
     ) -> None:
         # Every argument, for pickling and the fingerprint (spmbpe/_state.py);
@@ -261,6 +265,11 @@ class SpmTokenizer:
         # With special="none" too: llama.cpp matches only special tokens here
         # (no user-defined ones to split out), so plain text is one segment.
         self._plain_ordinary = self._plain or (reference == "llama.cpp" and not self._matcher.has_plain)
+        self._set_direct(
+            self._core if self._plain else None,
+            self._core if self._plain_ordinary else None,
+            self._add_prefix_space,
+        )
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
         self._sentinel_ids: FrozenSet[int] = frozenset(sentinel)  # type: ignore[arg-type]
 
@@ -282,7 +291,7 @@ class SpmTokenizer:
         if self._reference == "sentencepiece":
             # sentencepiece matches user-defined pieces in the normalized
             # text (_sp_matcher), and nothing before normalizing.
-            candidates = []
+            candidates: List[int] = []
         elif self._reference in ("huggingface", "tokenizers"):
             # Only the configuration's added tokens are split out first.
             candidates = []
@@ -449,48 +458,28 @@ class SpmTokenizer:
 
     # ------------------------------------------------------------ encoding
 
-    def encode(
+    # encode(text, *, special="all", add_special_tokens=False,
+    # enable_sampling=False, alpha=0.1, seed=None) is compiled, in
+    # TokenizerBase (spmbpe/_core.pyx): the per-line hot path.  It hands a
+    # text with nothing to split out straight to the core, and every other
+    # call to _encode_planned.
+
+    def _encode_planned(
         self,
         text: str,
-        *,
-        special: SpecialPolicy = "all",
-        add_special_tokens: bool = False,
-        enable_sampling: bool = False,
-        alpha: float = 0.1,
-        seed: Optional[int] = None,
+        special: SpecialPolicy,
+        add_special_tokens: bool,
+        enable_sampling: bool,
+        alpha: float,
+        seed: Optional[int],
     ) -> List[int]:
-        """Token ids of `text`.
-
-        `special`: ``"all"`` matches every special (control, unknown, special
-        added) token spelled in the text; ``"none"`` treats them as plain
-        text (user-defined pieces are still split out, as llama.cpp and
-        sentencepiece do); a collection of token texts allows those and
-        raises DisallowedSpecialError for any other one in the text.
-        `add_special_tokens`: add BOS/EOS as the vocabulary says
-        (``add_bos``/``add_eos``); ``encode`` never adds them otherwise.
-        `enable_sampling`: BPE-dropout (subword regularization), as
-        sentencepiece's ``encode(..., enable_sampling=True, alpha=...)``:
-        each merge about to be made is skipped with probability `alpha`;
-        `seed` makes the draw reproducible (default: a fresh random seed).
-
-        >>> tok.encode("Hello world")                            # doctest: +SKIP
-        [15043, 3186]
-        """
+        """encode's general path: the text planned into added tokens and
+        segments (sampling, added tokens to split out, a normalizer)."""
         if enable_sampling:
             sample_alpha, sample_seed = _sampling(alpha, seed)
         else:
             sample_alpha = 0.0
             sample_seed = 0
-        if sample_alpha == 0.0 and type(text) is str and (
-            (self._plain and special == "all") or (self._plain_ordinary and special == "none")
-        ):
-            try:
-                ids = self._core.encode(text, self._add_prefix_space) if text else []
-            except UnicodeEncodeError:
-                raise _surrogate_error(text) from None
-            if add_special_tokens:
-                self._add_boundary_tokens(ids)
-            return ids
         include, allowed = self._special_policy(special)
         parts = self._plan(_check_text(text), include, allowed)
         try:
@@ -535,15 +524,8 @@ class SpmTokenizer:
                 spans.append((len(text), len(text)))
         return ids, spans
 
-    def encode_ordinary(self, text: str) -> List[int]:
-        """``encode(text, special="none")``: special tokens are plain text."""
-        if self._plain_ordinary and type(text) is str and text:
-            # The per-line hot path: straight to the core.
-            try:
-                return self._core.encode(text, self._add_prefix_space)
-            except UnicodeEncodeError:
-                raise _surrogate_error(text) from None
-        return self.encode(text, special="none")
+    # encode_ordinary(text) -- encode(text, special="none") -- is compiled,
+    # in TokenizerBase (spmbpe/_core.pyx): the per-line hot path.
 
     def encode_batch(
         self,
@@ -644,7 +626,7 @@ class SpmTokenizer:
         return out
 
     def _encode_job(
-        self, units: List[Any], threads: int, flat: bool, alpha: float, seeds: Optional[array], prefix: bool
+        self, units: List[Any], threads: int, flat: bool, alpha: float, seeds: Optional["array[int]"], prefix: bool
     ) -> Any:
         """encode_parts_batch(units, ...) merged by `threads` threads, this
         one included, sharing one BatchJob."""
@@ -696,7 +678,7 @@ class SpmTokenizer:
                 group.append(unit)
                 owner.append(index)
                 size += len(unit) if type(unit) is str else sum(
-                    len(p[0]) if type(p[0]) is str else 1 for p in unit
+                    1 if type(p) is int or type(p[0]) is not str else len(p[0]) for p in unit
                 )
                 if size >= share or len(group) >= 2048:
                     groups.append(group)
@@ -714,19 +696,21 @@ class SpmTokenizer:
         out: List[List[Part]] = [[]]
         size = 0
         for part in parts:
-            text = part[0]
-            if type(text) is not str:
+            # A token id: bare (normalized sentencepiece plans) or with its span.
+            if type(part) is int or type(part[0]) is not str:  # type: ignore[index]
                 out[-1].append(part)
                 size += 1
                 continue
-            cuts = self._core.split_points(text, part[1], -(-len(text) // share)) if len(text) > share else []
+            # (The ignores: mypy cannot narrow a union of tuples by type(part[0]).)
+            text = part[0]  # type: ignore[index]
+            cuts = self._core.split_points(text, part[1], -(-len(text) // share)) if len(text) > share else []  # type: ignore[index, arg-type]
             starts = [0] + cuts
             ends = cuts + [len(text)]
             for k, (a, b) in enumerate(zip(starts, ends)):
                 if size >= share:
                     out.append([])
                     size = 0
-                out[-1].append(part if not cuts else (text[a:b], part[1], part[2]) if k == 0 else (text[a:b], False, 0))
+                out[-1].append(part if not cuts else (text[a:b], part[1], part[2]) if k == 0 else (text[a:b], False, 0))  # type: ignore[index, arg-type]
                 size += b - a
         return [plan for plan in out if plan]
 
@@ -971,9 +955,11 @@ class SpmTokenizer:
             return self._plan_sentencepiece(segment, False, origin, lead, offsets)
         unk = self._hf_unk_token
         parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk), offsets)
-        if len(parts) == 1 and isinstance(parts[0][0], str):
-            text, _, _, part_origin, part_lead = parts[0][:5]
-            return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]
+        # (The ignores: a text part of 5 or 6 items, which mypy cannot narrow
+        # to; a lone bare id part would raise.)
+        if len(parts) == 1 and isinstance(parts[0][0], str):  # type: ignore[index]
+            text, _, _, part_origin, part_lead = parts[0][:5]  # type: ignore[index, misc]
+            return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]  # type: ignore[index, list-item]
         # A user-defined piece inside: drop the ids of the unk token here.
         ids, starts, ends = self._core.encode_parts_offsets(parts)
         keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
@@ -1100,7 +1086,7 @@ class SpmTokenizer:
         text = self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
         if self._denormalizer is not None:
             # sentencepiece's denormalizer_spec, applied to the decoded text.
-            text = self._denormalizer.normalize(text)  # type: ignore[attr-defined]
+            text = self._denormalizer.normalize(text)
         return text
 
 
@@ -1211,7 +1197,7 @@ def _check_id(name: str, value: Optional[int], n: int) -> Optional[int]:
 
 def _check_text(text: object) -> str:
     if type(text) is str:
-        return text  # type: ignore[return-value]
+        return text
     if isinstance(text, str):
         return str(text)
     raise TypeError(f"text must be str, not {type(text).__name__}")
@@ -1263,7 +1249,7 @@ def _numpy_dtype(dtype: object, vocab_size: int) -> Tuple[Any, Any]:
     """NumPy and the checked dtype of encode_batch(return_numpy=True)."""
     import numpy as np
 
-    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    dtype = np.dtype(np.uint32 if dtype is None else dtype)  # type: ignore[call-overload]  # any object: np.dtype rejects a non-dtype
     if dtype not in (np.dtype(np.uint32), np.dtype(np.uint16)):
         raise ValueError(f"dtype must be numpy.uint32 or numpy.uint16, not {dtype}")
     if dtype == np.dtype(np.uint16) and vocab_size > 65536:

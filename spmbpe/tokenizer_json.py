@@ -17,7 +17,7 @@ apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
 from __future__ import annotations
 
 from array import array
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._core import PieceTable
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
@@ -137,7 +137,9 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
     return tok
 
 
-def _front_end(data: dict, path: str) -> Tuple:
+def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
+    """SpmTokenizer's front_end: ("metaspace", prepend_scheme, split) or
+    ("prepend",)."""
     normalizer = data.get("normalizer")
     pre = data.get("pre_tokenizer")
     if normalizer is None and isinstance(pre, dict) and pre.get("type") == "Metaspace":
@@ -172,7 +174,9 @@ def _front_end(data: dict, path: str) -> Tuple:
     )
 
 
-def _merge_rules(merges: object, vocab: Dict[str, int], path: str):
+def _merge_rules(
+    merges: object, vocab: Dict[str, int], path: str
+) -> Tuple["array[int]", "array[int]", "array[int]"]:
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
     left, right, merged = array("i"), array("i"), array("i")
@@ -185,16 +189,16 @@ def _merge_rules(merges: object, vocab: Dict[str, int], path: str):
             a, b = rule
         else:
             raise ModelFormatError(path, None, f"merge rule {i} is not a pair of pieces: {rule!r}")
-        ids = (vocab.get(a), vocab.get(b), vocab.get(a + b))
-        if None in ids:
+        left_id, right_id, merged_id = vocab.get(a), vocab.get(b), vocab.get(a + b)
+        if left_id is None or right_id is None or merged_id is None:
             raise ModelFormatError(path, None, f"merge rule {i} ({a!r}, {b!r}) names a piece outside the vocabulary")
-        left.append(ids[0])
-        right.append(ids[1])
-        merged.append(ids[2])
+        left.append(left_id)
+        right.append(right_id)
+        merged.append(merged_id)
     return left, right, merged
 
 
-def _template_ends(data: dict, path: str) -> Tuple[Optional[int], Optional[int]]:
+def _template_ends(data: Dict[str, Any], path: str) -> Tuple[Optional[int], Optional[int]]:
     """BOS/EOS that the post-processor's single-sequence template adds."""
     post = data.get("post_processor")
     if post is None:

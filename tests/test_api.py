@@ -242,6 +242,25 @@ def test_encode_ordinary_equals_special_none(llama_spm):
         assert llama_spm.encode_ordinary(text) == llama_spm.encode(text, special="none") == row["ids"]
 
 
+def test_str_subclasses_and_sampling_flags_give_the_reference_ids(llama_spm):
+    # encode and encode_ordinary hand a plain str straight to the core
+    # (spmbpe/_core.pyx TokenizerBase); anything else takes the planned path.
+    # Both must give llama.cpp's ids.
+    class Text(str):
+        pass
+
+    for row in ROWS_WITHOUT_SPECIALS[:40]:
+        text, ids = row["text"], row["ids"]
+        assert llama_spm.encode(Text(text)) == ids
+        assert llama_spm.encode(Text(text), special="none") == ids
+        assert llama_spm.encode_ordinary(Text(text)) == ids
+        assert llama_spm.encode(text, enable_sampling=True, alpha=0.0) == ids
+        assert llama_spm.encode(text, special=Text("all")) == ids
+        assert llama_spm.encode(Text(text), add_special_tokens=True) == [1] + ids
+    for _, row in ROWS_WITH_SPECIALS:
+        assert llama_spm.encode_ordinary(Text(row["text"])) == row["ids"]
+
+
 # --- BOS / EOS -------------------------------------------------------------------------
 
 

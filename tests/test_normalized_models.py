@@ -147,3 +147,14 @@ def test_custom_rules_and_the_denormalizer_on_decode(tmp_path):
             # sentencepiece prints its unk_surface (" ⁇ "): documented.
             continue
         assert tok.decode(ids) == sp.decode(ids)
+
+
+def test_a_large_document_cut_for_threads_equals_sentencepiece(pair):
+    # encode_batch cuts a document larger than two threads' shares into
+    # plans at exact chunk boundaries; a normalized plan holds bare ids for
+    # the user-defined pieces split out ("<sep>").
+    tok, sp = pair
+    document = " <sep> ".join(_lines())[:120_000]
+    texts = [document, "a", document[:5000] + "<sep>"]
+    assert tok.encode_batch(texts, num_threads=4) == sp.encode(texts)
+    assert tok.encode_batch(texts, num_threads=4, special="none") == sp.encode(texts)

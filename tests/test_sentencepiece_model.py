@@ -214,3 +214,33 @@ def test_a_corrupt_model_names_file_and_offset(tmp_path):
     with pytest.raises(ModelFormatError) as info:
         spmbpe.load(path)
     assert info.value.path == str(path) and info.value.offset is not None
+
+
+def test_pieces_changed_after_reading_are_checked_again():
+    # The reader checks every piece's UTF-8 once, and the tokenizer trusts
+    # that check only while the proto still holds those very pieces.
+    from spmbpe._spm_model import read_model_proto
+    from spmbpe.errors import VocabularyError
+    from spmbpe.sentencepiece import tokenizer_from_model_proto
+
+    proto = read_model_proto(DATA / "mistral-v1.model")
+    assert proto._pieces_checked()
+    assert tokenizer_from_model_proto(proto).encode("Hello world") == [22557, 1526]
+
+    # Offsets moved in place: piece 3 now ends inside a character.
+    at = next(i for i in range(len(proto)) if len(proto.arena[proto.offsets[i]:proto.offsets[i + 1]]) >= 3
+              and proto.arena[proto.offsets[i]] >= 0x80)
+    moved = read_model_proto(DATA / "mistral-v1.model")
+    moved.offsets[at + 1] = moved.offsets[at] + 1
+    assert not moved._pieces_checked()
+    with pytest.raises(VocabularyError, match=f"piece {at} is not valid UTF-8"):
+        tokenizer_from_model_proto(moved)
+
+    # A new arena of the same length, with a bad byte.
+    swapped = read_model_proto(DATA / "mistral-v1.model")
+    arena = bytearray(swapped.arena)
+    arena[swapped.offsets[at]] = 0xFF
+    swapped.arena = bytes(arena)
+    assert not swapped._pieces_checked()
+    with pytest.raises(VocabularyError, match=f"piece {at} is not valid UTF-8"):
+        tokenizer_from_model_proto(swapped)
