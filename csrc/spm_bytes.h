@@ -48,6 +48,27 @@ static inline int spm_utf8_len(uint8_t lead) {
     return lead < 0xF0 ? 3 : 4;
 }
 
+/* Whether s[0:n] is ASCII after an optional leading "\xe2\x96\x81" (U+2581,
+ * the space marker): most pieces of a vocabulary, which the load-time scans
+ * can then pass over without looking at each character. */
+static inline int spm_ascii_after_marker(const char *s, size_t n) {
+    if (n >= 3 && (uint8_t)s[0] == 0xE2 && (uint8_t)s[1] == 0x96 && (uint8_t)s[2] == 0x81) {
+        s += 3;
+        n -= 3;
+    }
+    while (n >= 8) {
+        uint64_t x;
+        memcpy(&x, s, 8);
+        if (x & 0x8080808080808080ULL) return 0;
+        s += 8;
+        n -= 8;
+    }
+    while (n--) {
+        if ((uint8_t)*s++ & 0x80) return 0;
+    }
+    return 1;
+}
+
 /* Whether a[0:n] == b[0:n], inline: chunks and pieces are short, and a
  * call to memcmp costs more than comparing them. */
 static inline int spm_bytes_equal(const char *a, const char *b, size_t n) {

@@ -108,6 +108,9 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
                                      int64_t *at, int64_t max) {
     int64_t k = a, prev = -1, crossing = 0;
     int prev_len = 0;
+    /* (A leading marker crosses nothing, and pairs of ASCII characters are
+     * not kept.) */
+    if (spm_ascii_after_marker(arena + a, (size_t)(e - a))) return 0;
     while (k < e) {
         uint8_t lead = (uint8_t)arena[k];
         int len;

@@ -22,6 +22,7 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from spmbpe._csrc cimport (
+    spm_ascii_after_marker,
     spm_bigram,
     spm_fetch_add_u32,
     spm_load_acquire_u32,
@@ -369,6 +370,8 @@ cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n) noexcept nogil:
     U+10FFFF), as Python's decoder accepts it."""
     cdef Py_ssize_t i = 0
     cdef uint8_t c, c1
+    if spm_ascii_after_marker(<const char *>s, <size_t>n):
+        return True
     while i < n:
         c = s[i]
         if c < 0x80:

@@ -6,6 +6,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_head8(const char *s, size_t length, int padded)
     int spm_utf8_len(unsigned char lead)
+    int spm_ascii_after_marker(const char *s, size_t n)
 
 
 cdef extern from "spm_vocab.h" nogil:

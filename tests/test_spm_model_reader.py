@@ -17,6 +17,8 @@ import struct
 from typing import List, Optional, Tuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spmbpe._spm_model import (
     MODEL_TYPE_BPE,
@@ -737,3 +739,63 @@ def test_mutations_agree_with_protobuf():
                     proto.normalizer_spec, field.name
                 )
     assert both > 50
+
+
+# --- the UTF-8 check of every piece ------------------------------------------------------
+
+_MARKER = "\u2581".encode("utf-8")
+_PIECE_BYTES = st.lists(
+    st.one_of(
+        st.sampled_from([_MARKER, _MARKER[:2], b"a", b"abcdefgh", b"\x80", b"\xff", b"\xc3\xa9", b"\xed\xa0\x80",
+                         b"\xf0\x9f\xa6\x99", b"\xf0\x9f", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\x00"]),
+        st.binary(max_size=3),
+    ),
+    max_size=6,
+).map(b"".join)
+
+
+def _python_first_invalid(pieces):
+    for i, piece in enumerate(pieces):
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError:
+            return i
+    return -1
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECE_BYTES, min_size=1, max_size=8))
+def test_piece_utf8_check_equals_pythons_decoder(pieces):
+    # The reader's and the table's checks pass "▁" + ASCII (most pieces)
+    # without decoding it; every other piece is decoded strictly.
+    from array import array
+
+    from spmbpe._core import PieceTable, first_invalid_utf8_piece
+
+    offsets = array("q", [0])
+    for piece in pieces:
+        offsets.append(offsets[-1] + len(piece))
+    arena = b"".join(pieces)
+    expected = _python_first_invalid(pieces)
+    assert first_invalid_utf8_piece(arena, offsets) == expected
+    assert PieceTable(arena, offsets).first_invalid_utf8() == expected
+
+
+@pytest.mark.parametrize("lead", [b"", _MARKER])
+@pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xe2\x96", b"\xc3"])
+def test_a_bad_byte_anywhere_after_ascii_is_found(lead, bad):
+    # Every position of the 8-byte blocks that the ASCII test reads at once.
+    from array import array
+
+    from spmbpe._core import PieceTable, first_invalid_utf8_piece
+
+    for k in range(20):
+        for tail in (b"", b"xyz"):
+            good = lead + b"a" * k + tail
+            pieces = [b"ok", good, lead + b"a" * k + bad + tail, good]
+            offsets = array("q", [0])
+            for piece in pieces:
+                offsets.append(offsets[-1] + len(piece))
+            arena = b"".join(pieces)
+            assert first_invalid_utf8_piece(arena, offsets) == 2, (k, tail)
+            assert PieceTable(arena, offsets).first_invalid_utf8() == 2, (k, tail)
