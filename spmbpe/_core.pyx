@@ -1018,6 +1018,12 @@ cdef class SpmCore:
         w.want_spans = True
         try:
             for part in parts:
+                # (Checked: a bare id or a short tuple, cast unchecked,
+                # would be read past its end.)
+                if type(part) is not tuple or len(<tuple>part) < 3 or (
+                        type((<tuple>part)[0]) is str and len(<tuple>part) < 5):
+                    raise TypeError(f"a part with offsets is (token_id, start, end) or (text, prefix, skip, "
+                                    f"origin, lead[, align]), not {part!r}")
                 if type((<tuple>part)[0]) is not str:
                     ids.append((<tuple>part)[0])
                     starts.append((<tuple>part)[1])
@@ -1162,6 +1168,7 @@ cdef class SpmCore:
                 raise ValueError(f"a text of {len(parts)} parts; at most {INT32_MAX}")
             counts[t] = <int32_t>len(parts)
             for part in parts:
+                _check_part(part)
                 if type(part) is tuple and type((<tuple>part)[0]) is str:
                     items[i].src = PyUnicode_AsUTF8AndSize((<tuple>part)[0], &n)
                     items[i].n = n
@@ -1215,6 +1222,7 @@ cdef class SpmCore:
         cdef int64_t token_id
         cdef size_t mark, produced, skip
         for part in parts:
+            _check_part(part)
             if type(part) is tuple and type((<tuple>part)[0]) is not str:
                 part = (<tuple>part)[0]  # (token_id, start, end): the id
             if type(part) is tuple:
@@ -2131,7 +2139,9 @@ cdef class BatchJob:
             self.first_item[t] = k
             k += self.counts[t]
         self.first_item[self.n_texts] = k
-        for k in range(n_parts):
+        # (The parts gathered: n_parts also counted a part for each empty
+        # text, which has none.)
+        for k in range(self.first_item[self.n_texts]):
             total += _part_size(&self.items[k])
         share = max(1, total // max(units, 1))
         for t in range(self.n_texts):
@@ -2321,6 +2331,19 @@ cdef class BatchJob:
 cdef inline Py_ssize_t _part_size(const BatchPart *part) noexcept nogil:
     """A part's share of the work: its UTF-8 bytes, or 1 for a token id."""
     return part.n if part.token_id < 0 else 1
+
+
+cdef inline int _check_part(object part) except -1:
+    """A plan part the core can read: a token id, (token_id, start, end), or
+    (text, prefix[, skip, ...]); anything else is a TypeError (the tuple
+    items are read unchecked)."""
+    if type(part) is tuple:
+        if len(<tuple>part) >= 3 or (len(<tuple>part) == 2 and type((<tuple>part)[0]) is str):
+            return 0
+    elif isinstance(part, int):
+        return 0
+    raise TypeError(f"a plan part is a token id, (token_id, start, end) or (text, prefix[, skip, ...]), "
+                    f"not {part!r}")
 
 
 cdef Py_ssize_t _count_parts(list batch) except -1:

@@ -961,6 +961,11 @@ class SpmTokenizer(TokenizerBase):
             text, _, _, part_origin, part_lead = parts[0][:5]  # type: ignore[index, misc]
             return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]  # type: ignore[index, list-item]
         # A user-defined piece inside: drop the ids of the unk token here.
+        if not offsets:
+            # (A normalized plan holds bare ids, which have no spans.)
+            ids = self._core.encode_parts(parts)
+            keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
+            return list(ids[keep:])
         ids, starts, ends = self._core.encode_parts_offsets(parts)
         keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
         return list(zip(ids[keep:], starts[keep:], ends[keep:]))

@@ -589,3 +589,27 @@ def test_added_token_spelled_like_a_piece(transformers, tmp_path, legacy):
     for text in ["ab", "cab", " ab c", "abab"]:
         expected = hf.encode(text, add_special_tokens=False)
         assert tok.encode(text) == expected, (text, hf.convert_ids_to_tokens(expected))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_normalized_model_with_user_defined_pieces_equals_transformers(transformers, tmp_path, legacy):
+    # Non-legacy folders put HF's unk token before each segment and drop
+    # its ids; with a normalizer and a user-defined piece in the segment,
+    # that plan holds bare ids, and encoding it crashed the process.
+    from test_normalizer import _train
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "tokenizer.model").write_bytes(_train(rule="nmt_nfkc", user_defined_symbols=("<sep>", "ｘｙ")))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "LlamaTokenizer", "legacy": legacy, "add_bos_token": False, "add_eos_token": False,
+        "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+    }), encoding="utf-8")
+    tok = spmbpe.load(folder)
+    hf = hf_slow(transformers, folder)
+    texts = ["a <sep> b", "hello <sep>", " <sep>x", "x <sep><sep> y", "ｘｙ z", "a ｘｙ", "<sep>", " <sep> ",
+             "Ａ <sep> Ｂ", "a  <sep>  b", "ｘｙｘｙ <sep>ｘｙ", "hello world <sep> again"]
+    expected = [hf.encode(text, add_special_tokens=False) for text in texts]
+    assert [tok.encode(text) for text in texts] == expected
+    assert [tok.encode_with_offsets(text)[0] for text in texts] == expected
+    assert tok.encode_batch(texts, num_threads=2) == expected

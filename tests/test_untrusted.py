@@ -240,3 +240,21 @@ def test_readme_names_the_safe_mode():
     readme = path.read_text(encoding="utf-8")
     assert 'special="none"' in readme and "encode_ordinary" in readme
     assert "## Hardening" in readme
+
+
+@pytest.mark.parametrize("part", [5, (), (5,), (5, 0), ("a", True), ("a", True, 0, 0), [5, 0, 1], "a"])
+def test_core_offsets_call_refuses_malformed_parts(part):
+    # The core's plan calls take parts the Python layer builds; a malformed
+    # one must be a TypeError, never a read past the end of an object.
+    tok = spmbpe.load("mistral-v1")
+    with pytest.raises(TypeError, match="a part with offsets"):
+        tok._core.encode_parts_offsets([("ok", True, 0, 0, 0), part])
+
+
+@pytest.mark.parametrize("part", [(), (5,), ("a",), (5, 0), "a", None, 1.5])
+def test_core_plan_calls_refuse_malformed_parts(part):
+    tok = spmbpe.load("mistral-v1")
+    with pytest.raises(TypeError, match="a plan part"):
+        tok._core.encode_parts([("ok", True), part])
+    with pytest.raises(TypeError, match="a plan part"):
+        tok._core.encode_parts_batch([[("ok", True), part]])
