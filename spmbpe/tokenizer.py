@@ -956,10 +956,10 @@ class SpmTokenizer(TokenizerBase):
         unk = self._hf_unk_token
         parts = self._plan_sentencepiece(unk + segment, False, origin, lead + len(unk), offsets)
         # (The ignores: a text part of 5 or 6 items, which mypy cannot narrow
-        # to; a lone bare id part would raise.)
-        if len(parts) == 1 and isinstance(parts[0][0], str):  # type: ignore[index]
-            text, _, _, part_origin, part_lead = parts[0][:5]  # type: ignore[index, misc]
-            return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]  # type: ignore[index, list-item]
+        # to.)
+        if len(parts) == 1 and type(parts[0]) is tuple and isinstance(parts[0][0], str):
+            text, _, _, part_origin, part_lead = parts[0][:5]  # type: ignore[misc]
+            return [(text, False, self._hf_unk_length, part_origin, part_lead) + tuple(parts[0][5:])]  # type: ignore[list-item]
         # A user-defined piece inside: drop the ids of the unk token here.
         if not offsets:
             # (A normalized plan holds bare ids, which have no spans.)
