@@ -29,9 +29,9 @@ if [ "${1:-}" = "--leaks" ]; then
 fi
 
 # The default selection: the public API, the file readers and loaders, the C
-# normalizer, chunking and batches, and the hardening tests (fuzz regressions
-# and a short fuzz run, malformed files, untrusted text, threads): about
-# 3 minutes on 2 busy cores.  SPMBPE_SAN_FULL=1 runs the whole suite instead
+# normalizer and the trained normalized models, HF model folders, chunking and
+# batches, and the hardening tests (fuzz regressions and a short fuzz run,
+# malformed files, untrusted text, threads): about 8 minutes on 2 busy cores.  SPMBPE_SAN_FULL=1 runs the whole suite instead
 # (about 10 minutes), except the packaging tests and the three that feed corrupt
 # maps to the sentencepiece library itself, which aborts under the ASan
 # runtime (its code, not spmbpe's).
@@ -41,6 +41,8 @@ DEFAULT_TESTS=(
     tests/test_spm_model_reader.py
     tests/test_loading.py
     tests/test_normalizer.py
+    tests/test_normalized_models.py
+    tests/test_hf_folder.py
     tests/test_chunking.py
     tests/test_numpy_batch.py
     tests/test_malformed.py
