@@ -1018,12 +1018,7 @@ cdef class SpmCore:
         w.want_spans = True
         try:
             for part in parts:
-                # (Checked: a bare id or a short tuple, cast unchecked,
-                # would be read past its end.)
-                if type(part) is not tuple or len(<tuple>part) < 3 or (
-                        type((<tuple>part)[0]) is str and len(<tuple>part) < 5):
-                    raise TypeError(f"a part with offsets is (token_id, start, end) or (text, prefix, skip, "
-                                    f"origin, lead[, align]), not {part!r}")
+                _check_part(part, True)
                 if type((<tuple>part)[0]) is not str:
                     ids.append((<tuple>part)[0])
                     starts.append((<tuple>part)[1])
@@ -1168,7 +1163,7 @@ cdef class SpmCore:
                 raise ValueError(f"a text of {len(parts)} parts; at most {INT32_MAX}")
             counts[t] = <int32_t>len(parts)
             for part in parts:
-                _check_part(part)
+                _check_part(part, False)
                 if type(part) is tuple and type((<tuple>part)[0]) is str:
                     items[i].src = PyUnicode_AsUTF8AndSize((<tuple>part)[0], &n)
                     items[i].n = n
@@ -1222,7 +1217,7 @@ cdef class SpmCore:
         cdef int64_t token_id
         cdef size_t mark, produced, skip
         for part in parts:
-            _check_part(part)
+            _check_part(part, False)
             if type(part) is tuple and type((<tuple>part)[0]) is not str:
                 part = (<tuple>part)[0]  # (token_id, start, end): the id
             if type(part) is tuple:
@@ -2333,15 +2328,21 @@ cdef inline Py_ssize_t _part_size(const BatchPart *part) noexcept nogil:
     return part.n if part.token_id < 0 else 1
 
 
-cdef inline int _check_part(object part) except -1:
-    """A plan part the core can read: a token id, (token_id, start, end), or
-    (text, prefix[, skip, ...]); anything else is a TypeError (the tuple
-    items are read unchecked)."""
+cdef inline int _check_part(object part, bint with_offsets) except -1:
+    """A plan part the core can read (its tuple items are read unchecked),
+    else a TypeError: a token id, (token_id, start, end), or (text, prefix[,
+    skip, ...]); `with_offsets`: (token_id, start, end) or (text, prefix,
+    skip, origin, lead[, align])."""
     if type(part) is tuple:
-        if len(<tuple>part) >= 3 or (len(<tuple>part) == 2 and type((<tuple>part)[0]) is str):
+        if len(<tuple>part) >= 5 or (len(<tuple>part) >= 3 and type((<tuple>part)[0]) is not str):
             return 0
-    elif isinstance(part, int):
+        if not with_offsets and len(<tuple>part) >= 2 and type((<tuple>part)[0]) is str:
+            return 0
+    elif isinstance(part, int) and not with_offsets:
         return 0
+    if with_offsets:
+        raise TypeError(f"a part with offsets is (token_id, start, end) or (text, prefix, skip, origin, "
+                        f"lead[, align]), not {part!r}")
     raise TypeError(f"a plan part is a token id, (token_id, start, end) or (text, prefix[, skip, ...]), "
                     f"not {part!r}")
 
