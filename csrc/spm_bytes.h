@@ -50,8 +50,10 @@ static inline int spm_utf8_len(uint8_t lead) {
 
 /* Whether s[0:n] is ASCII after an optional leading "\xe2\x96\x81" (U+2581,
  * the space marker): most pieces of a vocabulary, which the load-time scans
- * can then pass over without looking at each character. */
-static inline int spm_ascii_after_marker(const char *s, size_t n) {
+ * can then pass over without looking at each character.  `padded`: as for
+ * spm_head8, 8 bytes may be read from any position in s[0:n] (the tail is
+ * then one masked word, not a byte loop whose length varies per piece). */
+static inline int spm_ascii_after_marker(const char *s, size_t n, int padded) {
     if (n >= 3 && (uint8_t)s[0] == 0xE2 && (uint8_t)s[1] == 0x96 && (uint8_t)s[2] == 0x81) {
         s += 3;
         n -= 3;
@@ -63,10 +65,7 @@ static inline int spm_ascii_after_marker(const char *s, size_t n) {
         s += 8;
         n -= 8;
     }
-    while (n--) {
-        if ((uint8_t)*s++ & 0x80) return 0;
-    }
-    return 1;
+    return n == 0 || !(spm_head8(s, n, padded) & 0x8080808080808080ULL);
 }
 
 /* Whether a[0:n] == b[0:n], inline: chunks and pieces are short, and a

@@ -14,7 +14,9 @@
 static inline void spm_vocab_hash_piece(const spm_vocab *v, int32_t id, uint64_t *ring_h, uint64_t *ring_head) {
     const char *s = v->arena + v->offsets[id];
     size_t len = (size_t)(v->offsets[id + 1] - v->offsets[id]);
-    uint64_t head = spm_head8(s, len, 0);
+    /* (8 bytes read at once where the arena goes on that far: copying a
+     * piece's bytes one length at a time stalls the load that follows.) */
+    uint64_t head = spm_head8(s, len, v->offsets[id] + 8 <= v->offsets[v->n]);
     uint64_t h = spm_vocab_hash(head, s, len);
     uint32_t home = spm_vocab_home(h, v->cap);
     SPM_PREFETCH_WRITE(&v->slots[home]);
@@ -44,11 +46,8 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         return NULL;
     }
     v->cap = (uint32_t)cap;
-    for (uint64_t i = 0; i < cap; i++) {
-        v->slots[i].id = -1;
-        v->slots[i].score = 0.0f;
-        v->slots[i].head = 0;
-    }
+    /* (A slot is empty while its tag is 0: the slots themselves are written
+     * only when a piece lands there, so the build touches each once.) */
     /* The pieces land in random slots of a table larger than the second-
      * level cache: each piece's hash is computed SPM_VOCAB_AHEAD pieces
      * early and its home slot prefetched, so the misses overlap. */
@@ -62,10 +61,11 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         if (id + SPM_VOCAB_AHEAD < n) spm_vocab_hash_piece(v, id + SPM_VOCAB_AHEAD, ring_h, ring_head);
         if (len >= 1 && len <= 8 && s[len - 1] == 0) v->nul_tails = 1;
         uint32_t i = spm_vocab_home(h, v->cap);
+        uint8_t tag = spm_vocab_tag(h);
         int duplicate = 0;
-        while (v->slots[i].id >= 0) {
+        while (v->tags[i]) {
             int32_t other = v->slots[i].id;
-            if (v->slots[i].head == head && (size_t)(offsets[other + 1] - offsets[other]) == len &&
+            if (v->tags[i] == tag && v->slots[i].head == head && (size_t)(offsets[other + 1] - offsets[other]) == len &&
                 memcmp(arena + offsets[other], s, len) == 0) {
                 duplicate = 1;
                 break;
@@ -80,15 +80,16 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         }
         v->slots[i].id = id;
         v->slots[i].head = head;
-        v->tags[i] = spm_vocab_tag(h);
+        v->slots[i].score = 0.0f;
+        v->tags[i] = tag;
     }
     return v;
 }
 
 void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected) {
     for (uint32_t i = 0; i < v->cap; i++) {
+        if (!v->tags[i]) continue;
         spm_vocab_slot *slot = &v->slots[i];
-        if (slot->id < 0) continue;
         int32_t id = slot->id & SPM_ID_MASK;
         slot->score = scores[id];
         slot->id = selected[id] ? (id | SPM_MERGEABLE) : id;

@@ -30,7 +30,7 @@ extern "C" {
 typedef struct {
     uint64_t head;  /* the first min(len, 8) bytes, zero padded */
     float score;    /* merge score (spm_vocab_mark), 0 before */
-    int32_t id;     /* the id, | SPM_MERGEABLE; -1: empty slot */
+    int32_t id;     /* the id, | SPM_MERGEABLE (an empty slot, tag 0, is unwritten) */
 } spm_vocab_slot;
 
 typedef struct {

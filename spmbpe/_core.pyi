@@ -43,7 +43,7 @@ def first_invalid_utf8_piece(arena: Union[bytes, bytearray], offsets: "array[int
 
 def scan_model_pieces(
     buf: Union[bytes, memoryview], pos: int, base: int
-) -> Tuple[bytes, bytes, bytes, bytes, int]: ...
+) -> Tuple[bytes, "array[int]", "array[float]", bytes, int, int]: ...
 def batch_slices(texts: List[str], parts: int, min_share: int, max_items: int) -> Tuple[int, int, List[int]]: ...
 
 class SpmCore:
@@ -96,6 +96,11 @@ class SpmCore:
 
 class TokenizerBase:
     """The compiled base of spmbpe.SpmTokenizer."""
+
+    @property
+    def plain_core(self) -> Optional[SpmCore]: ...
+    @property
+    def ordinary_core(self) -> Optional[SpmCore]: ...
 
     def _set_direct(
         self, plain_core: Optional[SpmCore], ordinary_core: Optional[SpmCore], prefix: bool

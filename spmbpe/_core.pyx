@@ -12,6 +12,7 @@ goes, BOS/EOS) is the Python layer's; this module knows nothing of it.
 from array import array
 
 cimport cython
+cimport cpython.array as carray
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -370,7 +371,7 @@ cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n) noexcept nogil:
     U+10FFFF), as Python's decoder accepts it."""
     cdef Py_ssize_t i = 0
     cdef uint8_t c, c1
-    if spm_ascii_after_marker(<const char *>s, <size_t>n):
+    if spm_ascii_after_marker(<const char *>s, <size_t>n, 0):
         return True
     while i < n:
         c = s[i]
@@ -475,6 +476,10 @@ def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t 
     return share, longest, stops
 
 
+cdef carray.array _INT64_ARRAY = array("q")
+cdef carray.array _FLOAT_ARRAY = array("f")
+
+
 def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     """Reads consecutive ModelProto `pieces` entries in the common layout from
     buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A, one-byte
@@ -483,10 +488,15 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     sentencepiece serializer writes.  Stops at the first entry in any other
     shape, which the caller parses with the general reader.
 
-    Returns (arena, offsets, scores, types, end): the piece bytes back to
-    back, one int64 end offset per piece (plus `base`) as native bytes, the
-    4-byte little-endian scores, one type byte per piece, and where the
-    scan stopped.  This is the `.model` load's hot loop (32k-256k pieces).
+    Returns (arena, offsets, scores, types, end, bad): the piece bytes back
+    to back; an array('q') of count + 1 offsets, `base` then each piece's
+    end plus `base`; an array('f') of the scores as the file's 4
+    little-endian bytes (the caller swaps them on a big-endian machine); one
+    type byte per piece; where the scan stopped; and the index in this run
+    of the first piece that is not valid UTF-8, or -1.  This is the `.model`
+    load's hot loop (32k-256k pieces): the arrays are filled in place and
+    each piece is checked while it is in the cache, so that the reader
+    copies nothing again.
     """
     cdef Py_ssize_t n = buf.shape[0]
     cdef Py_ssize_t p = pos
@@ -514,15 +524,17 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
         total += sl
         p = end
     cdef bytes arena = PyBytes_FromStringAndSize(NULL, total)
-    cdef bytes offsets = PyBytes_FromStringAndSize(NULL, count * 8)
-    cdef bytes scores = PyBytes_FromStringAndSize(NULL, count * 4)
+    # (Filled below: no zeroing pass, so the load touches each page once.)
+    offsets = carray.clone(_INT64_ARRAY, count + 1, False)
+    scores = carray.clone(_FLOAT_ARRAY, count, False)
     cdef bytes types = PyBytes_FromStringAndSize(NULL, count)
+    cdef int64_t[::1] o = offsets
+    cdef float[::1] sc = scores
     cdef char *a = PyBytes_AS_STRING(arena)
-    cdef int64_t *o = <int64_t *>PyBytes_AS_STRING(offsets)
-    cdef char *sc = PyBytes_AS_STRING(scores)
     cdef char *ty = PyBytes_AS_STRING(types)
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, bad = -1
     cdef int64_t at = 0
+    o[0] = base
     p = pos
     for i in range(count):
         ln = buf[p + 1]
@@ -532,12 +544,15 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
         end = p + 2 + ln
         if sl:
             memcpy(a + at, &buf[ps], sl)
+            if bad < 0 and not spm_ascii_after_marker(<const char *>&buf[ps], sl, ps + sl + 8 <= n) \
+                    and not utf8_valid(<const uint8_t *>a + at, sl):
+                bad = i
         at += sl
-        o[i] = base + at
-        memcpy(sc + 4 * i, &buf[pe + 1], 4)
+        o[i + 1] = base + at
+        memcpy(&sc[i], &buf[pe + 1], 4)
         ty[i] = <char>(buf[pe + 6] if end == pe + 7 else 1)
         p = end
-    return arena, offsets, scores, types, p
+    return arena, offsets, scores, types, p, bad
 
 
 # ---------------------------------------------------------------- the core
@@ -873,7 +888,7 @@ cdef class SpmCore:
         for i in range(self.n_pieces):
             if not buildable[i]:
                 continue
-            crossing = spm_piece_scan(pairs, arena, offsets[i], offsets[i + 1], at, 65)
+            crossing = spm_piece_scan(pairs, arena, offsets[self.n_pieces], offsets[i], offsets[i + 1], at, 65)
             if crossing < 0:
                 spm_charpairs_free(pairs)
                 raise MemoryError("cannot allocate the character pairs")

@@ -6,7 +6,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_head8(const char *s, size_t length, int padded)
     int spm_utf8_len(unsigned char lead)
-    int spm_ascii_after_marker(const char *s, size_t n)
+    int spm_ascii_after_marker(const char *s, size_t n, int padded)
 
 
 cdef extern from "spm_vocab.h" nogil:
@@ -106,7 +106,7 @@ cdef extern from "spm_charpairs.h" nogil:
 
     int spm_charpairs_has(const spm_charpairs *p, uint64_t key)
     spm_charpairs *spm_charpairs_new()
-    int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t a, int64_t e,
+    int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t arena_len, int64_t a, int64_t e,
                            int64_t *at, int64_t max)
     void spm_charpairs_free(spm_charpairs *p)
 

@@ -388,9 +388,9 @@ class SpmModelProto:
         self.trainer = trainer
         self.normalizer = normalizer
         self.denormalizer = denormalizer
-        # (arena, offsets as bytes) when the reader found every piece valid
-        # UTF-8: the tokenizer then need not check these pieces again.
-        self._checked_pieces: Optional[Tuple[bytes, bytes]] = None
+        # (arena, a copy of the offsets) when the reader found every piece
+        # valid UTF-8: the tokenizer then need not check these pieces again.
+        self._checked_pieces: Optional[Tuple[bytes, "array[int]"]] = None
 
     def _pieces_checked(self) -> bool:
         """Whether the pieces are still those the reader found valid UTF-8
@@ -402,7 +402,7 @@ class SpmModelProto:
             and checked[0] is self.arena
             and isinstance(offsets, array)
             and offsets.typecode == "q"
-            and checked[1] == offsets.tobytes()
+            and checked[1] == offsets
         )
 
     def __len__(self) -> int:
@@ -658,16 +658,17 @@ def parse_model_proto(
 
     # Built as we go, with no per-piece object kept alive (that matters for
     # the speed of a 256k-piece model as much as the bytecode count does).
-    arena = bytearray()  # the pieces' bytes, back to back
-    offsets = array("q", [0])  # piece i is arena[offsets[i]:offsets[i + 1]]
-    scores = bytearray()  # 4 little-endian bytes (a float32) per piece
-    types = bytearray()  # one SentencePiece.Type per piece
+    # The pieces come in runs: those in the layout every serializer writes
+    # are scanned in C (_core.scan_model_pieces), any others read one by
+    # one into a run of their own.  A model of one run (the usual case) keeps
+    # the scan's arrays as they are: no copy.
+    runs: List[_PieceRun] = []
+    slow: Optional[_SlowRun] = None
+    n_pieces = 0
+    arena_len = 0
     trainer: Dict[str, Any] = {}
     normalizer: Optional[Dict[str, Any]] = None
     denormalizer: Optional[Dict[str, Any]] = None
-
-    add_offset = offsets.append
-    add_type = types.append
 
     pos = 0
     while pos < n:
@@ -675,12 +676,14 @@ def parse_model_proto(
         # serializer writes (see _core.scan_model_pieces); anything else
         # takes the general path below.
         if data[pos] == 0x0A:
-            run_arena, run_offsets, run_scores, run_types, stop = scan_model_pieces(data, pos, len(arena))
+            run_arena, run_offsets, run_scores, run_types, stop, bad = scan_model_pieces(data, pos, arena_len)
             if stop != pos:
-                arena += run_arena
-                offsets.frombytes(run_offsets)
-                scores += run_scores
-                types += run_types
+                if slow is not None:
+                    runs.append(slow.finish())
+                    slow = None
+                runs.append((run_arena, run_offsets, run_scores, run_types, bad))
+                n_pieces += len(run_types)
+                arena_len += len(run_arena)
                 pos = stop
                 continue
 
@@ -693,18 +696,18 @@ def parse_model_proto(
         name = _SPEC_NAMES[field]
         if wire != _LEN:
             _wrong_wire(spath, key_pos, f"ModelProto.{name} (field {field})", wire, _LEN)
-        what = f"piece {len(types)}" if field == 1 else f"ModelProto.{name}"
+        what = f"piece {n_pieces}" if field == 1 else f"ModelProto.{name}"
         ln, pos = _read_varint(data, pos, n, spath, key_pos, what)
         end = pos + ln
         if end > n:
             _past_end(spath, key_pos, n, n, f"{what} (length {ln})")
         if field == 1:
-            index = len(types)
-            ps, pe, sp, t = _parse_piece_slow(data, pos, end, index, spath)
-            arena += data[ps:pe]
-            add_offset(len(arena))
-            scores += _ZERO_SCORE if sp is None else data[sp : sp + 4]
-            add_type(t)
+            ps, pe, sp, t = _parse_piece_slow(data, pos, end, n_pieces, spath)
+            if slow is None:
+                slow = _SlowRun(arena_len)
+            slow.add(data[ps:pe], _ZERO_SCORE if sp is None else data[sp : sp + 4], t)
+            n_pieces += 1
+            arena_len += pe - ps
         elif field == 2:
             _parse_spec(data, pos, end, _TRAINER_FIELDS, trainer, "TrainerSpec", spath)
         elif field == 3:
@@ -718,35 +721,83 @@ def parse_model_proto(
         # field 4 (self_test_data) is skipped
         pos = end
 
-    if not types:
+    if slow is not None:
+        runs.append(slow.finish())
+    if not n_pieces:
         _fail(spath, None, "not a sentencepiece model: it has no pieces")
-
-    # Every piece must be valid UTF-8 on its own, as sentencepiece requires.
-    bad = first_invalid_utf8_piece(arena, offsets)
-    if bad >= 0:
-        chunk = bytes(arena[offsets[bad] : offsets[bad + 1]])
-        try:
-            chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            _bad_utf8_piece(spath, bad, _piece_offset(data, bad) + exc.start, chunk)
-
-    score_array = array("f")
-    score_array.frombytes(scores)
+    if len(runs) == 1:
+        arena, offsets, score_array, types, _ = runs[0]
+    else:
+        arena = b"".join(run[0] for run in runs)
+        offsets = array("q", [0])
+        score_array = array("f")
+        for run in runs:
+            offsets.extend(run[1][1:])
+            score_array.extend(run[2])
+        types = b"".join(run[3] for run in runs)
     if sys.byteorder == "big":  # pragma: no cover
         score_array.byteswap()
 
+    # Every piece must be valid UTF-8 on its own, as sentencepiece requires
+    # (each run found its first bad piece).
+    first = 0
+    for run in runs:
+        if run[4] >= 0:
+            bad = first + run[4]
+            chunk = arena[offsets[bad] : offsets[bad + 1]]
+            try:
+                chunk.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                _bad_utf8_piece(spath, bad, _piece_offset(data, bad) + exc.start, chunk)
+            raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
+        first += len(run[3])
+
     proto = SpmModelProto(
-        arena=bytes(arena),
+        arena=arena,
         offsets=offsets,
         scores=score_array,
-        types=bytes(types),
+        types=types,
         trainer=_make_spec(TrainerSpec, trainer),
         normalizer=None if normalizer is None else _make_spec(NormalizerSpec, normalizer),
         denormalizer=None if denormalizer is None else _make_spec(NormalizerSpec, denormalizer),
         path=spath,
     )
-    proto._checked_pieces = (proto.arena, offsets.tobytes())
+    proto._checked_pieces = (arena, offsets[:])
     return proto
+
+
+# A run of pieces: (arena, offsets, scores, types, first_bad_utf8): the
+# pieces' bytes, count + 1 offsets into the whole model's arena (the first
+# is where the run starts), the scores as read (little-endian float32), one
+# type byte each, and the index in the run of the first piece that is not
+# valid UTF-8, or -1.
+_PieceRun = Tuple[bytes, "array[int]", "array[float]", bytes, int]
+
+
+class _SlowRun:
+    """Pieces read one by one by the general reader, gathered into a run."""
+
+    __slots__ = ("arena", "offsets", "scores", "types")
+
+    def __init__(self, base: int) -> None:
+        self.arena = bytearray()
+        self.offsets = array("q", [base])
+        self.scores = bytearray()
+        self.types = bytearray()
+
+    def add(self, piece: bytes, score: bytes, piece_type: int) -> None:
+        self.arena += piece
+        self.offsets.append(self.offsets[-1] + len(piece))
+        self.scores += score
+        self.types.append(piece_type)
+
+    def finish(self) -> _PieceRun:
+        base = self.offsets[0]
+        relative = array("q", [x - base for x in self.offsets])
+        scores = array("f")
+        scores.frombytes(self.scores)
+        arena = bytes(self.arena)
+        return arena, self.offsets, scores, bytes(self.types), first_invalid_utf8_piece(arena, relative)
 
 
 def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:

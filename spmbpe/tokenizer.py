@@ -259,15 +259,15 @@ class SpmTokenizer(TokenizerBase):
         self._front_end = front_end
         # No splitting and no normalizing to do: encode hands the text to the
         # core directly (the common case of Mistral/Llama .model files).
-        self._plain = (reference == "sentencepiece" and normalizers is None and not self._sp_matcher) or (
+        plain = (reference == "sentencepiece" and normalizers is None and not self._sp_matcher) or (
             reference == "llama.cpp" and not self._matcher
         )
         # With special="none" too: llama.cpp matches only special tokens here
         # (no user-defined ones to split out), so plain text is one segment.
-        self._plain_ordinary = self._plain or (reference == "llama.cpp" and not self._matcher.has_plain)
+        plain_ordinary = plain or (reference == "llama.cpp" and not self._matcher.has_plain)
         self._set_direct(
-            self._core if self._plain else None,
-            self._core if self._plain_ordinary else None,
+            self._core if plain else None,
+            self._core if plain_ordinary else None,
             self._add_prefix_space,
         )
         sentinel = {self._bos_id, self._eos_id, self._unk_id} - {None}
@@ -559,7 +559,7 @@ class SpmTokenizer(TokenizerBase):
         texts = texts if type(texts) is list else list(texts)
         # Nothing to split out or normalize: each text is one segment, and
         # the core checks that it is a str.
-        plain = (self._plain and allowed is None) or (self._plain_ordinary and not include)
+        plain = (self.plain_core is not None and allowed is None) or (self.ordinary_core is not None and not include)
         if not plain:
             texts = [_check_text(t) for t in texts]
         threads = _thread_count(num_threads)

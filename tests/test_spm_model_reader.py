@@ -799,3 +799,41 @@ def test_a_bad_byte_anywhere_after_ascii_is_found(lead, bad):
             arena = b"".join(pieces)
             assert first_invalid_utf8_piece(arena, offsets) == 2, (k, tail)
             assert PieceTable(arena, offsets).first_invalid_utf8() == 2, (k, tail)
+
+
+def _model_of(pieces, general):
+    """A model of the pieces, each in the common layout (scanned in C) or,
+    where `general` says so, with its score first (the general reader);
+    and the file offset of each piece's string."""
+    data = b""
+    at = []
+    for i, (piece, slow) in enumerate(zip(pieces, general)):
+        string = _ld(1, piece)
+        body = _f32(2, -float(i)) + string if slow else string + _f32(2, -float(i))
+        entry = _ld(1, body)
+        at.append(len(data) + len(entry) - len(body) + (5 if slow else 0) + len(string) - len(piece))
+        data += entry
+    return data, at
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_PIECE_BYTES, st.booleans()), min_size=1, max_size=8))
+def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
+    # The reader checks each piece while it copies it, run by run (the
+    # scanned layout and the general one); the error names the first bad
+    # piece and the file offset of its first bad byte.
+    pieces = [piece for piece, _ in entries]
+    data, at = _model_of(pieces, [slow for _, slow in entries])
+    expected = _python_first_invalid(pieces)
+    if expected < 0:
+        model = parse_model_proto(data)
+        assert [model.piece_bytes(i) for i in range(len(model))] == pieces
+        assert list(model.scores) == [-float(i) for i in range(len(pieces))]
+        assert model._pieces_checked()
+        return
+    err = _error(data)
+    assert f"piece {expected} is not valid UTF-8" in err.reason, err.reason
+    try:
+        pieces[expected].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        assert err.offset == at[expected] + exc.start
