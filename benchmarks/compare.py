@@ -37,7 +37,10 @@ disagreement this script knows about (KNOWN_DISAGREEMENTS) is explained, any
 other one is reported as unexpected and the exit status is 1.
 
 Every tokenizer, spmbpe included, is created anew before each timed run
-(outside the timing), so no cache survives from one run to the next.  A
+(outside the timing), so no cache survives from one run to the next.  The
+columns of a row are timed in turn, one run of each per round (--repeat
+rounds), so that the same-run ratios compare runs made under the same
+conditions.  A
 reference that is not importable is left out; --site DIR (or
 SPMBPE_BENCH_SITE) appends a directory such as another virtual environment's
 site-packages to sys.path, e.g. for a locally built llama-cpp-python.
@@ -45,8 +48,7 @@ site-packages to sys.path, e.g. for a locally built llama-cpp-python.
 At the end: spmbpe (.model) / max(sentencepiece, splintr-rs) per file in the
 single-thread modes, against the project's targets, and the batch scaling of
 spmbpe (.model) with --threads threads over its own one-thread encode_batch
-(the two timed in turn, each best of --repeat, so that both meet the same
-machine).
+(timed in turn with the row's columns).
 """
 
 from __future__ import annotations
@@ -244,17 +246,19 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
     return result
 
 
-def best_seconds(col: Column, mode: str, data, repeat: int, run: Optional[Callable] = None) -> float:
-    return best_seconds_of(col, data, repeat, [run or col.run[mode]])[0]
-
-
-def best_seconds_of(col: Column, data, repeat: int, runs: Sequence[Callable]) -> List[float]:
-    """The best time of each of `runs`, taken in turn `repeat` times, so
-    that a ratio between them (batch scaling) compares runs made under the
-    same conditions."""
-    best = [float("inf")] * len(runs)
-    for _ in range(repeat):
-        for k, run in enumerate(runs):
+def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int) -> List[float]:
+    """The best time of each (column, run), the runs taken in turn: each
+    round times every entry once (in reverse order every other round), so
+    that a slow spell of the machine falls on all of them alike and a ratio
+    between them (spmbpe over a reference, batch scaling) compares runs made
+    under the same conditions.  On a shared VM whose speed moves by half
+    between minutes, timing one column's runs back to back and then the
+    next's made the same-run ratios swing as much."""
+    best = [float("inf")] * len(entries)
+    order = list(range(len(entries)))
+    for r in range(repeat):
+        for k in order if r % 2 == 0 else reversed(order):
+            col, run = entries[k]
             tok = col.make()  # fresh: nothing survives from the previous run
             seconds, out = timed(lambda: run(tok, data))
             del out, tok
@@ -359,11 +363,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 data, size = lines, utf8_len(lines)
             baseline_ids: Dict[str, object] = {}
-            cells = []
+            cells: Dict[str, str] = {}
+            entries: List[Tuple[Column, Callable]] = []
             for col in cols:
                 run = col.run.get(mode)
                 if run is None:
-                    cells.append("-")
+                    cells[col.key] = "-"
                     continue
                 if col.baseline is not None:
                     base = by_key[col.baseline]
@@ -374,21 +379,25 @@ def main(argv: Optional[List[str]] = None) -> int:
                         footnotes.append(_footnote(len(footnotes) + 1, path.name, mode, col, result))
                         unexpected += result.unexpected
                         mark = "differs" if not result.unexpected else "MISMATCH"
-                        cells.append(f"{mark}[{len(footnotes)}]")
+                        cells[col.key] = f"{mark}[{len(footnotes)}]"
                         continue
-                if mode == "batch" and col is model_col:
-                    # Scaling: one thread against `threads`, interleaved.
-                    seconds, one = best_seconds_of(
-                        col, data, args.repeat,
-                        [run, lambda t, xs: t.encode_batch(xs, special="none", num_threads=1)])
-                    scaling[path.name] = (size / 1e6 / one, size / 1e6 / seconds)
-                else:
-                    seconds = best_seconds(col, mode, data, args.repeat)
+                entries.append((col, run))
+            one_thread = None
+            if mode == "batch" and any(col is model_col for col, _ in entries):
+                # Scaling: spmbpe's one-thread batch, timed in turn with the rest.
+                one_thread = len(entries)
+                entries.append((model_col, lambda t, xs: t.encode_batch(xs, special="none", num_threads=1)))
+            best = best_seconds_in_turn(entries, data, args.repeat)
+            for k, ((col, _), seconds) in enumerate(zip(entries, best)):
+                if k == one_thread:
+                    continue
                 rate = size / 1e6 / seconds
                 rates[(path.name, mode, col.key)] = rate
-                cells.append(fmt_rate(rate))
+                cells[col.key] = fmt_rate(rate)
+            if one_thread is not None:
+                scaling[path.name] = (size / 1e6 / best[one_thread], rates[(path.name, mode, model_col.key)])
             mode_title = MODE_TITLES[mode] + (f" ({threads}t)" if mode == "batch" else "")
-            table.row(path.name, mode_title, cells)
+            table.row(path.name, mode_title, [cells[col.key] for col in cols])
 
     if footnotes:
         print()
