@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -246,20 +247,25 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
     return result
 
 
-def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int) -> List[float]:
+def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
+                         settle: float = 0.0) -> List[float]:
     """The best time of each (column, run), the runs taken in turn: each
     round times every entry once (in reverse order every other round), so
     that a slow spell of the machine falls on all of them alike and a ratio
     between them (spmbpe over a reference, batch scaling) compares runs made
     under the same conditions.  On a shared VM whose speed moves by half
     between minutes, timing one column's runs back to back and then the
-    next's made the same-run ratios swing as much."""
+    next's made the same-run ratios swing as much.  `settle`: seconds to
+    wait before each run, so that the worker threads of the previous batch
+    call (Rayon's spin before they sleep) are idle when it starts."""
     best = [float("inf")] * len(entries)
     order = list(range(len(entries)))
     for r in range(repeat):
         for k in order if r % 2 == 0 else reversed(order):
             col, run = entries[k]
             tok = col.make()  # fresh: nothing survives from the previous run
+            if settle:
+                time.sleep(settle)
             seconds, out = timed(lambda: run(tok, data))
             del out, tok
             best[k] = min(best[k], seconds)
@@ -387,7 +393,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 # Scaling: spmbpe's one-thread batch, timed in turn with the rest.
                 one_thread = len(entries)
                 entries.append((model_col, lambda t, xs: t.encode_batch(xs, special="none", num_threads=1)))
-            best = best_seconds_in_turn(entries, data, args.repeat)
+            best = best_seconds_in_turn(entries, data, args.repeat, settle=0.05 if mode == "batch" else 0.0)
             for k, ((col, _), seconds) in enumerate(zip(entries, best)):
                 if k == one_thread:
                     continue
