@@ -40,8 +40,7 @@ Every tokenizer, spmbpe included, is created anew before each timed run
 (outside the timing), so no cache survives from one run to the next.  The
 columns of a row are timed in turn, one run of each per round (--repeat
 rounds), so that the same-run ratios compare runs made under the same
-conditions.  A
-reference that is not importable is left out; --site DIR (or
+conditions.  A reference that is not importable is left out; --site DIR (or
 SPMBPE_BENCH_SITE) appends a directory such as another virtual environment's
 site-packages to sys.path, e.g. for a locally built llama-cpp-python.
 

@@ -100,10 +100,11 @@ static inline int spm_charpairs_add(spm_charpairs *p, uint64_t key) {
     return 0;
 }
 
-/* Scans the piece arena[a:e] (of an arena of arena_len bytes): adds its wanted pairs to p (unless NULL) and
- * writes to at[0:max] the offsets, from a, of each "▁" that follows another
- * character (the boundaries before "▁" the piece could cross).  Returns the
- * number of such markers (which may exceed max), or -1 when out of memory. */
+/* Scans the piece arena[a:e] (of an arena of arena_len bytes): adds its
+ * wanted pairs to p (unless NULL) and writes to at[0:max] the offsets, from
+ * a, of each "▁" that follows another character (the boundaries before "▁"
+ * the piece could cross).  Returns the number of such markers (which may
+ * exceed max), or -1 when out of memory. */
 static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t arena_len, int64_t a,
                                      int64_t e, int64_t *at, int64_t max) {
     int64_t k = a, prev = -1, crossing = 0;

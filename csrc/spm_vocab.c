@@ -65,7 +65,8 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         int duplicate = 0;
         while (v->tags[i]) {
             int32_t other = v->slots[i].id;
-            if (v->tags[i] == tag && v->slots[i].head == head && (size_t)(offsets[other + 1] - offsets[other]) == len &&
+            if (v->tags[i] == tag && v->slots[i].head == head &&
+                (size_t)(offsets[other + 1] - offsets[other]) == len &&
                 memcmp(arena + offsets[other], s, len) == 0) {
                 duplicate = 1;
                 break;

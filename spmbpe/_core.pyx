@@ -349,7 +349,8 @@ cdef class PieceTable:
             self.utf8_bad = -1
             for i in range(self.size):
                 if not utf8_valid(<const uint8_t *>PyBytes_AS_STRING(self.arena) + self.offsets[i],
-                                  self.offsets[i + 1] - self.offsets[i]):
+                                  self.offsets[i + 1] - self.offsets[i],
+                                  self.offsets[i + 1] + 8 <= self.offsets[self.size]):
                     self.utf8_bad = i
                     break
         return self.utf8_bad
@@ -361,17 +362,19 @@ def first_invalid_utf8_piece(const uint8_t[::1] arena, const int64_t[::1] offset
     cdef Py_ssize_t i
     cdef const uint8_t *base = &arena[0] if arena.shape[0] else <const uint8_t *>b""
     for i in range(offsets.shape[0] - 1):
-        if not utf8_valid(base + offsets[i], offsets[i + 1] - offsets[i]):
+        if not utf8_valid(base + offsets[i], offsets[i + 1] - offsets[i],
+                          offsets[i + 1] + 8 <= arena.shape[0]):
             return i
     return -1
 
 
-cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n, bint padded) noexcept nogil:
     """Strict UTF-8 (no overlong forms, surrogates or code points past
-    U+10FFFF), as Python's decoder accepts it."""
+    U+10FFFF), as Python's decoder accepts it.  `padded`: 8 bytes may be
+    read past s + n (spm_head8)."""
     cdef Py_ssize_t i = 0
     cdef uint8_t c, c1
-    if spm_ascii_after_marker(<const char *>s, <size_t>n, 0):
+    if spm_ascii_after_marker(<const char *>s, <size_t>n, padded):
         return True
     while i < n:
         c = s[i]
@@ -544,8 +547,7 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
         end = p + 2 + ln
         if sl:
             memcpy(a + at, &buf[ps], sl)
-            if bad < 0 and not spm_ascii_after_marker(<const char *>&buf[ps], sl, ps + sl + 8 <= n) \
-                    and not utf8_valid(<const uint8_t *>a + at, sl):
+            if bad < 0 and not utf8_valid(&buf[ps], sl, ps + sl + 8 <= n):
                 bad = i
         at += sl
         o[i + 1] = base + at
@@ -888,7 +890,8 @@ cdef class SpmCore:
         for i in range(self.n_pieces):
             if not buildable[i]:
                 continue
-            crossing = spm_piece_scan(pairs, arena, offsets[self.n_pieces], offsets[i], offsets[i + 1], at, 65)
+            crossing = spm_piece_scan(pairs, arena, offsets[self.n_pieces], offsets[i], offsets[i + 1],
+                                      at, 65)
             if crossing < 0:
                 spm_charpairs_free(pairs)
                 raise MemoryError("cannot allocate the character pairs")

@@ -676,12 +676,14 @@ def parse_model_proto(
         # serializer writes (see _core.scan_model_pieces); anything else
         # takes the general path below.
         if data[pos] == 0x0A:
-            run_arena, run_offsets, run_scores, run_types, stop, bad = scan_model_pieces(data, pos, arena_len)
+            run_arena, run_offsets, run_scores, run_types, stop, run_bad = scan_model_pieces(
+                data, pos, arena_len
+            )
             if stop != pos:
                 if slow is not None:
                     runs.append(slow.finish())
                     slow = None
-                runs.append((run_arena, run_offsets, run_scores, run_types, bad))
+                runs.append((run_arena, run_offsets, run_scores, run_types, run_bad))
                 n_pieces += len(run_types)
                 arena_len += len(run_arena)
                 pos = stop
@@ -725,8 +727,9 @@ def parse_model_proto(
         runs.append(slow.finish())
     if not n_pieces:
         _fail(spath, None, "not a sentencepiece model: it has no pieces")
+    bad: Optional[int] = None
     if len(runs) == 1:
-        arena, offsets, score_array, types, _ = runs[0]
+        arena, offsets, score_array, types, bad = runs[0]
     else:
         arena = b"".join(run[0] for run in runs)
         offsets = array("q", [0])
@@ -738,19 +741,17 @@ def parse_model_proto(
     if sys.byteorder == "big":  # pragma: no cover
         score_array.byteswap()
 
-    # Every piece must be valid UTF-8 on its own, as sentencepiece requires
-    # (each run found its first bad piece).
-    first = 0
-    for run in runs:
-        if run[4] >= 0:
-            bad = first + run[4]
-            chunk = arena[offsets[bad] : offsets[bad + 1]]
-            try:
-                chunk.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                _bad_utf8_piece(spath, bad, _piece_offset(data, bad) + exc.start, chunk)
-            raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
-        first += len(run[3])
+    # Every piece must be valid UTF-8 on its own, as sentencepiece requires:
+    # the scan checked its run; pieces read otherwise are checked here.
+    if bad is None:
+        bad = first_invalid_utf8_piece(arena, offsets)
+    if bad >= 0:
+        chunk = arena[offsets[bad] : offsets[bad + 1]]
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            _bad_utf8_piece(spath, bad, _piece_offset(data, bad) + exc.start, chunk)
+        raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
 
     proto = SpmModelProto(
         arena=arena,
@@ -770,8 +771,8 @@ def parse_model_proto(
 # pieces' bytes, count + 1 offsets into the whole model's arena (the first
 # is where the run starts), the scores as read (little-endian float32), one
 # type byte each, and the index in the run of the first piece that is not
-# valid UTF-8, or -1.
-_PieceRun = Tuple[bytes, "array[int]", "array[float]", bytes, int]
+# valid UTF-8, -1 when all are, or None when the run was not checked.
+_PieceRun = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
 
 
 class _SlowRun:
@@ -792,12 +793,9 @@ class _SlowRun:
         self.types.append(piece_type)
 
     def finish(self) -> _PieceRun:
-        base = self.offsets[0]
-        relative = array("q", [x - base for x in self.offsets])
         scores = array("f")
         scores.frombytes(self.scores)
-        arena = bytes(self.arena)
-        return arena, self.offsets, scores, bytes(self.types), first_invalid_utf8_piece(arena, relative)
+        return bytes(self.arena), self.offsets, scores, bytes(self.types), None
 
 
 def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:

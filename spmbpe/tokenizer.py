@@ -559,7 +559,9 @@ class SpmTokenizer(TokenizerBase):
         texts = texts if type(texts) is list else list(texts)
         # Nothing to split out or normalize: each text is one segment, and
         # the core checks that it is a str.
-        plain = (self.plain_core is not None and allowed is None) or (self.ordinary_core is not None and not include)
+        plain = (self.plain_core is not None and allowed is None) or (
+            self.ordinary_core is not None and not include
+        )
         if not plain:
             texts = [_check_text(t) for t in texts]
         threads = _thread_count(num_threads)
@@ -964,11 +966,10 @@ class SpmTokenizer(TokenizerBase):
         if not offsets:
             # (A normalized plan holds bare ids, which have no spans.)
             ids = self._core.encode_parts(parts)
-            keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
-            return list(ids[keep:])
-        ids, starts, ends = self._core.encode_parts_offsets(parts)
+        else:
+            ids, starts, ends = self._core.encode_parts_offsets(parts)
         keep = self._hf_unk_length if len(ids) >= self._hf_unk_length else 0
-        return list(zip(ids[keep:], starts[keep:], ends[keep:]))
+        return list(zip(ids[keep:], starts[keep:], ends[keep:])) if offsets else list(ids[keep:])
 
     def _plan_huggingface(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False

@@ -31,10 +31,11 @@ fi
 # The default selection: the public API, the file readers and loaders, the C
 # normalizer and the trained normalized models, HF model folders, chunking and
 # batches, and the hardening tests (fuzz regressions and a short fuzz run,
-# malformed files, untrusted text, threads): about 8 minutes on 2 busy cores.  SPMBPE_SAN_FULL=1 runs the whole suite instead
-# (about 10 minutes), except the packaging tests and the three that feed corrupt
-# maps to the sentencepiece library itself, which aborts under the ASan
-# runtime (its code, not spmbpe's).
+# malformed files, untrusted text, threads): about 8 minutes on 2 busy cores.
+# SPMBPE_SAN_FULL=1 runs the whole suite instead (about 10 minutes), except
+# the packaging tests and the three that feed corrupt maps to the
+# sentencepiece library itself, which aborts under the ASan runtime (its
+# code, not spmbpe's).
 DEFAULT_TESTS=(
     tests/test_api.py
     tests/test_gguf_reader.py
