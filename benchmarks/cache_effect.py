@@ -8,9 +8,10 @@ Every non-blank line is its own call, one thread, mistral-v1's `.model`.
 Each round times, in turn: sentencepiece (fresh processor); spmbpe with a
 fresh tokenizer (empty cache, as compare.py times it); the same spmbpe
 tokenizer again over the same lines (every chunk cached).  Best of --repeat
-rounds, with the ratio to sentencepiece.  Also prints the number of
-distinct chunks among all, cutting before each "▁" that follows other text
-(the chunking of mistral-v1 on text without CJK characters).
+rounds, with the ratio to sentencepiece.  Also prints how many chunks
+spmbpe cuts the lines into, and how many distinct ones of two or more
+characters (each merged once from an empty cache; a single character is
+looked up).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -27,18 +28,15 @@ from _common import CORPUS, MODEL, corpus_lines, machine_line, timed, utf8_len, 
 MARKER = "\u2581"
 
 
-def chunks_of(line: str) -> List[str]:
-    """The line escaped as spmbpe escapes it (dummy prefix, spaces as "▁"),
-    cut before each "▁" that follows other text."""
-    text = MARKER + line.replace(" ", MARKER)
-    out: List[str] = []
-    start = 0
-    for i in range(1, len(text)):
-        if text[i] == MARKER and text[i - 1] != MARKER:
-            out.append(text[start:i])
-            start = i
-    out.append(text[start:])
-    return out
+def chunks_of(tok: Any, line: str) -> List[str]:
+    """The chunks spmbpe merges `line` in (the dummy prefix and spaces as
+    "▁"): the text between every cut point of its core (split_points with
+    a share per byte returns them all)."""
+    cuts = tok._core.split_points(line, True, 3 * len(line.encode("utf-8")) + 4)
+    bounds = [0, *cuts, len(line)]
+    parts = [line[a:b] for a, b in zip(bounds, bounds[1:])]
+    parts[0] = " " + parts[0]
+    return [part.replace(" ", MARKER) for part in parts]
 
 
 def main(argv: List[str] | None = None) -> int:
@@ -72,8 +70,10 @@ def main(argv: List[str] | None = None) -> int:
                 return 1
         base = size / 1e6 / best["sentencepiece"]
         cells = ", ".join(f"{k} {size / 1e6 / v:.1f} MB/s ({size / 1e6 / v / base:.1f}x)" for k, v in best.items())
-        chunks = [c for line in lines for c in chunks_of(line)]
-        print(f"{name}: {cells}; {len(set(chunks)):,} distinct chunks among {len(chunks):,}")
+        chunks = [c for line in lines for c in chunks_of(tok, line)]
+        merged = {c for c in chunks if len(c) > 1}
+        print(f"{name}: {cells}; {len(chunks):,} chunks, {len(merged):,} distinct ones of 2 or more "
+              f"characters ({sum(map(len, merged)):,} characters) to merge")
     return 0
 
 

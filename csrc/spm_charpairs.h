@@ -8,12 +8,14 @@
  * which has no spaces to chunk at, can still be cut almost everywhere into
  * chunks that merge on their own -- with exactly the ids of the whole.
  *
- * Only pairs with a character of 3 or more UTF-8 bytes, neither of them
- * U+2581, are kept (the boundaries before "▁" have their own rule; cutting
- * inside Latin words would not make chunks repeat more).  A key is the
- * pair's UTF-8 bytes (at most 8) packed by spm_head8, zero padded:
- * UTF-8 is prefix-free and the pair has a character of 3+ bytes, so keys
- * are distinct and never 0, the empty slot.  Read-only after construction.
+ * Only pairs with a character of 2 or more UTF-8 bytes, neither of them
+ * U+2581, are kept here (the boundaries before "▁" have their own rule, and
+ * pairs of ASCII characters are bits of a table of their own:
+ * spm_ascii_scan).  Mistral v1 holds 883 such pairs, so Cyrillic and Greek
+ * words are cut too.  A key is the pair's UTF-8 bytes (at most 8) packed by
+ * spm_head8, zero padded: UTF-8 is prefix-free and the pair has a byte of
+ * 0x80 or more, so keys are distinct and never 0, the empty slot.
+ * Read-only after construction.
  */
 #ifndef SPM_CHARPAIRS_H
 #define SPM_CHARPAIRS_H
@@ -42,8 +44,8 @@ typedef struct {
 } spm_charpairs;
 
 /* Whether the pair of characters of byte lengths a and b is one that is
- * kept (and looked up): either has 3 or more bytes. */
-static inline int spm_charpairs_wanted(int a, int b) { return a >= 3 || b >= 3; }
+ * kept (and looked up): either has 2 or more bytes. */
+static inline int spm_charpairs_wanted(int a, int b) { return a >= 2 || b >= 2; }
 
 static inline size_t spm_charpairs_slot(const spm_charpairs *p, uint64_t key) {
     return (size_t)(((key * 0x9E3779B97F4A7C15ULL) >> 17) & p->mask);
@@ -134,6 +136,34 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
         k += len;
     }
     return crossing;
+}
+
+/* Sets in `held` (128 x 128 bits: bit a * 128 + b) each pair of ASCII
+ * bytes side by side in arena[a:e], and returns the bytes below 0x40 it
+ * holds (bit c for byte c).  Over the pieces a merge may build, this says
+ * where ASCII text can be cut too: no merge crosses the point between a and
+ * b unless such a piece holds "ab" (punctuation beside letters, mostly),
+ * and a byte that no piece of two or more bytes holds (digits and newlines
+ * in Llama's and Mistral's vocabularies) is never merged at all. */
+static inline uint64_t spm_ascii_scan(uint64_t *held, const char *arena, int64_t a, int64_t e) {
+    uint64_t low = 0;
+    unsigned prev = 0x80; /* (not ASCII) */
+    for (int64_t k = a; k < e; k++) {
+        unsigned c = (uint8_t)arena[k];
+        low |= (uint64_t)(c < 0x40) << (c & 63);
+        if ((prev | c) < 0x80) {
+            unsigned key = prev << 7 | c;
+            held[key >> 6] |= (uint64_t)1 << (key & 63);
+        }
+        prev = c;
+    }
+    return low;
+}
+
+/* Whether some scanned piece holds ASCII bytes a and b side by side. */
+static inline int spm_ascii_pair_held(const uint64_t *held, unsigned a, unsigned b) {
+    unsigned key = a << 7 | b;
+    return (int)((held[key >> 6] >> (key & 63)) & 1);
 }
 
 static inline spm_charpairs *spm_charpairs_new(void) {

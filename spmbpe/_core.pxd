@@ -113,9 +113,13 @@ cdef class SpmCore:
     cdef const char *violator_bytes   # their bytes (violators keeps them alive)
     cdef int32_t n_violations
     cdef int32_t violation[64][3]     # (offset in violators, length, marker offset in it)
-    cdef spm_charpairs *char_pairs    # pairs of characters (one of 3+ bytes) inside buildable
+    cdef spm_charpairs *char_pairs    # pairs of characters (one not ASCII) inside buildable
                                       # pieces: chunks are also cut between any other two
     cdef readonly bint cut_chars      # char_pairs is used (chunked, and no unknown run is fused)
+    cdef uint64_t isolated            # bit c: byte c (< 0x40) is never merged with a neighbour,
+                                      # so chunks are cut on both sides of it (with cut_chars)
+    cdef uint64_t ascii_held[256]     # bit a * 128 + b: a buildable piece holds ASCII "ab";
+                                      # chunks are cut between other ASCII pairs (with cut_chars)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
     cdef int active                   # workspaces acquired and not yet released (GIL held)

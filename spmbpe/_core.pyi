@@ -51,6 +51,8 @@ class SpmCore:
     byte_fallback: bool
     chunked: bool
     cut_chars: bool
+    @property
+    def isolated_bytes(self) -> bytes: ...
     escape_spaces: bool
     def __init__(
         self,

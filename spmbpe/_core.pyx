@@ -48,7 +48,10 @@ from spmbpe._csrc cimport (
     spm_charpairs_free,
     spm_charpairs_has,
     spm_charpairs_new,
+    spm_charpairs_wanted,
     spm_piece_scan,
+    spm_ascii_pair_held,
+    spm_ascii_scan,
     spm_hash_bytes,
     spm_head8,
     spm_utf8_len as utf8_len,
@@ -834,6 +837,12 @@ cdef class SpmCore:
         else:
             self.clear_pending = True
 
+    @property
+    def isolated_bytes(self):
+        """The bytes that chunks are cut on both sides of: never merged with
+        a neighbour in this vocabulary (see _find_violations)."""
+        return bytes([c for c in range(0x40) if (self.isolated >> c) & 1])
+
     def cache_info(self):
         """(table slots, chunks cached, bytes of entries, whether inserts have
         stopped because it is full) of the chunk cache, all 0 before the
@@ -855,7 +864,7 @@ cdef class SpmCore:
         self.cache_slots = slots
         self.cache_bytes = data_bytes
 
-    def _find_violations(self, const uint8_t[::1] buildable):
+    def _find_violations(self, const uint8_t[::1] buildable, const uint8_t[::1] sides=None):
         """Chunking: merges never cross the boundary before a "▁" that
         follows other text unless a piece the merger may build contains
         "x▁" (x not "▁").  Such pieces are kept (up to 64 occurrences) so
@@ -864,11 +873,17 @@ cdef class SpmCore:
         queued anywhere in the text), or without a "▁" piece, the core
         merges whole segments.
 
-        Chunks are also cut between two other characters, one of 3+ UTF-8
-        bytes (CJK, kana, Hangul, ...), that no buildable piece holds side
-        by side (spm_charpairs.h): Chinese and Japanese have no spaces.  Not
-        when a run of unknown characters becomes one id, which a cut would
-        split."""
+        Chunks are also cut between two other characters that no buildable
+        piece holds side by side (spm_charpairs.h; spm_ascii_scan for two
+        ASCII characters): Chinese and Japanese have no spaces, and a word
+        beside punctuation is then the same chunk whatever the punctuation,
+        so fewer distinct chunks are merged.  And on both sides of a byte
+        below 0x40 that is never merged with a neighbour (digits and
+        newlines in Llama's vocabularies): no buildable piece of two or more
+        bytes holds it; with tokenizers' ranked merges (`sides`: 1 for each
+        id on either side of a rule), the id its character becomes is in no
+        rule.  Neither kind of cut when a run of unknown characters becomes
+        one id, which a cut would split."""
         cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
         cdef const int32_t *offsets = self.table.offsets
         cdef Py_ssize_t i
@@ -876,8 +891,15 @@ cdef class SpmCore:
         cdef int64_t at[65]
         cdef list found = []
         cdef spm_charpairs *pairs = NULL
+        cdef uint64_t held = 0
+        cdef int c, a
+        cdef int32_t symbol
+        cdef char one
+        cdef bint merges
         self.chunked = False
         self.cut_chars = False
+        self.isolated = 0
+        memset(self.ascii_held, 0, sizeof(self.ascii_held))
         self.n_violations = 0
         spm_charpairs_free(self.char_pairs)
         self.char_pairs = NULL
@@ -900,6 +922,8 @@ cdef class SpmCore:
                 return
             for k in range(crossing):
                 found.append((i, at[k]))
+            if pairs != NULL and offsets[i + 1] - offsets[i] >= 2:
+                held |= spm_ascii_scan(self.ascii_held, arena, offsets[i], offsets[i + 1])
         pieces = []
         total = 0
         for i, (token_id, k) in enumerate(found):
@@ -915,6 +939,32 @@ cdef class SpmCore:
         self.chunked = True
         self.char_pairs = pairs
         self.cut_chars = pairs != NULL
+        if pairs == NULL:
+            return
+        for c in range(0x80):
+            if sides is None:
+                # sentencepiece and llama.cpp merge by text.
+                merges = c >= 0x40 or (held >> c) & 1
+            else:
+                # tokenizers merges ids: the character's own, else its bytes,
+                # else the unknown id, else none (it is dropped, and its
+                # neighbours meet).  Bytes and the unknown id do not spell
+                # the character, so the pairs of texts say nothing of them.
+                one = <char>c
+                symbol = spm_vocab_find(self.vocab, &one, 1)
+                if symbol >= 0:
+                    merges = sides[symbol]
+                else:
+                    symbol = self.byte_ids[c] if self.byte_fallback else self.unk_id
+                    merges = symbol < 0 or sides[symbol]
+                    if merges:
+                        for a in range(0x80):
+                            self.ascii_held[(a << 7 | c) >> 6] |= <uint64_t>1 << ((a << 7 | c) & 63)
+                        self.ascii_held[c << 1] = ~<uint64_t>0
+                        self.ascii_held[(c << 1) + 1] = ~<uint64_t>0
+            # (The space is "▁" after escaping, chunked by its own rule.)
+            if not merges and c < 0x40 and c != 0x20:
+                self.isolated |= <uint64_t>1 << c
 
     def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
         """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
@@ -940,12 +990,17 @@ cdef class SpmCore:
             raise MemoryError("cannot allocate the merge rules")
         self.fuse_unknown = fuse_unknown
         self.ignore_merges = ignore_merges
-        # Only merge results can cross a boundary.
+        # Only merge results can cross a boundary, and only the ids in a
+        # rule are ever merged.
         buildable = bytearray(self.n_pieces)
+        sides = bytearray(self.n_pieces)
         cdef uint8_t[::1] build_view = buildable
+        cdef uint8_t[::1] side_view = sides
         for i in range(n):
             build_view[m[i]] = 1
-        self._find_violations(bytes(buildable))
+            side_view[l[i]] = 1
+            side_view[r[i]] = 1
+        self._find_violations(bytes(buildable), bytes(sides))
 
     def ranked_merges(self):
         """The merge rules set by set_ranked_merges, as (left, right, merged)
@@ -1306,9 +1361,14 @@ cdef class SpmCore:
         (run then skips find_bounds)."""
         cdef Py_ssize_t i, m = 0, stop
         cdef char c
+        cdef uint8_t u
         cdef int32_t nb = 0
         cdef uint64_t high = 0, word, spaces
-        cdef bint after_marker = True, record
+        cdef uint64_t isolated = self.isolated
+        cdef const uint64_t *held = self.ascii_held
+        cdef bint after_marker = True, record, cut_next = False, cut
+        cdef bint cut_ascii = self.cut_chars
+        cdef int prev_ascii = -1    # the ASCII byte before, with cut_ascii
         if n > self.max_segment:
             return ERR_TOO_LONG
         if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
@@ -1324,7 +1384,9 @@ cdef class SpmCore:
             return m + n
         # With chunking (and no piece crossing a "▁"), the chunk boundaries
         # too, as find_bounds would: before each "▁" that follows other
-        # text.  Text without a byte >= 0x80 has no character to cut beside,
+        # text, and with cut_chars between two ASCII characters no buildable
+        # piece holds side by side and on both sides of an isolated byte.
+        # Text without a byte >= 0x80 has no other character to cut beside,
         # so they are complete then.
         record = self.chunked and self.n_violations == 0
         if record and grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
@@ -1333,11 +1395,21 @@ cdef class SpmCore:
         while i < n:
             stop = n
             if i + 8 <= n:
-                # Eight bytes at once when none is a space (most of CJK text),
-                # else these eight one by one.
+                # Eight bytes at once when none is a space, or with cut_ascii
+                # when none is ASCII (most of CJK text); else these eight one
+                # by one.
                 memcpy(&word, src + i, 8)
-                spaces = word ^ <uint64_t>0x2020202020202020
-                if not ((spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080):
+                if cut_ascii:
+                    spaces = ~word & <uint64_t>0x8080808080808080
+                else:
+                    spaces = word ^ <uint64_t>0x2020202020202020
+                    spaces = (spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080
+                if not spaces:
+                    if cut_next and record:
+                        w.bounds[nb] = <int32_t>m
+                        nb += 1
+                    cut_next = False
+                    prev_ascii = -1
                     memcpy(w.text + m, src + i, 8)
                     high |= word
                     after_marker = False
@@ -1347,15 +1419,25 @@ cdef class SpmCore:
                 stop = i + 8
             while i < stop:
                 c = src[i]
+                u = <uint8_t>c
                 if c == c' ':
-                    if record and not after_marker:
+                    if record and (not after_marker or cut_next):
                         w.bounds[nb] = <int32_t>m
                         nb += 1
                     after_marker = True
+                    cut_next = False
+                    prev_ascii = -1
                     memcpy(w.text + m, MARKER, 3)
                     m += 3
                 else:
-                    high |= <uint8_t>c
+                    cut = u < 0x40 and (isolated >> u) & 1
+                    if record and m > 0 and (cut or cut_next or (
+                            prev_ascii >= 0 and u < 0x80 and not spm_ascii_pair_held(held, prev_ascii, u))):
+                        w.bounds[nb] = <int32_t>m
+                        nb += 1
+                    cut_next = cut
+                    prev_ascii = u if cut_ascii and u < 0x80 else -1
+                    high |= u
                     after_marker = False
                     w.text[m] = c
                     m += 1
@@ -1431,33 +1513,48 @@ cdef class SpmCore:
     cdef int32_t find_bounds(self, Workspace *w, int32_t m) noexcept nogil:
         """The chunk boundaries of w.text[0:m] into w.bounds, ending with m:
         the safe positions before a "▁" that follows other text and, with
-        cut_chars, between two characters no buildable piece holds side by
-        side.  Returns their number, or -1 when out of memory."""
+        cut_chars, between two other characters no buildable piece holds
+        side by side and on both sides of an isolated byte.  Returns their
+        number, or -1 when out of memory."""
         cdef const char *text = w.text
         cdef int32_t i = 0, nb = 0, prev = -1, prev_len = 0, length
-        cdef bint prev_marker = True
+        cdef bint prev_marker = True, cut, cut_next = False
         cdef bint cut_chars = self.cut_chars
-        # At most one boundary per "▁" and two per character of 3+ bytes:
-        # 2 * m / 3.
-        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(2 * <int64_t>m // 3 + 2)) != OK:
+        cdef uint64_t isolated = self.isolated
+        cdef const uint64_t *held = self.ascii_held
+        cdef uint8_t u
+        # At most one boundary per character, but most text has far fewer:
+        # the list grows as needed.
+        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(m // 4 + 16)) != OK:
             return -1
         while i < m:
+            if nb + 2 > <int64_t>w.bounds_cap and grow_int32(&w.bounds, &w.bounds_cap, <size_t>nb + 2) != OK:
+                return -1
             if i + 3 <= m and text[i] == MARKER[0] and text[i + 1] == MARKER[1] and text[i + 2] == MARKER[2]:
-                if not prev_marker and (self.n_violations == 0 or self.safe_boundary(text, i, m)):
+                if not prev_marker and (cut_next or self.n_violations == 0 or self.safe_boundary(text, i, m)):
                     w.bounds[nb] = i
                     nb += 1
                 prev_marker = True
+                cut_next = False
                 prev = -1
                 i += 3
             else:
                 # (Without cut_chars, byte by byte: only markers matter.)
                 length = 1
-                if cut_chars:
-                    if <uint8_t>text[i] >= 0x80:
-                        length = min(utf8_len(<uint8_t>text[i]), m - i)
-                    if prev >= 0 and (prev_len >= 3 or length >= 3) and self.cut_between(text + prev, prev_len, length):
+                u = <uint8_t>text[i]
+                if cut_chars and u >= 0x80:
+                    length = min(utf8_len(u), m - i)
+                cut = u < 0x40 and (isolated >> u) & 1
+                if (cut or cut_next) and i > 0:
+                    w.bounds[nb] = i
+                    nb += 1
+                elif cut_chars and prev >= 0:
+                    # (Two characters of one byte are ASCII: the text is valid UTF-8.)
+                    if self.cut_between(text + prev, prev_len, length) if spm_charpairs_wanted(prev_len, length) \
+                            else not spm_ascii_pair_held(held, <uint8_t>text[prev], u):
                         w.bounds[nb] = i
                         nb += 1
+                cut_next = cut
                 prev_marker = False
                 prev = i
                 prev_len = length

@@ -106,8 +106,11 @@ cdef extern from "spm_charpairs.h" nogil:
 
     int spm_charpairs_has(const spm_charpairs *p, uint64_t key)
     spm_charpairs *spm_charpairs_new()
+    int spm_charpairs_wanted(int a, int b)
     int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t arena_len, int64_t a, int64_t e,
                            int64_t *at, int64_t max)
+    uint64_t spm_ascii_scan(uint64_t *held, const char *arena, int64_t a, int64_t e)
+    int spm_ascii_pair_held(const uint64_t *held, unsigned a, unsigned b)
     void spm_charpairs_free(spm_charpairs *p)
 
 

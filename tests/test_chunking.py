@@ -222,3 +222,92 @@ def test_real_vocabularies_cut_chinese_and_japanese_between_characters():
     # Cut points fall inside runs of Japanese, not only before spaces.
     cuts = tok._core.split_points(text, True, 40)
     assert sum(1 for c in cuts if not text[c].isspace() and not text[c - 1].isspace()) > 20
+
+
+# Cuts between two characters that no buildable piece holds side by side,
+# ASCII ones and other scripts included, and on both sides of a byte that no
+# piece of two or more bytes holds (digits and newlines in Mistral v1).
+_PUNCT = st.sampled_from([
+    "the", " the", "word", ",", ".", "(", ")", "()", "[0]", "==", "->", ":", "'", '"', "x,", " 1", "1", "2024",
+    "3.14", "\n", "\n\n", "\t", "  ", " ", "é", "été", "à,", "при", "вет", ",я", "Ω", "日本", "。", "\x00", "\x7f",
+])
+
+
+def test_isolated_bytes_of_mistral_v1_are_those_no_piece_holds():
+    # Derived from live sentencepiece: the bytes below 0x40 (not the space)
+    # that no normal piece of two or more bytes holds.
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
+    held = set()
+    for i in range(sp.get_piece_size()):
+        piece = sp.id_to_piece(i).encode("utf-8")
+        if len(piece) >= 2 and not (sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i)):
+            held.update(piece)
+    expected = bytes(c for c in range(0x40) if c not in held and c != 0x20)
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    assert tok._core.isolated_bytes == expected
+    assert b"\n" in expected and b"0123456789" in expected
+    # llama.cpp may build "<0x0A>" from its text, so the GGUF's digits merge.
+    gguf = spmbpe.load(DATA / "ggml-vocab-llama-spm.gguf")
+    assert b"\n" in gguf._core.isolated_bytes and b"1" not in gguf._core.isolated_bytes
+
+
+_PUNCT_PAIRS = [_pair(DATA / name) for name in ("mistral-v1.model", "mistral-v1.tokenizer.json")]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(_PUNCT, max_size=30).map("".join))
+def test_punctuation_digits_and_newlines_on_real_vocabularies(text):
+    import sentencepiece
+
+    for fast, slow in _PAIRS + _PUNCT_PAIRS:
+        assert fast.encode(text) == slow.encode(text)
+    fast = _PUNCT_PAIRS[0][0]
+    assert fast.encode(text) == _MISTRAL_SP.encode(text)
+    assert fast.encode_with_offsets(text) == _PUNCT_PAIRS[0][1].encode_with_offsets(text)
+
+
+def _mistral_sp():
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
+
+
+_MISTRAL_SP = _mistral_sp()
+
+# Pieces that hold ASCII pairs, digits beside letters, a newline beside a
+# letter and pairs of two-byte characters: the cuts must leave all of them.
+_PAIR_PIECES = [
+    "<unk>", "▁", "a", "b", ",", ".", "1", "2", "\n", "é", "я", "б", "(", ")",
+    "a,", ",b", "1a", "a\n", "éb", "яб", "бя", ").", "▁(", "▁a", "ab", "ba", "12", "▁1",
+]
+
+
+@pytest.mark.parametrize("byte_fallback", [False, True], ids=["unknown", "byte-fallback"])
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(["a", "b", ",", ".", "1", "2", "3", "\n", "\t", " ", "é", "я", "б", "(", ")", "ü"]),
+                     max_size=50).map("".join))
+def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segments(byte_fallback, text):
+    pieces = list(_PAIR_PIECES)
+    types = [1] * len(pieces)
+    types[0] = 2
+    if byte_fallback:
+        pieces += [f"<0x{b:02X}>" for b in range(256)]
+        types += [6] * 256
+    scores = [-float(i) for i in range(len(pieces))]
+    fast, slow = _pair(((pieces, scores), {"token_types": types}))
+    assert fast._core.cut_chars
+    # "1", "2" and "\n" are in pieces of two bytes; "\t" in none, nor "3"
+    # unless "<0x33>" may be built (llama.cpp builds any piece from its text).
+    isolated = fast._core.isolated_bytes
+    assert b"\t" in isolated and (b"3" in isolated) is not byte_fallback
+    assert not set(isolated) & set(b" ,.12\n()")
+    assert fast.encode(text) == slow.encode(text)
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    cuts_at = fast._core.split_points(text, True, 7)
+    parts = [text[a:b] for a, b in zip([0] + cuts_at, cuts_at + [len(text)])]
+    joined = fast._core.encode(parts[0], True)
+    for part in parts[1:]:
+        joined += fast._core.encode(part, False)
+    assert joined == slow._core.encode(text, True)

@@ -163,6 +163,40 @@ def test_variants_equal_live_tokenizers(tmp_path, edit):
         assert tok.encode(text, add_special_tokens=True) == _ref(ref, text, special=True), text
 
 
+# Chunks are cut between characters no merge result holds side by side, and
+# on both sides of a character whose id is in no merge rule (spmbpe's exact
+# chunking); these variants add the rules that forbid such cuts.
+def _added_rule(left, right, merged):
+    def edit(data):
+        model = data["model"]
+        model["vocab"][merged] = len(model["vocab"])
+        model["merges"].insert(0, [left, right])
+    return edit
+
+
+_CUT_TEXTS = [
+    "a\n\nb", "x\n\n\ny\n", "\n\n", "a12b 123 x1 2 112", "1212,12", "a,b a, b ,b, a,,b", "(a,b).",
+    "a\tb", "ab\x01ab a\x01b", "\x01\x01", "a\x7fb", "日本\n語12", "é,é é\té",
+]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _added_rule("<0x0A>", "<0x0A>", "<0x0A><0x0A>"),
+        _added_rule("1", "2", "12"),
+        _added_rule("a", ",", "a,"),
+        _added_rule(",", "b", ",b"),
+    ],
+    ids=["newline-bytes-merge", "digits-merge", "letter-comma", "comma-letter"],
+)
+def test_rules_across_the_cuts_equal_live_tokenizers(tmp_path, edit):
+    tok, ref = _variant(tmp_path, edit)
+    assert tok._core.cut_chars
+    for text in _CUT_TEXTS:
+        assert tok.encode(text) == _ref(ref, text), text
+
+
 def test_other_model_types_are_refused_by_name(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {"a": 0}}}), encoding="utf-8")
