@@ -138,26 +138,35 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
     return crossing;
 }
 
-/* Sets in `held` (128 x 128 bits: bit a * 128 + b) each pair of ASCII
- * bytes side by side in arena[a:e], and returns the bytes below 0x40 it
- * holds (bit c for byte c).  Over the pieces a merge may build, this says
- * where ASCII text can be cut too: no merge crosses the point between a and
- * b unless such a piece holds "ab" (punctuation beside letters, mostly),
- * and a byte that no piece of two or more bytes holds (digits and newlines
- * in Llama's and Mistral's vocabularies) is never merged at all. */
-static inline uint64_t spm_ascii_scan(uint64_t *held, const char *arena, int64_t a, int64_t e) {
+/* Marks in `seen` (SPM_ASCII_PAIRS + 1 bytes: byte a * 128 + b, then one
+ * that takes the stores of other pairs) each pair of ASCII bytes side by
+ * side in arena[a:e], and returns the bytes below 0x40 it holds (bit c for
+ * byte c).  Over the pieces a merge may build, this says where ASCII text
+ * can be cut too: no merge crosses the point between a and b unless such a
+ * piece holds "ab" (punctuation beside letters, mostly), and a byte that no
+ * piece of two or more bytes holds (digits and newlines in Llama's and
+ * Mistral's vocabularies) is never merged at all.  (Plain byte stores, not
+ * bits: setting bits reads each word back, and a piece's pairs mostly land
+ * in the same words, so a bit per store made every store wait for the last.)
+ * spm_ascii_pack turns `seen` into the bit table spm_ascii_pair_held reads. */
+#define SPM_ASCII_PAIRS (128 * 128)
+
+static inline uint64_t spm_ascii_scan(uint8_t *seen, const char *arena, int64_t a, int64_t e) {
     uint64_t low = 0;
     unsigned prev = 0x80; /* (not ASCII) */
     for (int64_t k = a; k < e; k++) {
         unsigned c = (uint8_t)arena[k];
         low |= (uint64_t)(c < 0x40) << (c & 63);
-        if ((prev | c) < 0x80) {
-            unsigned key = prev << 7 | c;
-            held[key >> 6] |= (uint64_t)1 << (key & 63);
-        }
+        seen[(prev | c) < 0x80 ? (prev << 7 | c) : SPM_ASCII_PAIRS] = 1;
         prev = c;
     }
     return low;
+}
+
+/* ORs `seen` (see spm_ascii_scan) into the bit table `held` (256 words). */
+static inline void spm_ascii_pack(uint64_t *held, const uint8_t *seen) {
+    for (unsigned key = 0; key < SPM_ASCII_PAIRS; key++)
+        held[key >> 6] |= (uint64_t)(seen[key] != 0) << (key & 63);
 }
 
 /* Whether some scanned piece holds ASCII bytes a and b side by side. */

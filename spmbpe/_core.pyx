@@ -50,8 +50,10 @@ from spmbpe._csrc cimport (
     spm_charpairs_new,
     spm_charpairs_wanted,
     spm_piece_scan,
+    spm_ascii_pack,
     spm_ascii_pair_held,
     spm_ascii_scan,
+    SPM_ASCII_PAIRS,
     spm_hash_bytes,
     spm_head8,
     spm_utf8_len as utf8_len,
@@ -891,6 +893,7 @@ cdef class SpmCore:
         cdef int64_t at[65]
         cdef list found = []
         cdef spm_charpairs *pairs = NULL
+        cdef uint8_t *seen = NULL
         cdef uint64_t held = 0
         cdef int c, a
         cdef int32_t symbol
@@ -907,7 +910,10 @@ cdef class SpmCore:
             return
         if self.byte_fallback or not (self.collapse_unknown or self.fuse_unknown):
             pairs = spm_charpairs_new()
-            if pairs == NULL:
+            seen = <uint8_t *>calloc(SPM_ASCII_PAIRS + 1, 1)
+            if pairs == NULL or seen == NULL:
+                spm_charpairs_free(pairs)
+                free(seen)
                 raise MemoryError("cannot allocate the character pairs")
         for i in range(self.n_pieces):
             if not buildable[i]:
@@ -916,14 +922,19 @@ cdef class SpmCore:
                                       at, 65)
             if crossing < 0:
                 spm_charpairs_free(pairs)
+                free(seen)
                 raise MemoryError("cannot allocate the character pairs")
             if len(found) + crossing > 64:
                 spm_charpairs_free(pairs)
+                free(seen)
                 return
             for k in range(crossing):
                 found.append((i, at[k]))
-            if pairs != NULL and offsets[i + 1] - offsets[i] >= 2:
-                held |= spm_ascii_scan(self.ascii_held, arena, offsets[i], offsets[i + 1])
+            if seen != NULL and offsets[i + 1] - offsets[i] >= 2:
+                held |= spm_ascii_scan(seen, arena, offsets[i], offsets[i + 1])
+        if seen != NULL:
+            spm_ascii_pack(self.ascii_held, seen)
+            free(seen)
         pieces = []
         total = 0
         for i, (token_id, k) in enumerate(found):

@@ -1,6 +1,6 @@
 # Declarations of the C data structures in csrc/ (one place, as uvloop and
 # datrie declare their C libraries).
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
 cdef extern from "spm_bytes.h" nogil:
@@ -109,7 +109,9 @@ cdef extern from "spm_charpairs.h" nogil:
     int spm_charpairs_wanted(int a, int b)
     int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_t arena_len, int64_t a, int64_t e,
                            int64_t *at, int64_t max)
-    uint64_t spm_ascii_scan(uint64_t *held, const char *arena, int64_t a, int64_t e)
+    enum: SPM_ASCII_PAIRS
+    uint64_t spm_ascii_scan(uint8_t *seen, const char *arena, int64_t a, int64_t e)
+    void spm_ascii_pack(uint64_t *held, const uint8_t *seen)
     int spm_ascii_pair_held(const uint64_t *held, unsigned a, unsigned b)
     void spm_charpairs_free(spm_charpairs *p)
 
