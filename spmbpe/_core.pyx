@@ -1374,7 +1374,7 @@ cdef class SpmCore:
         cdef char c
         cdef uint8_t u
         cdef int32_t nb = 0
-        cdef uint64_t high = 0, word, spaces
+        cdef uint64_t word, spaces
         cdef uint64_t isolated = self.isolated
         cdef const uint64_t *held = self.ascii_held
         cdef bint after_marker = True, record, cut_next = False, cut
@@ -1398,7 +1398,8 @@ cdef class SpmCore:
         # text, and with cut_chars between two ASCII characters no buildable
         # piece holds side by side and on both sides of an isolated byte.
         # Text without a byte >= 0x80 has no other character to cut beside,
-        # so they are complete then.
+        # so they are complete then; at the first such byte find_bounds
+        # becomes the one to find them, and this only escapes.
         record = self.chunked and self.n_violations == 0
         if record and grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
             return ERR_NOMEM
@@ -1422,7 +1423,8 @@ cdef class SpmCore:
                     cut_next = False
                     prev_ascii = -1
                     memcpy(w.text + m, src + i, 8)
-                    high |= word
+                    if word & <uint64_t>0x8080808080808080:
+                        record = cut_ascii = False
                     after_marker = False
                     m += 8
                     i += 8
@@ -1448,12 +1450,13 @@ cdef class SpmCore:
                         nb += 1
                     cut_next = cut
                     prev_ascii = u if cut_ascii and u < 0x80 else -1
-                    high |= u
+                    if u >= 0x80:
+                        record = cut_ascii = False
                     after_marker = False
                     w.text[m] = c
                     m += 1
                 i += 1
-        if record and not (high & <uint64_t>0x8080808080808080):
+        if record:
             w.bounds[nb] = <int32_t>m
             w.ready_bounds = nb + 1
         return m
