@@ -1592,6 +1592,7 @@ cdef class SpmCore:
         cdef bint use_cache, single, prev_unknown
         cdef const int32_t *cached
         cdef int32_t k
+        cdef uint64_t key, memo
         cdef int rc
         if not self.chunked or m < 8 or w.alpha > 0.0:
             # (Sampling merges whole segments, as sentencepiece does, and
@@ -1627,6 +1628,16 @@ cdef class SpmCore:
                         begin = end
                         continue
                     use_cache = False  # (merged below for its spans; already cached)
+            if single and w.char_ids != NULL and not w.want_spans and text[begin] != 0:
+                # A character seen before: its id from the workspace's memo
+                # (emit_piece's fast case, without the call).
+                key = spm_head8(text + begin, <size_t>(end - begin), 1)
+                memo = w.char_ids[((key * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
+                if (memo >> 32) == key and <int32_t>(<uint32_t>memo) >= 0:
+                    if ws_push_id(w, <int32_t>(<uint32_t>memo)) != OK:
+                        return ERR_NOMEM
+                    begin = end
+                    continue
             mark = w.ids_len
             if self.pairs != NULL:
                 rc = self.merge_pairs(w, begin, end)
