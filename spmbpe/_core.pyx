@@ -1663,7 +1663,8 @@ cdef class SpmCore:
         cdef int32_t i, at = begin, t
         for i in range(n):
             t = self.types[ids[i]]
-            if t == TYPE_BYTE or t == TYPE_UNKNOWN:
+            # (The unknown id by name too: a vocabulary may type it NORMAL.)
+            if t == TYPE_BYTE or t == TYPE_UNKNOWN or ids[i] == self.unk_id:
                 return 1
             at += self.table.offsets[ids[i] + 1] - self.table.offsets[ids[i]]
         if at != end:

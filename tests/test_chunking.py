@@ -10,10 +10,12 @@ pieces and everywhere.  The same comparison covers merge_small (short chunks
 merged by a linear scan) and large documents cut at exact boundaries to be
 encoded on several threads (SpmCore.split_points).
 
-Chunks are also cut between two characters, one of 3+ UTF-8 bytes, that no
-buildable piece holds side by side (Chinese and Japanese have no spaces);
-the same comparison covers those cuts on synthetic vocabularies with
-multi-character CJK and emoji pieces.
+Chunks are also cut between two characters that no buildable piece holds
+side by side (Chinese and Japanese have no spaces; a word beside
+punctuation), and on both sides of a byte no piece of two or more bytes
+holds (digits and newlines in Mistral v1); the same comparison covers those
+cuts on synthetic vocabularies with multi-character CJK, emoji, Cyrillic
+and punctuation pieces, and live sentencepiece on Mistral v1.
 """
 
 import json
@@ -37,6 +39,17 @@ def _pair(path_or_args):
     slow._core.disable_chunking()
     slow._core.disable_small_merges()
     return fast, slow
+
+
+def _encode_in_parts(core, text, parts):
+    """The ids of `text` cut at core.split_points(text, True, parts), each
+    part encoded on its own (the first with the dummy prefix), joined."""
+    cuts = core.split_points(text, True, parts)
+    pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    joined = core.encode(pieces[0], True)
+    for piece in pieces[1:]:
+        joined += core.encode(piece, False)
+    return joined
 
 
 @pytest.fixture(scope="module", params=FILES)
@@ -130,13 +143,7 @@ def test_a_large_document_cut_for_threads_gives_the_ids_of_the_whole(name):
 def test_cut_points_are_exact_with_pieces_that_cross_boundaries(violators, text, parts):
     args = _synthetic(violators)
     tok = spmbpe.SpmTokenizer(*args[0], **args[1])
-    whole = tok._core.encode(text, True)
-    cuts = tok._core.split_points(text, True, parts)
-    pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
-    joined = tok._core.encode(pieces[0], True)
-    for piece in pieces[1:]:
-        joined += tok._core.encode(piece, False)
-    assert joined == whole
+    assert _encode_in_parts(tok._core, text, parts) == tok._core.encode(text, True)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -167,6 +174,18 @@ def test_spans_of_cached_unknown_runs():
     assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
 
 
+def test_spans_of_a_cached_chunk_with_an_unknown_piece_typed_normal():
+    # The unknown id found by its name ("<unk>" typed NORMAL here): a cached
+    # chunk holding it is merged again for its spans, as a typed one is.
+    # (Found by hypothesis: the spans came from the piece "<unk>"'s length.)
+    args = (_CJK_PIECES, [-float(i) for i in range(len(_CJK_PIECES))]), {"reference": "sentencepiece"}
+    fast, slow = _pair(args)
+    text = "x文日文文"
+    fast.encode(text)  # (fills the cache)
+    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode_with_offsets(text)[1] == [(0, 0), (0, 2), (2, 3), (3, 5)]
+
+
 # Characters of 1 to 4 UTF-8 bytes; the pieces pair them in every way a cut
 # between characters must respect (CJK with CJK, with ASCII, with emoji).
 _CJK_CHARS = ["日", "本", "語", "。", "a", "b", " ", "é", "🦙", "x", "中", "文"]
@@ -195,12 +214,7 @@ def test_cuts_between_characters_give_the_ids_of_whole_segments(options, cuts, t
     assert fast._core.cut_chars is cuts
     assert fast.encode(text) == slow.encode(text)
     assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
-    cuts_at = fast._core.split_points(text, True, 5)
-    pieces = [text[a:b] for a, b in zip([0] + cuts_at, cuts_at + [len(text)])]
-    joined = fast._core.encode(pieces[0], True)
-    for piece in pieces[1:]:
-        joined += fast._core.encode(piece, False)
-    assert joined == slow._core.encode(text, True)
+    assert _encode_in_parts(fast._core, text, 5) == slow._core.encode(text, True)
 
 
 def test_cuts_between_characters_with_byte_fallback():
@@ -305,9 +319,4 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert not set(isolated) & set(b" ,.12\n()")
     assert fast.encode(text) == slow.encode(text)
     assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
-    cuts_at = fast._core.split_points(text, True, 7)
-    parts = [text[a:b] for a, b in zip([0] + cuts_at, cuts_at + [len(text)])]
-    joined = fast._core.encode(parts[0], True)
-    for part in parts[1:]:
-        joined += fast._core.encode(part, False)
-    assert joined == slow._core.encode(text, True)
+    assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
