@@ -141,6 +141,7 @@ cdef class SpmCore:
     cdef int run(self, Workspace *w, int32_t m) noexcept nogil
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
     cdef bint cut_between(self, const char *pair, int32_t left, int32_t right) noexcept nogil
+    cdef void _mark_ascii(self, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides)
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int spans_of_hit(self, Workspace *w, const int32_t *ids, int32_t n, int32_t begin,

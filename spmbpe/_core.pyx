@@ -225,6 +225,20 @@ cdef inline int ws_reserve(Workspace *w, size_t text_bytes) noexcept nogil:
     return OK
 
 
+cdef inline uint64_t *char_memo_entry(Workspace *w, const char *s, int32_t n, uint64_t *key) noexcept nogil:
+    """The entry of w's character memo (allocated) for the character s[0:n]
+    of at most 4 bytes, not NUL (so that its key is never 0, the empty
+    entry), with its key in key[0].  The entry holds key << 32 | id (-1:
+    not in the vocabulary) when it holds this character."""
+    key[0] = spm_head8(s, <size_t>n, 1)
+    return &w.char_ids[((key[0] * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
+
+
+cdef inline bint isolated_byte(uint64_t isolated, uint8_t u) noexcept nogil:
+    """Whether byte u is one of SpmCore.isolated (bit u, below 0x40)."""
+    return u < 0x40 and (isolated >> u) & 1
+
+
 cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t start,
                                int32_t n) noexcept nogil:
     """Appends a symbol linked after the previous one; `start` is its byte
@@ -894,11 +908,7 @@ cdef class SpmCore:
         cdef list found = []
         cdef spm_charpairs *pairs = NULL
         cdef uint8_t *seen = NULL
-        cdef uint64_t held = 0
-        cdef int c, a
-        cdef int32_t symbol
-        cdef char one
-        cdef bint merges
+        cdef uint64_t low_bytes = 0   # bytes below 0x40 held by pieces of 2+ bytes
         self.chunked = False
         self.cut_chars = False
         self.isolated = 0
@@ -931,8 +941,9 @@ cdef class SpmCore:
             for k in range(crossing):
                 found.append((i, at[k]))
             if seen != NULL and offsets[i + 1] - offsets[i] >= 2:
-                held |= spm_ascii_scan(seen, arena, offsets[i], offsets[i + 1])
+                low_bytes |= spm_ascii_scan(seen, arena, offsets[i], offsets[i + 1])
         if seen != NULL:
+            self._mark_ascii(seen, low_bytes, sides)
             spm_ascii_pack(self.ascii_held, seen)
             free(seen)
         pieces = []
@@ -950,12 +961,21 @@ cdef class SpmCore:
         self.chunked = True
         self.char_pairs = pairs
         self.cut_chars = pairs != NULL
-        if pairs == NULL:
-            return
+
+    cdef void _mark_ascii(self, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides):
+        """Sets self.isolated from the bytes below 0x40 that buildable pieces
+        of two or more bytes hold (`low_bytes`), or, with tokenizers' ranked
+        merges, from the ids in a rule (`sides`); and marks in `seen` (see
+        spm_ascii_scan) every pair beside a character whose id is not its
+        text's, so that no cut is made there."""
+        cdef int c, a
+        cdef int32_t symbol
+        cdef char one
+        cdef bint merges
         for c in range(0x80):
             if sides is None:
                 # sentencepiece and llama.cpp merge by text.
-                merges = c >= 0x40 or (held >> c) & 1
+                merges = c >= 0x40 or (low_bytes >> c) & 1
             else:
                 # tokenizers merges ids: the character's own, else its bytes,
                 # else the unknown id, else none (it is dropped, and its
@@ -970,9 +990,8 @@ cdef class SpmCore:
                     merges = symbol < 0 or sides[symbol]
                     if merges:
                         for a in range(0x80):
-                            self.ascii_held[(a << 7 | c) >> 6] |= <uint64_t>1 << ((a << 7 | c) & 63)
-                        self.ascii_held[c << 1] = ~<uint64_t>0
-                        self.ascii_held[(c << 1) + 1] = ~<uint64_t>0
+                            seen[a << 7 | c] = 1
+                            seen[c << 7 | a] = 1
             # (The space is "▁" after escaping, chunked by its own rule.)
             if not merges and c < 0x40 and c != 0x20:
                 self.isolated |= <uint64_t>1 << c
@@ -1443,7 +1462,7 @@ cdef class SpmCore:
                     memcpy(w.text + m, MARKER, 3)
                     m += 3
                 else:
-                    cut = u < 0x40 and (isolated >> u) & 1
+                    cut = isolated_byte(isolated, u)
                     if record and m > 0 and (cut or cut_next or (
                             prev_ascii >= 0 and u < 0x80 and not spm_ascii_pair_held(held, prev_ascii, u))):
                         w.bounds[nb] = <int32_t>m
@@ -1558,7 +1577,7 @@ cdef class SpmCore:
                 u = <uint8_t>text[i]
                 if cut_chars and u >= 0x80:
                     length = min(utf8_len(u), m - i)
-                cut = u < 0x40 and (isolated >> u) & 1
+                cut = isolated_byte(isolated, u)
                 if (cut or cut_next) and i > 0:
                     w.bounds[nb] = i
                     nb += 1
@@ -1631,8 +1650,7 @@ cdef class SpmCore:
             if single and w.char_ids != NULL and not w.want_spans and text[begin] != 0:
                 # A character seen before: its id from the workspace's memo
                 # (emit_piece's fast case, without the call).
-                key = spm_head8(text + begin, <size_t>(end - begin), 1)
-                memo = w.char_ids[((key * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
+                memo = char_memo_entry(w, text + begin, end - begin, &key)[0]
                 if (memo >> 32) == key and <int32_t>(<uint32_t>memo) >= 0:
                     if ws_push_id(w, <int32_t>(<uint32_t>memo)) != OK:
                         return ERR_NOMEM
@@ -1989,8 +2007,7 @@ cdef class SpmCore:
             if w.char_ids == NULL:
                 w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
             if w.char_ids != NULL:
-                key = spm_head8(w.text + start, <size_t>n, 1)
-                entry = &w.char_ids[((key * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
+                entry = char_memo_entry(w, w.text + start, n, &key)
         if entry != NULL and (entry[0] >> 32) == key:
             token_id = <int32_t>(<uint32_t>entry[0])
         else:
