@@ -89,7 +89,10 @@ typedef struct {
 #define SPM_CACHE_BLOCK 4096u
 #define SPM_CACHE_PENDING 16u
 
-/* The hash of a chunk (its key). */
+/* The hash of a chunk (its key).  8 bytes must be readable at the key's
+ * last byte (the escaped text's slack): the tail is read as one masked word
+ * (spm_head8).  Copied byte by byte into a word on the stack, the word's
+ * load waited for those stores every time. */
 static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
     while (n >= 8) {
@@ -102,8 +105,7 @@ static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
         n -= 8;
     }
     if (n) {
-        uint64_t k = 0;
-        memcpy(&k, s, n);
+        uint64_t k = spm_head8(s, n, 1);
         k *= 0x87C37B91114253D5ULL;
         k ^= k >> 31;
         h = (h ^ k) * 0x4CF5AD432745937FULL;
@@ -217,6 +219,18 @@ static inline int spm_cache_holds(const spm_cache *c, uint64_t word, uint32_t ta
     if ((uint32_t)(word >> 32) != tag) return 0;
     const spm_cache_entry *e = spm_cache_entry_at(c, word);
     return e->key_len == len && spm_bytes_equal(spm_cache_key(e), key, len);
+}
+
+/* Starts loading the slot where a lookup of hash h begins, so that the
+ * cache miss overlaps the work on the chunk before. */
+static inline void spm_cache_prefetch(const spm_cache *c, uint64_t h) {
+#if defined(__GNUC__) || defined(__clang__)
+    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+    __builtin_prefetch(&t->slots[(uint32_t)h & t->mask]);
+#else
+    (void)c;
+    (void)h;
+#endif
 }
 
 /* The entry of key[0:len] (hash h), or NULL. */

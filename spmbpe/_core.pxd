@@ -12,6 +12,10 @@ cdef enum:
     FLAG_MERGEABLE = 1   # the merger may build this piece from two symbols
     FLAG_RESPLIT = 2     # an UNUSED piece: split again into the halves that built it
 
+# SpmCore.ascii_cuts: the row of the first byte of a segment without a prefix.
+cdef enum:
+    ASCII_START = 128
+
 
 # A recent lookup of a short candidate piece (spm_vocab_mergeable), kept per
 # workspace: common pairs ("th", "▁t", ...) recur in every word, and the
@@ -120,6 +124,8 @@ cdef class SpmCore:
                                       # so chunks are cut on both sides of it (with cut_chars)
     cdef uint64_t ascii_held[256]     # bit a * 128 + b: a buildable piece holds ASCII "ab";
                                       # chunks are cut between other ASCII pairs (with cut_chars)
+    cdef uint64_t ascii_cuts[2 * (ASCII_START + 1)]  # bit (p * 128 + b): escape cuts before ASCII
+                                      # byte b after byte p (row ASCII_START: the first byte)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
     cdef int active                   # workspaces acquired and not yet released (GIL held)
@@ -142,6 +148,7 @@ cdef class SpmCore:
     cdef bint safe_boundary(self, const char *text, int32_t i, int32_t m) noexcept nogil
     cdef bint cut_between(self, const char *pair, int32_t left, int32_t right) noexcept nogil
     cdef void _mark_ascii(self, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides)
+    cdef void _build_ascii_cuts(self) noexcept
     cdef int merge(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t end) noexcept nogil
     cdef int spans_of_hit(self, Workspace *w, const int32_t *ids, int32_t n, int32_t begin,

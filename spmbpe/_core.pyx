@@ -39,6 +39,7 @@ from spmbpe._csrc cimport (
     spm_cache_ids,
     spm_cache_init,
     spm_cache_put,
+    spm_cache_prefetch,
     spm_cache_flush,
     spm_cache_quiesce,
     spm_cache_writer_init,
@@ -234,9 +235,58 @@ cdef inline uint64_t *char_memo_entry(Workspace *w, const char *s, int32_t n, ui
     return &w.char_ids[((key[0] * <uint64_t>0x9E3779B97F4A7C15) >> 40) & (CHAR_MEMO_SIZE - 1)]
 
 
+cdef inline bint cacheable_chunk(const char *text, int32_t begin, int32_t end) noexcept nogil:
+    """Whether the chunk text[begin:end] goes through the cache: not one
+    character (looked up faster than the cache is) and not too long."""
+    return end - begin <= 256 and utf8_len(<uint8_t>text[begin]) < end - begin
+
+
 cdef inline bint isolated_byte(uint64_t isolated, uint8_t u) noexcept nogil:
     """Whether byte u is one of SpmCore.isolated (bit u, below 0x40)."""
     return u < 0x40 and (isolated >> u) & 1
+
+
+# Each ASCII byte as escaped text, padded to four bytes, and its length:
+# the space is "▁".
+cdef char ESCAPED_ASCII[128][4]
+cdef uint8_t ESCAPED_LEN[128]
+memset(ESCAPED_ASCII, 0, sizeof(ESCAPED_ASCII))
+for _c in range(0x80):
+    ESCAPED_ASCII[_c][0] = <char>_c
+    ESCAPED_LEN[_c] = 1
+memcpy(ESCAPED_ASCII[0x20], MARKER, 3)
+ESCAPED_LEN[0x20] = 3
+
+
+cdef Py_ssize_t escape_spaces(const char *src, Py_ssize_t i, Py_ssize_t n, char *text,
+                              Py_ssize_t m) noexcept nogil:
+    """Writes src[i:n] to text[m:] with spaces as "▁"; returns the new m.
+    Eight bytes at once when none is a space."""
+    cdef Py_ssize_t stop
+    cdef uint64_t word, spaces
+    cdef char c
+    while i < n:
+        stop = n
+        if i + 8 <= n:
+            memcpy(&word, src + i, 8)
+            spaces = word ^ <uint64_t>0x2020202020202020
+            spaces = (spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080
+            if not spaces:
+                memcpy(text + m, src + i, 8)
+                m += 8
+                i += 8
+                continue
+            stop = i + 8
+        while i < stop:
+            c = src[i]
+            if c == c' ':
+                memcpy(text + m, MARKER, 3)
+                m += 3
+            else:
+                text[m] = c
+                m += 1
+            i += 1
+    return m
 
 
 cdef inline int32_t add_symbol(Symbol *sym, int32_t count, int32_t start,
@@ -961,6 +1011,7 @@ cdef class SpmCore:
         self.chunked = True
         self.char_pairs = pairs
         self.cut_chars = pairs != NULL
+        self._build_ascii_cuts()
 
     cdef void _mark_ascii(self, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides):
         """Sets self.isolated from the bytes below 0x40 that buildable pieces
@@ -1389,96 +1440,76 @@ cdef class SpmCore:
         when `prefix`); returns its length, or an error code (< 0).  Sets
         w.ready_bounds when it found all the chunk boundaries on the way
         (run then skips find_bounds)."""
-        cdef Py_ssize_t i, m = 0, stop
-        cdef char c
+        cdef Py_ssize_t i = 0, m = 0
         cdef uint8_t u
+        cdef uint32_t prev
         cdef int32_t nb = 0
-        cdef uint64_t word, spaces
-        cdef uint64_t isolated = self.isolated
-        cdef const uint64_t *held = self.ascii_held
-        cdef bint after_marker = True, record, cut_next = False, cut
-        cdef bint cut_ascii = self.cut_chars
-        cdef int prev_ascii = -1    # the ASCII byte before, with cut_ascii
+        cdef int32_t *bounds
+        cdef char *text
+        cdef const uint64_t *cuts = self.ascii_cuts
         if n > self.max_segment:
             return ERR_TOO_LONG
         if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
             return ERR_NOMEM
+        text = w.text
         # llama.cpp (llama_escape_whitespace) and sentencepiece's identity
         # normalizer both turn only U+0020 into the marker.
         if prefix:
-            memcpy(w.text, MARKER, 3)
+            memcpy(text, MARKER, 3)
             m = 3
         w.ready_bounds = -1
         if not self.escape_spaces:
-            memcpy(w.text + m, src, n)
+            memcpy(text + m, src, n)
             return m + n
-        # With chunking (and no piece crossing a "▁"), the chunk boundaries
-        # too, as find_bounds would: before each "▁" that follows other
-        # text, and with cut_chars between two ASCII characters no buildable
-        # piece holds side by side and on both sides of an isolated byte.
-        # Text without a byte >= 0x80 has no other character to cut beside,
-        # so they are complete then; at the first such byte find_bounds
-        # becomes the one to find them, and this only escapes.
-        record = self.chunked and self.n_violations == 0
-        if record and grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
-            return ERR_NOMEM
-        i = 0
-        while i < n:
-            stop = n
-            if i + 8 <= n:
-                # Eight bytes at once when none is a space, or with cut_ascii
-                # when none is ASCII (most of CJK text); else these eight one
-                # by one.
-                memcpy(&word, src + i, 8)
-                if cut_ascii:
-                    spaces = ~word & <uint64_t>0x8080808080808080
-                else:
-                    spaces = word ^ <uint64_t>0x2020202020202020
-                    spaces = (spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080
-                if not spaces:
-                    if cut_next and record:
-                        w.bounds[nb] = <int32_t>m
-                        nb += 1
-                    cut_next = False
-                    prev_ascii = -1
-                    memcpy(w.text + m, src + i, 8)
-                    if word & <uint64_t>0x8080808080808080:
-                        record = cut_ascii = False
-                    after_marker = False
-                    m += 8
-                    i += 8
-                    continue
-                stop = i + 8
-            while i < stop:
-                c = src[i]
-                u = <uint8_t>c
-                if c == c' ':
-                    if record and (not after_marker or cut_next):
-                        w.bounds[nb] = <int32_t>m
-                        nb += 1
-                    after_marker = True
-                    cut_next = False
-                    prev_ascii = -1
-                    memcpy(w.text + m, MARKER, 3)
-                    m += 3
-                else:
-                    cut = isolated_byte(isolated, u)
-                    if record and m > 0 and (cut or cut_next or (
-                            prev_ascii >= 0 and u < 0x80 and not spm_ascii_pair_held(held, prev_ascii, u))):
-                        w.bounds[nb] = <int32_t>m
-                        nb += 1
-                    cut_next = cut
-                    prev_ascii = u if cut_ascii and u < 0x80 else -1
-                    if u >= 0x80:
-                        record = cut_ascii = False
-                    after_marker = False
-                    w.text[m] = c
-                    m += 1
+        if self.chunked and self.n_violations == 0:
+            # ASCII text: the chunk boundaries too, as find_bounds would find
+            # them (ascii_cuts, by the byte before and this one).  At the
+            # first byte >= 0x80 find_bounds becomes the one to find them,
+            # and the rest is only escaped.  (Four bytes are written per
+            # byte, into the slack past the end at worst, and the lengths
+            # come from a table: a branch on the space, taken about every
+            # sixth byte at random, cost more than the rest of the loop.)
+            if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
+                return ERR_NOMEM
+            bounds = w.bounds
+            prev = 0x20 if prefix else ASCII_START
+            while i < n:
+                u = <uint8_t>src[i]
+                if u >= 0x80:
+                    break
+                bounds[nb] = <int32_t>m
+                nb += <int32_t>((cuts[prev << 1 | u >> 6] >> (u & 63)) & 1)
+                memcpy(text + m, ESCAPED_ASCII[u], 4)
+                m += ESCAPED_LEN[u]
+                prev = u
                 i += 1
-        if record:
-            w.bounds[nb] = <int32_t>m
-            w.ready_bounds = nb + 1
-        return m
+            if i == n:
+                bounds[nb] = <int32_t>m
+                w.ready_bounds = nb + 1
+                return m
+        return escape_spaces(src, i, n, text, m)
+
+    cdef void _build_ascii_cuts(self) noexcept:
+        """Fills ascii_cuts from the chunking rules of find_bounds for two
+        ASCII bytes: before a space that follows another byte; with
+        cut_chars on both sides of an isolated byte and between two bytes
+        no buildable piece holds side by side (the byte after a space
+        meets the marker, never a pair).  The row ASCII_START (the first
+        byte without a prefix) cuts nowhere; a prefix is a space."""
+        cdef uint32_t p, u
+        cdef bint cut
+        memset(self.ascii_cuts, 0, sizeof(self.ascii_cuts))
+        for p in range(0x80):
+            for u in range(0x80):
+                if u == 0x20:
+                    cut = p != 0x20
+                elif p == 0x20:
+                    cut = isolated_byte(self.isolated, <uint8_t>u)
+                else:
+                    cut = isolated_byte(self.isolated, <uint8_t>u) or isolated_byte(self.isolated, <uint8_t>p) \
+                        or (self.cut_chars and not spm_ascii_pair_held(self.ascii_held, p, u))
+                if cut:
+                    self.ascii_cuts[p << 1 | u >> 6] |= <uint64_t>1 << (u & 63)
 
     def split_points(self, str text, bint prefix, Py_ssize_t parts):
         """Up to parts - 1 character offsets at which the segment `text` can
@@ -1606,7 +1637,7 @@ cdef class SpmCore:
         cdef const char *text = w.text
         cdef int32_t begin, end, nb, b
         cdef const spm_cache_entry *hit
-        cdef uint64_t h = 0
+        cdef uint64_t h = 0, next_h = 0
         cdef size_t mark
         cdef bint use_cache, single, prev_unknown
         cdef const int32_t *cached
@@ -1623,14 +1654,21 @@ cdef class SpmCore:
         if nb < 0:
             return ERR_NOMEM
         begin = 0
+        # Each chunk's hash is taken one chunk ahead and its slot prefetched,
+        # so that the cache miss overlaps the chunk before.
+        if self.cache_ready and cacheable_chunk(text, 0, w.bounds[0]):
+            next_h = spm_hash_bytes(text, <size_t>w.bounds[0])
         for b in range(nb):
             end = w.bounds[b]
             # One character is looked up faster than the cache is: chunks cut
             # between CJK characters are mostly single.
             single = utf8_len(<uint8_t>text[begin]) >= end - begin
-            use_cache = self.cache_ready and end - begin <= 256 and not single
+            use_cache = self.cache_ready and cacheable_chunk(text, begin, end)
+            h = next_h
+            if self.cache_ready and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1]):
+                next_h = spm_hash_bytes(text + end, <size_t>(w.bounds[b + 1] - end))
+                spm_cache_prefetch(&self.cache, next_h)
             if use_cache:
-                h = spm_hash_bytes(text + begin, <size_t>(end - begin))
                 hit = spm_cache_get(&self.cache, text + begin, <size_t>(end - begin), h)
                 if hit != NULL:
                     rc = self.spans_of_hit(w, spm_cache_ids(hit), hit.ids_len, begin, end) \

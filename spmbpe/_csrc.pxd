@@ -89,6 +89,7 @@ cdef extern from "spm_cache.h" nogil:
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
     void spm_cache_quiesce(spm_cache *c)
+    void spm_cache_prefetch(const spm_cache *c, uint64_t h)
     const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)
     ctypedef struct spm_cache_writer:
