@@ -256,6 +256,7 @@ for _c in range(0x80):
     ESCAPED_LEN[_c] = 1
 memcpy(ESCAPED_ASCII[0x20], MARKER, 3)
 ESCAPED_LEN[0x20] = 3
+del _c
 
 
 cdef Py_ssize_t escape_spaces(const char *src, Py_ssize_t i, Py_ssize_t n, char *text,
@@ -1510,6 +1511,30 @@ cdef class SpmCore:
                         or (self.cut_chars and not spm_ascii_pair_held(self.ascii_held, p, u))
                 if cut:
                     self.ascii_cuts[p << 1 | u >> 6] |= <uint64_t>1 << (u & 63)
+
+    def chunk_bounds(self, str text, bint prefix):
+        """The chunk boundaries of the segment `text` (byte offsets in its
+        escaped form, ending with its length) found by find_bounds, and those
+        escape found on the way, or None when it leaves them to find_bounds
+        (text with a byte >= 0x80, or no chunking).  For tests: the two must
+        agree, since run takes escape's when it has them."""
+        cdef Py_ssize_t n, m
+        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+        cdef Workspace *w = self.acquire()
+        cdef list from_escape = None
+        cdef int32_t nb
+        try:
+            m = self.escape(src, n, prefix, w)
+            if m < 0:
+                self._check(<int>m, w, text)
+            if w.ready_bounds >= 0:
+                from_escape = [w.bounds[i] for i in range(w.ready_bounds)]
+            nb = self.find_bounds(w, <int32_t>m) if self.chunked else 0
+            if nb < 0:
+                raise MemoryError()
+            return [w.bounds[i] for i in range(nb)], from_escape
+        finally:
+            self.release(w)
 
     def split_points(self, str text, bint prefix, Py_ssize_t parts):
         """Up to parts - 1 character offsets at which the segment `text` can

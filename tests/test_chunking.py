@@ -320,3 +320,49 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert fast.encode(text) == slow.encode(text)
     assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
     assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
+
+
+def _pair_vocabulary(byte_fallback):
+    pieces = list(_PAIR_PIECES)
+    types = [1] * len(pieces)
+    types[0] = 2
+    if byte_fallback:
+        pieces += [f"<0x{b:02X}>" for b in range(256)]
+        types += [6] * 256
+    return spmbpe.SpmTokenizer(pieces, [-float(i) for i in range(len(pieces))], token_types=types)
+
+
+# Every core whose escaping may find the boundaries of ASCII text itself:
+# the real vocabularies and the synthetic ones with ASCII pairs, digits and
+# newlines in pieces.
+_BOUND_CORES = [spmbpe.load(DATA / name)._core for name in FILES] + [
+    _pair_vocabulary(byte_fallback)._core for byte_fallback in (False, True)
+]
+_ASCII = st.lists(
+    st.sampled_from(["the", " the", "a", "ab", "x,", " ", "  ", "1", "12", "\n", "\t", ".", "()", "[0]", "->", "\x00", "\x7f"])
+    | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=4),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=_ASCII, prefix=st.booleans())
+def test_escape_finds_the_boundaries_find_bounds_finds(text, prefix):
+    # run takes the boundaries escape found in ASCII text instead of calling
+    # find_bounds: its table of ASCII cuts must give exactly the same ones
+    # (an extra cut would change ids, a missing one only speed).
+    for core in _BOUND_CORES:
+        assert core.chunked
+        found, from_escape = core.chunk_bounds(text, prefix)
+        assert from_escape == found, (core, text, prefix)
+
+
+def test_escape_leaves_the_boundaries_of_other_text_to_find_bounds():
+    core = _BOUND_CORES[1]
+    found, from_escape = core.chunk_bounds("ab été", True)
+    assert from_escape is None and found[-1] == len("▁ab▁été".encode())
+    # Pieces that cross a boundary before "▁": find_bounds checks each one.
+    args, options = _synthetic([">▁</"])
+    crossing = spmbpe.SpmTokenizer(*args, **options)._core
+    found, from_escape = crossing.chunk_bounds("a> </b c", True)
+    assert crossing.chunked and from_escape is None and len(found) >= 2
