@@ -1664,7 +1664,7 @@ cdef class SpmCore:
         cdef const spm_cache_entry *hit
         cdef uint64_t h = 0, next_h = 0
         cdef size_t mark
-        cdef bint use_cache, single, prev_unknown
+        cdef bint use_cache, next_cached, single, prev_unknown
         cdef const int32_t *cached
         cdef int32_t k
         cdef uint64_t key, memo
@@ -1681,16 +1681,18 @@ cdef class SpmCore:
         begin = 0
         # Each chunk's hash is taken one chunk ahead and its slot prefetched,
         # so that the cache miss overlaps the chunk before.
-        if self.cache_ready and cacheable_chunk(text, 0, w.bounds[0]):
+        next_cached = self.cache_ready and cacheable_chunk(text, 0, w.bounds[0])
+        if next_cached:
             next_h = spm_hash_bytes(text, <size_t>w.bounds[0])
         for b in range(nb):
             end = w.bounds[b]
             # One character is looked up faster than the cache is: chunks cut
             # between CJK characters are mostly single.
             single = utf8_len(<uint8_t>text[begin]) >= end - begin
-            use_cache = self.cache_ready and cacheable_chunk(text, begin, end)
+            use_cache = next_cached
             h = next_h
-            if self.cache_ready and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1]):
+            next_cached = self.cache_ready and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1])
+            if next_cached:
                 next_h = spm_hash_bytes(text + end, <size_t>(w.bounds[b + 1] - end))
                 spm_cache_prefetch(&self.cache, next_h)
             if use_cache:

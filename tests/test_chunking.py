@@ -298,19 +298,24 @@ _PAIR_PIECES = [
 ]
 
 
-@pytest.mark.parametrize("byte_fallback", [False, True], ids=["unknown", "byte-fallback"])
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(text=st.lists(st.sampled_from(["a", "b", ",", ".", "1", "2", "3", "\n", "\t", " ", "é", "я", "б", "(", ")", "ü"]),
-                     max_size=50).map("".join))
-def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segments(byte_fallback, text):
+def _pair_vocabulary(byte_fallback):
+    """SpmTokenizer arguments of the _PAIR_PIECES vocabulary, with or
+    without the 256 byte pieces."""
     pieces = list(_PAIR_PIECES)
     types = [1] * len(pieces)
     types[0] = 2
     if byte_fallback:
         pieces += [f"<0x{b:02X}>" for b in range(256)]
         types += [6] * 256
-    scores = [-float(i) for i in range(len(pieces))]
-    fast, slow = _pair(((pieces, scores), {"token_types": types}))
+    return (pieces, [-float(i) for i in range(len(pieces))]), {"token_types": types}
+
+
+@pytest.mark.parametrize("byte_fallback", [False, True], ids=["unknown", "byte-fallback"])
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(["a", "b", ",", ".", "1", "2", "3", "\n", "\t", " ", "é", "я", "б", "(", ")", "ü"]),
+                     max_size=50).map("".join))
+def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segments(byte_fallback, text):
+    fast, slow = _pair(_pair_vocabulary(byte_fallback))
     assert fast._core.cut_chars
     # "1", "2" and "\n" are in pieces of two bytes; "\t" in none, nor "3"
     # unless "<0x33>" may be built (llama.cpp builds any piece from its text).
@@ -322,21 +327,12 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
 
 
-def _pair_vocabulary(byte_fallback):
-    pieces = list(_PAIR_PIECES)
-    types = [1] * len(pieces)
-    types[0] = 2
-    if byte_fallback:
-        pieces += [f"<0x{b:02X}>" for b in range(256)]
-        types += [6] * 256
-    return spmbpe.SpmTokenizer(pieces, [-float(i) for i in range(len(pieces))], token_types=types)
-
-
 # Every core whose escaping may find the boundaries of ASCII text itself:
 # the real vocabularies and the synthetic ones with ASCII pairs, digits and
 # newlines in pieces.
 _BOUND_CORES = [spmbpe.load(DATA / name)._core for name in FILES] + [
-    _pair_vocabulary(byte_fallback)._core for byte_fallback in (False, True)
+    spmbpe.SpmTokenizer(*args, **options)._core
+    for args, options in (_pair_vocabulary(byte_fallback) for byte_fallback in (False, True))
 ]
 _ASCII = st.lists(
     st.sampled_from(["the", " the", "a", "ab", "x,", " ", "  ", "1", "12", "\n", "\t", ".", "()", "[0]", "->", "\x00", "\x7f"])
