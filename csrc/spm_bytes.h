@@ -95,4 +95,24 @@ static inline int spm_bytes_equal(const char *a, const char *b, size_t n) {
     return 1;
 }
 
+
+/* Copies n bytes, inline: the entries the chunk cache stores are a few
+ * bytes of key and ids, and a call to memcpy (which GCC makes of a copy loop
+ * too) costs more than copying them. */
+static inline void spm_copy_small(char *dst, const char *src, size_t n) {
+    while (n >= 8) {
+        memcpy(dst, src, 8);
+        dst += 8;
+        src += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        memcpy(dst, src, 4);
+        dst += 4;
+        src += 4;
+        n -= 4;
+    }
+    while (n--) *dst++ = *src++;
+}
+
 #endif

@@ -318,8 +318,8 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char 
     e->hash_lo = (uint32_t)h;
     e->key_len = (uint16_t)len;
     e->ids_len = (uint16_t)n;
-    memcpy((char *)(e + 1), key, len);
-    memcpy((char *)(e + 1) + padded, ids, n * sizeof(int32_t));
+    spm_copy_small((char *)(e + 1), key, len);
+    spm_copy_small((char *)(e + 1) + padded, (const char *)ids, n * sizeof(int32_t));
     uint32_t tag = (uint32_t)(h >> 32);
     uint64_t word = ((uint64_t)tag << 32) | (uint64_t)(off / 4 + 1);
     uint32_t i = (uint32_t)h & t->mask;

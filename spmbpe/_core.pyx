@@ -1763,15 +1763,19 @@ cdef class SpmCore:
 
     cdef int merge_small(self, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
         """SPM-BPE over a short w.text[begin:m] (at most SMALL_BYTES): the
-        symbols in arrays, the best pair found by a scan from the left (so
-        ties go to the leftmost, as in the heap), the merged ids kept."""
+        symbols in arrays, linked in order, the best pair found by a scan
+        from the left (so ties go to the leftmost, as in the heap), the
+        merged ids kept.  A merge unlinks the right symbol: shifting the
+        arrays down instead became five memmove calls per merge."""
         cdef int32_t start[SMALL_BYTES]
         cdef int32_t size[SMALL_BYTES]
         cdef int32_t tid[SMALL_BYTES]       # id of a merged symbol, -1 for a character
-        cdef int32_t pair_id[SMALL_BYTES]   # the piece symbol i + next would make, or -1
+        cdef int32_t pair_id[SMALL_BYTES]   # the piece symbol i + the next would make, or -1
         cdef float pair_score[SMALL_BYTES]
+        cdef int32_t after[SMALL_BYTES]     # the next live symbol, -1 at the end
+        cdef int32_t before[SMALL_BYTES]    # the previous live symbol, -1 at the start
         cdef const char *text = w.text
-        cdef int32_t count = 0, offset = begin, length, i, best
+        cdef int32_t count = 0, offset = begin, length, i, j, best
         cdef bint prev_unknown = False
         cdef int rc
         while offset < m:
@@ -1781,33 +1785,42 @@ cdef class SpmCore:
             start[count] = offset
             size[count] = length
             tid[count] = -1
+            before[count] = count - 1
+            after[count] = count + 1
             count += 1
             offset += length
+        if count == 0:
+            return OK
+        after[count - 1] = -1
+        pair_id[count - 1] = -1
         for i in range(count - 1):
             pair_id[i] = self.mergeable(w, text + start[i], size[i] + size[i + 1], &pair_score[i])
         while True:
             best = -1
-            for i in range(count - 1):
+            i = 0
+            while i >= 0:
                 if pair_id[i] >= 0 and (best < 0 or pair_score[i] > pair_score[best]):
                     best = i
+                i = after[i]
             if best < 0:
                 break
-            size[best] += size[best + 1]
+            # Symbol best absorbs the next one.
+            j = after[best]
+            size[best] += size[j]
             tid[best] = pair_id[best]
-            count -= 1
-            for i in range(best + 1, count):
-                start[i] = start[i + 1]
-                size[i] = size[i + 1]
-                tid[i] = tid[i + 1]
-                pair_id[i] = pair_id[i + 1]
-                pair_score[i] = pair_score[i + 1]
-            if best > 0:
-                pair_id[best - 1] = self.mergeable(w, text + start[best - 1], size[best - 1] + size[best],
-                                                   &pair_score[best - 1])
-            if best < count - 1:
-                pair_id[best] = self.mergeable(w, text + start[best], size[best] + size[best + 1],
-                                               &pair_score[best])
-        for i in range(count):
+            after[best] = after[j]
+            if after[j] >= 0:
+                before[after[j]] = best
+            i = before[best]
+            if i >= 0:
+                pair_id[i] = self.mergeable(w, text + start[i], size[i] + size[best], &pair_score[i])
+            j = after[best]
+            if j >= 0:
+                pair_id[best] = self.mergeable(w, text + start[best], size[best] + size[j], &pair_score[best])
+            else:
+                pair_id[best] = -1
+        i = 0
+        while i >= 0:
             if tid[i] >= 0:
                 prev_unknown = False
                 rc = self.push(w, tid[i], start[i], start[i] + size[i])
@@ -1815,6 +1828,7 @@ cdef class SpmCore:
                 rc = self.emit_piece(w, start[i], size[i], &prev_unknown)
             if rc != OK:
                 return rc
+            i = after[i]
         return OK
 
     cdef int32_t mergeable(self, Workspace *w, const char *s, int32_t length, float *score) noexcept nogil:
