@@ -47,13 +47,19 @@ site-packages to sys.path, e.g. for a locally built llama-cpp-python.
 At the end: spmbpe (.model) / max(sentencepiece, splintr-rs) per file in the
 single-thread modes, against the project's targets, and the batch scaling of
 spmbpe (.model) with --threads threads over its own one-thread encode_batch
-(timed in turn with the row's columns).
+(timed in turn with the row's columns).  Each ratio is given twice: of the
+best runs (the table's MB/s), and as the median over the rounds of the ratio
+within each round ("paired").  On a shared VM whose speed moves by half
+within a minute, the best runs of two columns may come from different
+spells; a round's runs are seconds apart, so the paired median is the
+steadier figure from run to run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -246,9 +252,9 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
     return result
 
 
-def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
-                         settle: float = 0.0) -> List[float]:
-    """The best time of each (column, run), the runs taken in turn: each
+def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
+                    settle: float = 0.0) -> List[List[float]]:
+    """The times of each (column, run), one per round, the runs taken in turn: each
     round times every entry once (in reverse order every other round), so
     that a slow spell of the machine falls on all of them alike and a ratio
     between them (spmbpe over a reference, batch scaling) compares runs made
@@ -257,7 +263,7 @@ def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repea
     next's made the same-run ratios swing as much.  `settle`: seconds to
     wait before each run, so that the worker threads of the previous batch
     call (Rayon's spin before they sleep) are idle when it starts."""
-    best = [float("inf")] * len(entries)
+    times: List[List[float]] = [[] for _ in entries]
     order = list(range(len(entries)))
     for r in range(repeat):
         for k in order if r % 2 == 0 else reversed(order):
@@ -267,8 +273,13 @@ def best_seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repea
                 time.sleep(settle)
             seconds, out = timed(lambda: run(tok, data))
             del out, tok
-            best[k] = min(best[k], seconds)
-    return best
+            times[k].append(seconds)
+    return times
+
+
+def paired_median(numerators: Sequence[float], denominators: Sequence[float]) -> float:
+    """The median over the rounds of numerators[r] / denominators[r]."""
+    return statistics.median(a / b for a, b in zip(numerators, denominators))
 
 
 # --------------------------------------------------------------------------
@@ -357,6 +368,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     unexpected = 0
     rates: Dict[Tuple[str, str, str], float] = {}  # (file, mode, column key) -> MB/s
     scaling: Dict[str, Tuple[float, float]] = {}  # file -> (1 thread, N threads) MB/s
+    runs: Dict[Tuple[str, str, str], List[float]] = {}  # (file, mode, column key) -> seconds per round
+    paired_scaling: Dict[str, float] = {}  # file -> median of the rounds' 1 thread / N threads times
     model_col = by_key["spmbpe.model"]
 
     for path in files:
@@ -392,15 +405,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                 # Scaling: spmbpe's one-thread batch, timed in turn with the rest.
                 one_thread = len(entries)
                 entries.append((model_col, lambda t, xs: t.encode_batch(xs, special="none", num_threads=1)))
-            best = best_seconds_in_turn(entries, data, args.repeat, settle=0.05 if mode == "batch" else 0.0)
+            times = seconds_in_turn(entries, data, args.repeat, settle=0.05 if mode == "batch" else 0.0)
+            best = [min(t) for t in times]
             for k, ((col, _), seconds) in enumerate(zip(entries, best)):
                 if k == one_thread:
                     continue
+                runs[(path.name, mode, col.key)] = times[k]
                 rate = size / 1e6 / seconds
                 rates[(path.name, mode, col.key)] = rate
                 cells[col.key] = fmt_rate(rate)
             if one_thread is not None:
                 scaling[path.name] = (size / 1e6 / best[one_thread], rates[(path.name, mode, model_col.key)])
+                paired_scaling[path.name] = paired_median(
+                    times[one_thread], runs[(path.name, mode, model_col.key)])
             mode_title = MODE_TITLES[mode] + (f" ({threads}t)" if mode == "batch" else "")
             table.row(path.name, mode_title, [cells[col.key] for col in cols])
 
@@ -409,7 +426,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for note in footnotes:
             print(note)
 
-    _summary(files, modes, rates, scaling, threads, args.markdown, set(by_key))
+    _summary(files, modes, rates, runs, scaling, paired_scaling, threads, args.markdown, set(by_key))
     if unexpected:
         print(f"\n{unexpected} unexpected disagreement(s) with a reference: a bug in spmbpe or the reference",
               file=sys.stderr)
@@ -432,20 +449,22 @@ def by_title(col: Column) -> str:
             "spmbpe.gguf": "spmbpe (gguf)"}.get(col.baseline or "", col.baseline or "")
 
 
-def _summary(files, modes, rates, scaling, threads, markdown, keys) -> None:
+def _summary(files, modes, rates, runs, scaling, paired_scaling, threads, markdown, keys) -> None:
     refs = [k for k in ("sentencepiece", "splintr") if k in keys]
     single = [m for m in modes if m in ("line", "doc")]
     if refs and single:
         names = " and ".join({"sentencepiece": "sentencepiece", "splintr": "splintr-rs"}[k] for k in refs)
         print()
         print(f"Single thread: spmbpe (.model) / the faster of {names}, same run "
-              f"(target: >= 10x on en_botchan.txt and code_py.txt, >= 3x on multi_*.txt)")
+              f"(target: >= 10x on en_botchan.txt and code_py.txt, >= 3x on multi_*.txt); "
+              f"of the best runs, and the median of the rounds' ratios (paired)")
+        titles = [t for m in single for t in (MODE_TITLES[m], f"{MODE_TITLES[m]} (paired)")]
         if markdown:
             print()
-            print("| file | " + " | ".join(MODE_TITLES[m] for m in single) + " | target |")
-            print("|---|" + "---:|" * len(single) + "---:|")
+            print("| file | " + " | ".join(titles) + " | target |")
+            print("|---|" + "---:|" * len(titles) + "---:|")
         else:
-            print(f"{'file':<16} " + " ".join(f"{MODE_TITLES[m]:>14}" for m in single) + f" {'target':>8}")
+            print(f"{'file':<16} " + " ".join(f"{t:>20}" for t in titles) + f" {'target':>8}")
         for path in files:
             cells = []
             target = target_for(path.name)
@@ -453,32 +472,36 @@ def _summary(files, modes, rates, scaling, threads, markdown, keys) -> None:
                 mine = rates.get((path.name, m, "spmbpe.model"))
                 theirs = [rates[(path.name, m, k)] for k in refs if (path.name, m, k) in rates]
                 if mine is None or not theirs:
-                    cells.append("-")
+                    cells += ["-", "-"]
                     continue
-                ratio = mine / max(theirs)
-                flag = "" if target is None or ratio >= target else " (below)"
-                cells.append(f"{ratio:.2f}x{flag}")
+                # (Per round: the faster reference is the one with the shorter time.)
+                faster = [min(ts) for ts in zip(*(runs[(path.name, m, k)] for k in refs
+                                                  if (path.name, m, k) in runs))]
+                for ratio in (mine / max(theirs), paired_median(faster, runs[(path.name, m, "spmbpe.model")])):
+                    flag = "" if target is None or ratio >= target else " (below)"
+                    cells.append(f"{ratio:.2f}x{flag}")
             tgt = f">= {target:g}x" if target else "-"
             if markdown:
                 print(f"| {path.name} | " + " | ".join(cells) + f" | {tgt} |")
             else:
-                print(f"{path.name:<16} " + " ".join(f"{c:>14}" for c in cells) + f" {tgt:>8}")
+                print(f"{path.name:<16} " + " ".join(f"{c:>20}" for c in cells) + f" {tgt:>8}")
     if scaling:
         print()
         print(f"Batch scaling: spmbpe (.model) encode_batch, {threads} threads / 1 thread "
-              f"(target: >= {SCALING_TARGET}x with 2 threads)")
+              f"(target: >= {SCALING_TARGET}x with 2 threads); of the best runs, and paired")
         if markdown:
             print()
-            print(f"| file | 1 thread MB/s | {threads} threads MB/s | scaling |")
-            print("|---|---:|---:|---:|")
+            print(f"| file | 1 thread MB/s | {threads} threads MB/s | scaling | scaling (paired) |")
+            print("|---|---:|---:|---:|---:|")
         else:
-            print(f"{'file':<16} {'1 thread':>10} {f'{threads} threads':>10} {'scaling':>8}")
+            print(f"{'file':<16} {'1 thread':>10} {f'{threads} threads':>10} {'scaling':>8} {'paired':>8}")
         for name, (one, many) in scaling.items():
             ratio = f"{many / one:.2f}x" if one and many else "-"
+            paired = f"{paired_scaling[name]:.2f}x" if name in paired_scaling else "-"
             if markdown:
-                print(f"| {name} | {fmt_rate(one)} | {fmt_rate(many) if many else '-'} | {ratio} |")
+                print(f"| {name} | {fmt_rate(one)} | {fmt_rate(many) if many else '-'} | {ratio} | {paired} |")
             else:
-                print(f"{name:<16} {fmt_rate(one):>10} {fmt_rate(many) if many else '-':>10} {ratio:>8}")
+                print(f"{name:<16} {fmt_rate(one):>10} {fmt_rate(many) if many else '-':>10} {ratio:>8} {paired:>8}")
 
 
 if __name__ == "__main__":
