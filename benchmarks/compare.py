@@ -252,6 +252,10 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
     return result
 
 
+# The key in `runs` of spmbpe (.model)'s one-thread batch (batch scaling).
+ONE_THREAD = "spmbpe.model, 1 thread"
+
+
 def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
                     settle: float = 0.0) -> List[List[float]]:
     """The times of each (column, run), one per round, the runs taken in turn: each
@@ -369,7 +373,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     rates: Dict[Tuple[str, str, str], float] = {}  # (file, mode, column key) -> MB/s
     scaling: Dict[str, Tuple[float, float]] = {}  # file -> (1 thread, N threads) MB/s
     runs: Dict[Tuple[str, str, str], List[float]] = {}  # (file, mode, column key) -> seconds per round
-    paired_scaling: Dict[str, float] = {}  # file -> median of the rounds' 1 thread / N threads times
     model_col = by_key["spmbpe.model"]
 
     for path in files:
@@ -409,6 +412,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             best = [min(t) for t in times]
             for k, ((col, _), seconds) in enumerate(zip(entries, best)):
                 if k == one_thread:
+                    runs[(path.name, mode, ONE_THREAD)] = times[k]
                     continue
                 runs[(path.name, mode, col.key)] = times[k]
                 rate = size / 1e6 / seconds
@@ -416,8 +420,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                 cells[col.key] = fmt_rate(rate)
             if one_thread is not None:
                 scaling[path.name] = (size / 1e6 / best[one_thread], rates[(path.name, mode, model_col.key)])
-                paired_scaling[path.name] = paired_median(
-                    times[one_thread], runs[(path.name, mode, model_col.key)])
             mode_title = MODE_TITLES[mode] + (f" ({threads}t)" if mode == "batch" else "")
             table.row(path.name, mode_title, [cells[col.key] for col in cols])
 
@@ -426,7 +428,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for note in footnotes:
             print(note)
 
-    _summary(files, modes, rates, runs, scaling, paired_scaling, threads, args.markdown, set(by_key))
+    _summary(files, modes, rates, runs, scaling, threads, args.markdown, set(by_key))
     if unexpected:
         print(f"\n{unexpected} unexpected disagreement(s) with a reference: a bug in spmbpe or the reference",
               file=sys.stderr)
@@ -449,7 +451,7 @@ def by_title(col: Column) -> str:
             "spmbpe.gguf": "spmbpe (gguf)"}.get(col.baseline or "", col.baseline or "")
 
 
-def _summary(files, modes, rates, runs, scaling, paired_scaling, threads, markdown, keys) -> None:
+def _summary(files, modes, rates, runs, scaling, threads, markdown, keys) -> None:
     refs = [k for k in ("sentencepiece", "splintr") if k in keys]
     single = [m for m in modes if m in ("line", "doc")]
     if refs and single:
@@ -497,7 +499,8 @@ def _summary(files, modes, rates, runs, scaling, paired_scaling, threads, markdo
             print(f"{'file':<16} {'1 thread':>10} {f'{threads} threads':>10} {'scaling':>8} {'paired':>8}")
         for name, (one, many) in scaling.items():
             ratio = f"{many / one:.2f}x" if one and many else "-"
-            paired = f"{paired_scaling[name]:.2f}x" if name in paired_scaling else "-"
+            mine = runs.get((name, "batch", "spmbpe.model"))
+            paired = f"{paired_median(runs[(name, 'batch', ONE_THREAD)], mine):.2f}x" if mine else "-"
             if markdown:
                 print(f"| {name} | {fmt_rate(one)} | {fmt_rate(many) if many else '-'} | {ratio} | {paired} |")
             else:
