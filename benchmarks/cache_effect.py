@@ -12,6 +12,13 @@ rounds, with the ratio to sentencepiece.  Also prints how many chunks
 spmbpe cuts the lines into, and how many distinct ones of two or more
 characters (each merged once from an empty cache; a single character is
 looked up).
+
+Then what a first merge costs: one document of those distinct chunks back
+to back, encoded (best of --repeat, ns per chunk of that document) with
+every chunk cached; with the cache kept from storing anything (merging
+only, the pair memo warm); after clearing the cache (merging and
+inserting, memo warm); and by a fresh tokenizer (all of it cold, as
+compare.py's per-line runs meet their new chunks).
 """
 
 from __future__ import annotations
@@ -74,7 +81,44 @@ def main(argv: List[str] | None = None) -> int:
         merged = {c for c in chunks if len(c) > 1}
         print(f"{name}: {cells}; {len(chunks):,} chunks, {len(merged):,} distinct ones of 2 or more "
               f"characters ({sum(map(len, merged)):,} characters) to merge")
+        print(f"{name}: first merge, ns per chunk: {first_merge_costs(spmbpe, merged, args.repeat)}")
     return 0
+
+
+def first_merge_costs(spmbpe: Any, merged: Any, repeat: int) -> str:
+    """What a first merge costs (the module docstring's last paragraph),
+    as one line of text."""
+    doc = "".join(chunk.replace(MARKER, " ") for chunk in sorted(merged))
+    n_chunks = len(chunks_of(spmbpe.load(MODEL), doc))
+
+    def best(prepare: Any) -> float:
+        seconds = float("inf")
+        for _ in range(repeat):
+            tok = prepare()
+            seconds = min(seconds, timed(lambda: tok.encode_ordinary(doc))[0])
+        return seconds * 1e9 / n_chunks
+
+    cached = spmbpe.load(MODEL)
+    cached.encode_ordinary(doc)
+    # (The smallest cache the core allows: its entries fill at once, so
+    # every later chunk is merged and nothing is stored.)
+    uncached = spmbpe.load(MODEL)
+    uncached._core.limit_cache(1024, 64)
+    uncached.encode_ordinary(doc)
+    cleared = spmbpe.load(MODEL)
+    cleared.encode_ordinary(doc)
+
+    def clear() -> Any:
+        cleared._core.clear_cache()
+        return cleared
+
+    costs = {
+        "all cached": best(lambda: cached),
+        "merge only": best(lambda: uncached),
+        "merge and insert": best(clear),
+        "fresh tokenizer": best(lambda: spmbpe.load(MODEL)),
+    }
+    return f"{n_chunks:,} chunks; " + ", ".join(f"{k} {v:.0f}" for k, v in costs.items())
 
 
 if __name__ == "__main__":

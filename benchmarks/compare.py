@@ -256,6 +256,11 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
 ONE_THREAD = "spmbpe.model, 1 thread"
 
 
+# Columns whose batch call leaves worker threads spinning for a while after
+# it returns (Rayon's pool, in tokenizers and splintr-rs).
+SPINNING_POOLS = frozenset({"tokenizers", "splintr"})
+
+
 def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
                     settle: float = 0.0) -> List[List[float]]:
     """The times of each (column, run), one per round, the runs taken in turn: each
@@ -265,19 +270,23 @@ def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: in
     under the same conditions.  On a shared VM whose speed moves by half
     between minutes, timing one column's runs back to back and then the
     next's made the same-run ratios swing as much.  `settle`: seconds to
-    wait before each run, so that the worker threads of the previous batch
-    call (Rayon's spin before they sleep) are idle when it starts."""
+    wait after a run of a SPINNING_POOLS column, so that its worker threads
+    (Rayon's spin before they sleep) are idle when the next run starts.
+    Only there: a sleep before every run left both cores idle long enough
+    that waking a second thread took a good part of a millisecond, which
+    took most of the gain of spmbpe's second thread on the corpus files
+    (benchmarks/batch_scaling.py --settle 0.05 against --settle 0)."""
     times: List[List[float]] = [[] for _ in entries]
     order = list(range(len(entries)))
     for r in range(repeat):
         for k in order if r % 2 == 0 else reversed(order):
             col, run = entries[k]
             tok = col.make()  # fresh: nothing survives from the previous run
-            if settle:
-                time.sleep(settle)
             seconds, out = timed(lambda: run(tok, data))
             del out, tok
             times[k].append(seconds)
+            if settle and col.key in SPINNING_POOLS:
+                time.sleep(settle)
     return times
 
 
