@@ -71,7 +71,7 @@ def main(argv: List[str] | None = None) -> int:
     batches: Dict[str, List[str]] = {}
     for path in sorted(CORPUS.glob("*.txt")):
         batches[path.name] = corpus_lines(path.read_text(encoding="utf-8"))
-    batches["all files together"] = [line for lines in list(batches.values()) for line in lines]
+    batches["all files together"] = [line for lines in batches.values() for line in lines]
     print(f"{'batch':<20} {'MB':>5} {'texts':>7} {'output':<6} {'1t ms':>8} {f'{args.threads}t ms':>8} "
           f"{'best':>6} {'paired':>7} {'range':>11}")
     for name, texts in batches.items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -85,11 +85,10 @@ def main(argv: List[str] | None = None) -> int:
     return 0
 
 
-def first_merge_costs(spmbpe: Any, merged: Any, repeat: int) -> str:
+def first_merge_costs(spmbpe: Any, merged: Set[str], repeat: int) -> str:
     """What a first merge costs (the module docstring's last paragraph),
     as one line of text."""
     doc = "".join(chunk.replace(MARKER, " ") for chunk in sorted(merged))
-    n_chunks = len(chunks_of(spmbpe.load(MODEL), doc))
 
     def best(prepare: Any) -> float:
         seconds = float("inf")
@@ -100,6 +99,7 @@ def first_merge_costs(spmbpe: Any, merged: Any, repeat: int) -> str:
 
     cached = spmbpe.load(MODEL)
     cached.encode_ordinary(doc)
+    n_chunks = len(chunks_of(cached, doc))
     # (The smallest cache the core allows: its entries fill at once, so
     # every later chunk is merged and nothing is stored.)
     uncached = spmbpe.load(MODEL)

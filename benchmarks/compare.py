@@ -105,6 +105,9 @@ class Column:
     # fn(mode, text) -> explanation when spmbpe and this reference are known to
     # differ on this text (a line, or the document), else None.
     known: Callable[[str, str], Optional[str]] = field(default=lambda mode, text: None)
+    # Its batch call leaves worker threads spinning for a while after it
+    # returns (Rayon's pool, in tokenizers and splintr-rs).
+    spins: bool = False
 
 
 def spmbpe_column(key: str, title: str, path: Path, threads: int) -> Column:
@@ -166,7 +169,7 @@ def build_columns(threads: int) -> Tuple[List[Column], List[str]]:
                 "doc": lambda t, doc: t.encode_ordinary(doc),
                 "batch": lambda t, lines: t.encode_batch(lines),
             },
-            baseline="spmbpe.model", known=splintr_known,
+            baseline="spmbpe.model", known=splintr_known, spins=True,
         ))
 
     cols.append(spmbpe_column("spmbpe.json", "spmbpe (json)", JSON, threads))
@@ -180,7 +183,7 @@ def build_columns(threads: int) -> Tuple[List[Column], List[str]]:
                 "doc": lambda t, doc: t.encode(doc, add_special_tokens=False).ids,
                 "batch": lambda t, lines: [e.ids for e in t.encode_batch(lines, add_special_tokens=False)],
             },
-            baseline="spmbpe.json",
+            baseline="spmbpe.json", spins=True,
         ))
 
     cols.append(spmbpe_column("spmbpe.gguf", "spmbpe (gguf)", GGUF, threads))
@@ -256,11 +259,6 @@ def check(col: Column, mode: str, data, mine, theirs) -> Check:
 ONE_THREAD = "spmbpe.model, 1 thread"
 
 
-# Columns whose batch call leaves worker threads spinning for a while after
-# it returns (Rayon's pool, in tokenizers and splintr-rs).
-SPINNING_POOLS = frozenset({"tokenizers", "splintr"})
-
-
 def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: int,
                     settle: float = 0.0) -> List[List[float]]:
     """The times of each (column, run), one per round, the runs taken in turn: each
@@ -270,7 +268,7 @@ def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: in
     under the same conditions.  On a shared VM whose speed moves by half
     between minutes, timing one column's runs back to back and then the
     next's made the same-run ratios swing as much.  `settle`: seconds to
-    wait after a run of a SPINNING_POOLS column, so that its worker threads
+    wait after a run of a column that `spins`, so that its worker threads
     (Rayon's spin before they sleep) are idle when the next run starts.
     Only there: a sleep before every run left both cores idle long enough
     that waking a second thread took a good part of a millisecond, which
@@ -285,7 +283,7 @@ def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: in
             seconds, out = timed(lambda: run(tok, data))
             del out, tok
             times[k].append(seconds)
-            if settle and col.key in SPINNING_POOLS:
+            if settle and col.spins:
                 time.sleep(settle)
     return times
 
