@@ -133,7 +133,7 @@ def main() -> int:
 
         tokens = None
         if args.format != "txt":
-            meta = json.loads((folder / "out.meta.json").read_text())
+            meta = json.loads((folder / f"out.{args.format}.meta.json").read_text())
             tokens = meta["tokens"]
         base = baseline_rss_mb(args.model)
         print(f"peak RSS: {sampled / 1024:,.0f} MB (highest VmRSS sample), {peak / 1024:,.0f} MB (ru_maxrss); "

@@ -13,8 +13,10 @@ Array outputs (``--format npy|bin``), for ``--output OUT.npy`` / ``OUT.bin``:
   ``int32``: Megatron has no ``uint32`` code), what nanoGPT reads with
   ``numpy.memmap(path, dtype=numpy.uint16)``; ``OUT.idx``: Megatron-LM's
   ``MMIDIDX`` index (see write_megatron_index).
-- ``OUT.meta.json``: spmbpe version, tokenizer fingerprint, settings, dtype,
-  document and token counts, the shards and whether the run is complete.
+- ``OUT.npy.meta.json`` / ``OUT.bin.meta.json``: spmbpe version, tokenizer
+  fingerprint, settings, dtype, document and token counts, the shards and
+  whether the run is complete. It is named after the output itself, so that
+  ``OUT.npy`` and ``OUT.bin`` in one folder each keep their own.
 
 With ``--shard-size N`` the arrays are cut at document boundaries into
 shards of at most N tokens (a longer document is a shard of its own):
@@ -22,12 +24,22 @@ shards of at most N tokens (a longer document is a shard of its own):
 ``.bin`` + ``.idx``); the metadata file is rewritten after every shard, so
 an interrupted run keeps its complete shards and ``--resume`` goes on from
 there.
+
+A new run under an output name replaces everything an earlier run wrote
+under it (the files its metadata lists, and any file named as this module
+names outputs: ``OUT.npy``, ``OUT-00007.docs.npy``, ...). The earlier files
+are removed in the same signal-proof step that commits the new run's first
+file, so the folder holds either the earlier run, whole, or the new one's
+complete shards with the new metadata: never a mix that a loader globbing
+``OUT-*.npy`` would read as one data set. A run that fails before its first
+file is complete leaves the earlier output as it was.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import struct
 import sys
@@ -201,7 +213,57 @@ def output_stem(output: str, fmt: str) -> str:
 
 
 def meta_path(output: str, fmt: str) -> str:
+    """The metadata file of an output: named after the output itself
+    (``OUT.npy.meta.json``), so that each output in a folder has its own."""
+    return output_stem(output, fmt) + f".{fmt}.meta.json"
+
+
+def _shared_meta_path(output: str, fmt: str) -> str:
+    # Earlier versions named the metadata after the stem alone, so that
+    # OUT.npy and OUT.bin overwrote each other's; such a file describes the
+    # run of the format it names.
     return output_stem(output, fmt) + ".meta.json"
+
+
+def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
+    """The names (in the output's folder) of every file a run writes under
+    `stem`: ids and index, unsharded or of any shard, and the metadata."""
+    ids, index = ("npy", "docs\\.npy") if fmt == "npy" else ("bin", "idx")
+    name = re.escape(stem)
+    return re.compile(
+        rf"{name}(?:-[0-9]{{5,}})?\.(?:{ids}|{index})|{name}\.{fmt}\.meta\.json"
+    )
+
+
+def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> List[str]:
+    """Paths of the files that earlier runs wrote under `output` (format
+    `fmt`), but for the names in `keep`: what a new run must replace.
+    Found by name, and from the earlier metadata's list of shards."""
+    stem = output_stem(output, fmt)
+    folder = os.path.dirname(os.path.abspath(stem))
+    pattern = _output_name_pattern(os.path.basename(stem), fmt)
+    try:
+        names = {n for n in os.listdir(folder) if pattern.fullmatch(n)}
+    except FileNotFoundError:
+        return []
+    legacy = _shared_meta_path(output, fmt)
+    for path in (meta_path(output, fmt), legacy):
+        try:
+            with open(path, "r", encoding="utf-8") as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(old, dict) or old.get("format") != fmt:
+            continue
+        if path == legacy:
+            names.add(os.path.basename(legacy))
+        for shard in old.get("shards") or []:
+            for key in ("ids", "index"):
+                name = shard.get(key) if isinstance(shard, dict) else None
+                if isinstance(name, str) and os.path.basename(name) == name and name:
+                    if os.path.exists(os.path.join(folder, name)):
+                        names.add(name)
+    return [os.path.join(folder, n) for n in sorted(names - set(keep))]
 
 
 def npy_header(descr: str, n: int) -> bytes:
@@ -359,7 +421,9 @@ class ArrayOutput:
     committed when complete, and the metadata file rewritten after each.
 
     `meta` holds everything but the counts and shards; `resume` (the
-    metadata of an earlier incomplete run) continues its shard list."""
+    metadata of an earlier incomplete run) continues its shard list.
+    Whatever else earlier runs left under the output name (`replaced`) is
+    removed when the first shard is committed (see the module's text)."""
 
     def __init__(
         self,
@@ -381,6 +445,13 @@ class ArrayOutput:
         self.shards: List[Dict[str, Any]] = list(resume["shards"]) if resume else []
         self.current: Optional[_Shard] = None
         self.meta_path = meta_path(output, fmt)
+        kept = [os.path.basename(self.meta_path)] if resume else []
+        for shard in self.shards:
+            kept += [shard["ids"], shard["index"]]
+        #: Files of earlier runs that this run replaces (removed with its
+        #: first commit).
+        self.replaced: List[str] = earlier_output_files(output, fmt, kept)
+        self._stale = list(self.replaced)
 
     @property
     def documents(self) -> int:
@@ -430,6 +501,7 @@ class ArrayOutput:
         assert shard is not None
         shard.finish()
         with signals_held():
+            self._remove_stale()
             shard.commit()
             self.shards.append(shard.entry())
             self.current = None
@@ -454,7 +526,20 @@ class ArrayOutput:
             self._close(complete=True)
         else:
             with signals_held():
+                self._remove_stale()
                 self._write_meta(True)
+
+    def _remove_stale(self) -> None:
+        """Removes the earlier runs' files (inside the signals_held block
+        that commits this run's first file)."""
+        while self._stale:
+            try:
+                os.unlink(self._stale[-1])
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise CliError(f"cannot remove {self._stale[-1]} of an earlier run: {e.strerror}") from None
+            self._stale.pop()
 
     def discard(self) -> None:
         if self.current is not None:

@@ -497,7 +497,7 @@ def _array_metadata(
     tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
     inputs: List[Dict[str, Any]], shard_size: Optional[int],
 ) -> Dict[str, Any]:
-    """The metadata written beside npy/bin arrays (OUT.meta.json), by the
+    """The metadata written beside npy/bin arrays (OUT.npy.meta.json), by the
     command line and by spmbpe.ray alike."""
     import spmbpe
 
@@ -559,6 +559,9 @@ def _encode_arrays(
     finally:
         writer.discard()
     progress.finish()
+    if writer.replaced:
+        names = ", ".join(os.path.basename(p) for p in writer.replaced)
+        _note(f"replaced {len(writer.replaced)} files that an earlier run wrote under {args.output}: {names}")
     _report_skipped(reader)
     return 0
 

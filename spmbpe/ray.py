@@ -136,8 +136,10 @@ def write_arrays(
     writes the ids as ``spmbpe encode --format npy|bin --output OUTPUT``
     does: ``OUTPUT`` (all ids, ``uint16`` when the vocabulary fits),
     ``OUTPUT.docs.npy`` (npy) or Megatron's ``.idx`` (bin), and
-    ``.meta.json`` (tokenizer fingerprint, settings, counts); with
-    `shard_size`, shards of at most that many tokens at document boundaries.
+    ``OUTPUT.npy.meta.json`` or ``OUTPUT.bin.meta.json`` (tokenizer
+    fingerprint, settings, counts), replacing whatever an earlier run wrote
+    under that name; with `shard_size`, shards of at most that many tokens
+    at document boundaries.
     The documents are gathered on the driver in the order of `ds`. `fmt`
     defaults to the extension of `output`.  Returns the document and token
     counts.

@@ -222,17 +222,20 @@ def test_metadata_beside_the_arrays(encoded, corpus_inputs, v1):
     n_tokens = sum(len(v1.encode(d, special="none")) for d in documents)
     for stem_files in (("c.npy", "c.docs.npy"), ("c.bin", "c.idx")):
         assert all((out / f).is_file() for f in stem_files)
-    # Both runs wrote c.meta.json; the bin run came last.
-    meta = json.loads((out / "c.meta.json").read_text())
-    assert meta["spmbpe_version"] == spmbpe.__version__
-    assert meta["tokenizer_fingerprint"] == v1.fingerprint
-    assert meta["dtype"] == "uint16" and meta["format"] == "bin"
-    assert meta["documents"] == len(documents) and meta["tokens"] == n_tokens
-    assert meta["complete"] is True
-    assert meta["shards"] == [
-        {"ids": "c.bin", "index": "c.idx", "documents": len(documents), "tokens": n_tokens,
-         "records": meta["shards"][0]["records"]}
-    ]
+    # Each output keeps its own metadata, named after it: the bin run
+    # (which came last) did not overwrite the npy run's.
+    assert not (out / "c.meta.json").exists()
+    for fmt, ids_name, index_name in (("npy", "c.npy", "c.docs.npy"), ("bin", "c.bin", "c.idx")):
+        meta = json.loads((out / f"c.{fmt}.meta.json").read_text())
+        assert meta["spmbpe_version"] == spmbpe.__version__
+        assert meta["tokenizer_fingerprint"] == v1.fingerprint
+        assert meta["dtype"] == "uint16" and meta["format"] == fmt
+        assert meta["documents"] == len(documents) and meta["tokens"] == n_tokens
+        assert meta["complete"] is True
+        assert meta["shards"] == [
+            {"ids": ids_name, "index": index_name, "documents": len(documents), "tokens": n_tokens,
+             "records": meta["shards"][0]["records"]}
+        ]
     # No temporary file is left behind.
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
@@ -275,7 +278,7 @@ def test_a_vocabulary_beyond_uint16_gets_wider_ids(tmp_path):
     assert ids.dtype == np.uint32 and split(ids, starts) == expected
     dtype, docs = read_megatron(tmp_path / "bin")
     assert dtype == np.dtype("<i4") and docs == expected  # Megatron has no uint32: int32
-    assert json.loads((tmp_path / "bin.meta.json").read_text())["dtype"] == "int32"
+    assert json.loads((tmp_path / "bin.bin.meta.json").read_text())["dtype"] == "int32"
     decoded = run(["decode", "--model", model, tmp_path / "bin.bin"])
     assert decoded.stdout.decode().split("\n")[:-1] == texts
 
@@ -289,7 +292,7 @@ def test_shards_are_whole_documents_and_add_up(tmp_path, v1):
     result = run(["encode", "--format", "npy", "--shard-size", "20K", "--batch-size", "50K",
                   "-o", tmp_path / "ko.npy", src])
     assert result.returncode == 0, result.stderr
-    meta = json.loads((tmp_path / "ko.meta.json").read_text())
+    meta = json.loads((tmp_path / "ko.npy.meta.json").read_text())
     assert meta["complete"] and meta["shard_size"] == 20000 and len(meta["shards"]) > 3
     got = []
     for k, shard in enumerate(meta["shards"]):
@@ -315,7 +318,7 @@ def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     proc.stdin.write(half)
     proc.stdin.flush()
-    meta_file = tmp_path / "de.meta.json"
+    meta_file = tmp_path / "de.npy.meta.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if meta_file.exists() and len(json.loads(meta_file.read_text())["shards"]) >= 2:
@@ -332,7 +335,7 @@ def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
     names = sorted(p.name for p in tmp_path.iterdir())
     assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")], names
     listed = sorted([s["ids"] for s in meta["shards"]] + [s["index"] for s in meta["shards"]])
-    assert names == sorted(listed + ["de.meta.json"])
+    assert names == sorted(listed + ["de.npy.meta.json"])
 
     resumed = run(["encode", "--format", "npy", "--shard-size", "5000", "--batch-size", "8K",
                    "-o", out, "--resume"], data)
@@ -349,6 +352,133 @@ def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
     other = run(["encode", "--format", "npy", "--shard-size", "5000", "-o", out, "--resume",
                  "--special", "all"], data)
     one_line_error(other, "--resume", "settings")
+
+
+def _shard_docs(folder, stem):
+    """The documents of every `stem-NNNNN.npy` shard in `folder`, read as a
+    loader that globs the shards does (not through the metadata)."""
+    docs = []
+    for ids_file in sorted(folder.glob(f"{stem}-*.npy")):
+        if not ids_file.name.endswith(".docs.npy"):
+            docs.extend(split(*read_npy_output(str(ids_file)[:-4])))
+    return docs
+
+
+def test_a_new_run_replaces_every_file_an_earlier_run_wrote(tmp_path, v1):
+    docs = lines_of(CORPUS / "multi_de.txt")[:1500]
+    data = ("\n".join(docs) + "\n").encode()
+    expected = [v1.encode(d, special="none") for d in docs]
+    out = tmp_path / "de.npy"
+    meta_file = tmp_path / "de.npy.meta.json"
+    pattern = ["encode", "--format", "npy", "--batch-size", "8K", "-o", out]
+    # Another output in the same folder, which no run under "de.npy" touches.
+    assert run(["encode", "-o", tmp_path / "de.bin", "--batch-size", "8K"], data).returncode == 0
+    bin_files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(bin_files) == ["de.bin", "de.bin.meta.json", "de.idx"]
+
+    def files():
+        return sorted(p.name for p in tmp_path.iterdir() if p.name not in bin_files)
+
+    def listed(meta):
+        return sorted([s["ids"] for s in meta["shards"]] + [s["index"] for s in meta["shards"]] + [meta_file.name])
+
+    small = run([*pattern, "--shard-size", "2K"], data)
+    assert small.returncode == 0, small.stderr
+    first = json.loads(meta_file.read_text())
+    assert len(first["shards"]) > 8 and _shard_docs(tmp_path, "de") == expected
+    assert b"replaced" not in small.stderr
+
+    large = run([*pattern, "--shard-size", "5K"], data)
+    assert large.returncode == 0, large.stderr
+    meta = json.loads(meta_file.read_text())
+    assert meta["complete"] and 1 < len(meta["shards"]) < len(first["shards"])
+    # Only the new run's files: no shard of the earlier run is left for a
+    # loader that globs de-*.npy to read twice.
+    assert files() == listed(meta)
+    assert _shard_docs(tmp_path, "de") == expected
+    assert f"replaced {2 * len(first['shards']) + 1} files".encode() in large.stderr
+    assert b"de-00008.npy" in large.stderr
+
+    whole = run(pattern, data)  # unsharded: one de.npy, no shard left
+    assert whole.returncode == 0, whole.stderr
+    assert files() == ["de.docs.npy", "de.npy", "de.npy.meta.json"]
+    assert split(*read_npy_output(tmp_path / "de")) == expected
+
+    again = run([*pattern, "--shard-size", "5K"], data)  # and back: no de.npy left
+    assert again.returncode == 0, again.stderr
+    assert files() == listed(json.loads(meta_file.read_text()))
+    assert not out.exists() and _shard_docs(tmp_path, "de") == expected
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in bin_files} == bin_files
+
+
+def test_the_metadata_of_earlier_versions_is_replaced_with_the_files_it_lists(tmp_path):
+    # spmbpe 0.1.0 before this fix named the metadata after the stem alone
+    # (de.meta.json, shared by de.npy and de.bin).
+    out = tmp_path / "de.npy"
+    assert run(["encode", "--shard-size", "10", "-o", out], b"one two three\n" * 20).returncode == 0
+    meta = json.loads((tmp_path / "de.npy.meta.json").read_text())
+    (tmp_path / "de.npy.meta.json").rename(tmp_path / "de.meta.json")
+    (tmp_path / "de-00001.npy").rename(tmp_path / "de-old.npy")  # listed only by the metadata
+    meta["shards"][1]["ids"] = "de-old.npy"
+    (tmp_path / "de.meta.json").write_text(json.dumps(meta))
+    (tmp_path / "other.meta.json").write_text(json.dumps(meta))  # another stem: kept
+    result = run(["encode", "-o", out], b"x\n")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "de.docs.npy", "de.npy", "de.npy.meta.json", "other.meta.json"
+    ]
+    # A metadata file of the other format describes other files: kept.
+    meta["format"] = "bin"
+    (tmp_path / "de.meta.json").write_text(json.dumps(meta))
+    assert run(["encode", "-o", out], b"x\n").returncode == 0
+    assert (tmp_path / "de.meta.json").exists()
+
+
+def test_a_rerun_that_fails_leaves_the_earlier_output_as_it_was(tmp_path):
+    out = tmp_path / "o.npy"
+    assert run(["encode", "--shard-size", "10", "-o", out], b"one two three\n" * 20).returncode == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert len(before) > 5
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nbad \xc3( here\n")
+    failed = run(["encode", "--shard-size", "10", "-o", out, bad])
+    one_line_error(failed, f"{bad}, line 2")
+    bad.unlink()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_an_interrupted_rerun_leaves_the_new_shards_and_none_of_the_earlier(tmp_path, v1):
+    docs = lines_of(CORPUS / "multi_de.txt")[:3000]
+    data = ("\n".join(docs) + "\n").encode()
+    out = tmp_path / "de.npy"
+    meta_file = tmp_path / "de.npy.meta.json"
+    first = run(["encode", "--shard-size", "1K", "--batch-size", "8K", "-o", out], data)
+    assert first.returncode == 0, first.stderr
+    assert len(json.loads(meta_file.read_text())["shards"]) > 20
+    half = data[: len(data) // 2]
+    half = half[: half.rindex(b"\n") + 1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spmbpe", "encode", "--shard-size", "5000", "--batch-size", "8K", "-o", str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    proc.stdin.write(half)
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        meta = json.loads(meta_file.read_text())
+        if meta["shard_size"] == 5000 and len(meta["shards"]) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    meta = json.loads(meta_file.read_text())
+    assert meta["shard_size"] == 5000 and not meta["complete"] and len(meta["shards"]) >= 2
+    listed = sorted([s["ids"] for s in meta["shards"]] + [s["index"] for s in meta["shards"]])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(listed + [meta_file.name])
+    got = _shard_docs(tmp_path, "de")
+    assert got == [v1.encode(d, special="none") for d in docs[: len(got)]]
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -127,7 +127,7 @@ def test_every_output_format_and_count_from_gzip(inputs, here, tmp_path):
     ids, starts = np.load(tmp_path / "gz.npy"), np.load(tmp_path / "gz.docs.npy").tolist()
     n = len(expected["ref.txt"])
     assert [ids[starts[i] : starts[i + 1]].tolist() for i in range(n)] == expected["ref.txt"]
-    meta = json.loads((tmp_path / "gz.meta.json").read_text())
+    meta = json.loads((tmp_path / "gz.bin.meta.json").read_text())
     assert meta["complete"] and [i["bytes"] for i in meta["inputs"]] == [os.path.getsize(p) for p in src]
 
     counted = json.loads(ok(here(["count", "--json", "--field", "body", *src])).stdout)

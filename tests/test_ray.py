@@ -90,13 +90,13 @@ def test_ray_output_equals_the_command_line(corpus):
     assert code == 0, err
     cli_files = sorted(p.name[3:] for p in root.glob("cli*"))
     ray_files = sorted(p.name[3:] for p in root.glob("ray*"))
-    # -00000.npy + -00000.docs.npy, -00001.npy, ..., .meta.json
+    # -00000.npy + -00000.docs.npy, -00001.npy, ..., .npy.meta.json
     assert cli_files == ray_files and len(cli_files) >= 5, (cli_files, ray_files)
     for suffix in cli_files:
-        if suffix != ".meta.json":
+        if suffix != ".npy.meta.json":
             assert (root / f"ray{suffix}").read_bytes() == (root / f"cli{suffix}").read_bytes(), suffix
-    ray_meta = json.loads((root / "ray.meta.json").read_text())
-    cli_meta = json.loads((root / "cli.meta.json").read_text())
+    ray_meta = json.loads((root / "ray.npy.meta.json").read_text())
+    cli_meta = json.loads((root / "cli.npy.meta.json").read_text())
     for key in ("tokenizer_fingerprint", "vocab_size", "bos_id", "eos_id", "format", "dtype",
                 "documents", "tokens", "complete", "shard_size"):
         assert ray_meta[key] == cli_meta[key], key
