@@ -239,7 +239,9 @@ def test_readme_names_the_safe_mode():
         pytest.skip("no README.md beside tests/ (a scratch copy)")
     readme = path.read_text(encoding="utf-8")
     assert 'special="none"' in readme and "encode_ordinary" in readme
-    assert "## Hardening" in readme
+    assert "(docs/hardening.md)" in readme
+    hardening = (path.parent / "docs" / "hardening.md").read_text(encoding="utf-8")
+    assert hardening.startswith("# Hardening") and 'special="none"' in hardening
 
 
 @pytest.mark.parametrize("part", [5, (), (5,), (5, 0), ("a", True), ("a", True, 0, 0), [5, 0, 1], "a"])
