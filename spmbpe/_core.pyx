@@ -117,10 +117,9 @@ cdef enum:
 cdef const char *MARKER = b"\xe2\x96\x81"
 
 
-
-# The token types and piece flags of csrc/spm_types.h, by name: the Python
-# enum (spmbpe.tokens.TokenType) and the tokenizer's flags are checked
-# against them (tests/test_core_tables.py).
+# The token types and piece flags of csrc/spm_types.h, by name, for the
+# Python layer to read instead of restating them: spmbpe.tokens.TokenType is
+# checked against TOKEN_TYPES (tests/test_core_tables.py).
 TOKEN_TYPES = {
     "NORMAL": SPM_TYPE_NORMAL,
     "UNKNOWN": SPM_TYPE_UNKNOWN,
