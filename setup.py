@@ -1,18 +1,22 @@
-"""Build script for spmbpe's C extensions ``spmbpe._core`` and ``spmbpe._normalizer``.
+"""Build script for spmbpe's C extensions ``spmbpe._core``,
+``spmbpe._normalizer`` and ``spmbpe._testing``.
 
 All project metadata lives in pyproject.toml; this file only defines the
-extension and how its C source is obtained.
+extensions and how their C source is obtained.
 
-``spmbpe._core`` is compiled from ``spmbpe/_core.c`` plus every ``csrc/*.c``;
-``spmbpe._normalizer`` from ``spmbpe/_normalizer.c`` plus
-``csrc/spm_normalizer.c``.  Each ``spmbpe/<name>.c`` is generated from
-``spmbpe/<name>.pyx`` by Cython, is not kept in git, and is shipped in the
-sdist.  The rule (for the generated C files together):
+Each extension links only the C of csrc/ it calls (CSRC_OF below):
+``spmbpe._core`` (spmbpe/_core.pyx, which includes spmbpe/core/*.pyx) the
+vocabulary and merge-rule tables, ``spmbpe._normalizer`` the normalizer,
+``spmbpe._testing`` (test hooks into a core) none.  Each
+``spmbpe/<name>.c`` is generated from ``spmbpe/<name>.pyx`` by Cython, is
+not kept in git, and is shipped in the sdist.  The rule (for the generated
+C files together):
 
 * they exist, are up to date, and ``SPMBPE_CYTHONIZE`` is not ``1``: compile
   them and do not import Cython at all (Cython is even hidden from this
   process, so that setuptools does not import it either).
-* one is older than ``spmbpe/*.pyx``, ``spmbpe/*.pxd`` or ``csrc/*.h``:
+* one is older than ``spmbpe/*.pyx``, ``spmbpe/*.pxd``, ``spmbpe/core/*`` or
+  ``csrc/*.h``:
   re-generate them if Cython can be imported; otherwise warn and compile the
   existing C files.
 * one is missing, or ``SPMBPE_CYTHONIZE=1``: generate them with Cython
@@ -29,7 +33,17 @@ from importlib.util import find_spec
 
 PKG = "spmbpe"
 # The Cython modules: extension name -> path stem of its .pyx / generated .c.
-MODULES = (("spmbpe._core", "spmbpe/_core"), ("spmbpe._normalizer", "spmbpe/_normalizer"))
+MODULES = (
+    ("spmbpe._core", "spmbpe/_core"),
+    ("spmbpe._normalizer", "spmbpe/_normalizer"),
+    ("spmbpe._testing", "spmbpe/_testing"),
+)
+# The csrc/*.c files each extension links (the rest of csrc/ is headers).
+CSRC_OF = {
+    "spmbpe._core": ["spm_pairs.c", "spm_vocab.c"],
+    "spmbpe._normalizer": ["spm_normalizer.c"],
+    "spmbpe._testing": [],
+}
 PYXS = [stem + ".pyx" for _, stem in MODULES]
 C_FILES = [stem + ".c" for _, stem in MODULES]
 CSRC = "csrc"
@@ -49,6 +63,8 @@ def _cython_inputs():
     return sorted(
         glob.glob(os.path.join(PKG, "*.pyx"))
         + glob.glob(os.path.join(PKG, "*.pxd"))
+        + glob.glob(os.path.join(PKG, "core", "*.pyx"))
+        + glob.glob(os.path.join(PKG, "core", "*.pxd"))
         + glob.glob(os.path.join(CSRC, "*.h"))
     )
 
@@ -172,17 +188,12 @@ class sdist(_sdist):
 setup(
     ext_modules=[
         Extension(
-            "spmbpe._core",
-            sources=["spmbpe/_core.c"] + sorted(glob.glob(os.path.join(CSRC, "*.c"))),
+            name,
+            sources=[stem + ".c"] + [os.path.join(CSRC, c) for c in CSRC_OF[name]],
             include_dirs=[CSRC],
             depends=_cython_inputs(),
-        ),
-        Extension(
-            "spmbpe._normalizer",
-            sources=["spmbpe/_normalizer.c", os.path.join(CSRC, "spm_normalizer.c")],
-            include_dirs=[CSRC],
-            depends=_cython_inputs(),
-        ),
+        )
+        for name, stem in MODULES
     ],
     cmdclass={"build_ext": build_ext, "sdist": sdist},
 )

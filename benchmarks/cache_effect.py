@@ -50,6 +50,7 @@ def main(argv: List[str] | None = None) -> int:
     import sentencepiece
 
     import spmbpe
+    from spmbpe import _testing
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=7, help="rounds; the best counts (default: %(default)s)")
@@ -103,13 +104,13 @@ def first_merge_costs(spmbpe: Any, merged: Set[str], repeat: int) -> str:
     # (The smallest cache the core allows: its entries fill at once, so
     # every later chunk is merged and nothing is stored.)
     uncached = spmbpe.load(MODEL)
-    uncached._core.limit_cache(1024, 64)
+    _testing.limit_cache(uncached._core, 1024, 64)
     uncached.encode_ordinary(doc)
     cleared = spmbpe.load(MODEL)
     cleared.encode_ordinary(doc)
 
     def clear() -> Any:
-        cleared._core.clear_cache()
+        _testing.clear_cache(cleared._core)
         return cleared
 
     costs = {

@@ -3,6 +3,19 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
+cdef extern from "spm_types.h" nogil:
+    enum:
+        SPM_TYPE_NORMAL
+        SPM_TYPE_UNKNOWN
+        SPM_TYPE_CONTROL
+        SPM_TYPE_USER_DEFINED
+        SPM_TYPE_UNUSED
+        SPM_TYPE_BYTE
+    enum:
+        SPM_FLAG_MERGEABLE
+        SPM_FLAG_RESPLIT
+
+
 cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_head8(const char *s, size_t length, int padded)
     int spm_utf8_len(unsigned char lead)

@@ -19,6 +19,7 @@ import threading
 import pytest
 
 import spmbpe
+from spmbpe import _testing
 from spmbpe._core import BatchJob
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
@@ -39,7 +40,7 @@ LINES = corpus_lines()
 
 def expected_ids(path, texts, **kw):
     ref = spmbpe.load(path)
-    ref._core.disable_chunking()  # whole-segment merging, no cache: the references' algorithm
+    _testing.disable_chunking(ref._core)  # whole-segment merging, no cache: the references' algorithm
     return [ref.encode(t, **kw) for t in texts]
 
 
@@ -138,7 +139,7 @@ def test_job_units_and_helpers(units, helpers):
         else:
             assert got == want
         job.work()  # a helper that comes after the end does nothing
-    assert tok._core.cache_info()[1] > 0
+    assert _testing.cache_info(tok._core)[1] > 0
 
 
 def test_empty_job():
@@ -170,7 +171,7 @@ def test_first_failing_text_raises_as_on_one_thread():
     messages = []
     for threads in (1, 2, 3):
         tok = spmbpe.load(MODEL)
-        tok._core.limit_segment_bytes(600)
+        _testing.limit_segment_bytes(tok._core, 600)
         with pytest.raises(ValueError) as info:
             tok.encode_batch(texts, special="none", num_threads=threads)
         messages.append(str(info.value))
@@ -195,7 +196,7 @@ def test_cache_fills_stops_and_empties_under_threads():
     (it stays bounded), ids stay exact, and a call that starts when no
     thread is encoding empties it."""
     tok = spmbpe.load(MODEL)
-    tok._core.limit_cache(1024, 16 * 1024)
+    _testing.limit_cache(tok._core, 1024, 16 * 1024)
     lines = [f"{line} {k}{k * 7919}" for k, line in enumerate(LINES)]
     # Texts of some kilobytes, merged without the GIL, so the calls overlap.
     docs = ["\n".join(lines[i:i + 40]) for i in range(0, len(lines), 40)]
@@ -213,7 +214,7 @@ def test_cache_fills_stops_and_empties_under_threads():
 
     def monitor():
         while not done.is_set():
-            seen.append(tok._core.cache_info())
+            seen.append(_testing.cache_info(tok._core))
 
     watcher = threading.Thread(target=monitor)
     watcher.start()
@@ -236,9 +237,9 @@ def test_cache_fills_stops_and_empties_under_threads():
     # next call, with no thread encoding, empties it first.
     # (Letters: Mistral v1 merges no digit, so chunks are cut around them.)
     tok.encode_ordinary(" ".join("w" + "".join(chr(97 + int(d)) for d in f"{k * 31:05d}") for k in range(2000)))
-    assert tok._core.cache_info()[3]
+    assert _testing.cache_info(tok._core)[3]
     tok.encode_ordinary("again")
-    _, used, _, full = tok._core.cache_info()
+    _, used, _, full = _testing.cache_info(tok._core)
     assert used == 1 and not full
     for doc, ids in zip(docs, want):
         assert tok.encode_ordinary(doc) == ids
@@ -248,9 +249,9 @@ def test_cache_grows_while_threads_read_it():
     tok = spmbpe.load(MODEL)
     texts = [f"{line} w{k}" for k, line in enumerate(LINES)]
     want = expected_ids(MODEL, texts, special="none")
-    assert tok._core.cache_info()[0] == 0  # nothing before the first encode
+    assert _testing.cache_info(tok._core)[0] == 0  # nothing before the first encode
     assert tok.encode_batch(texts, special="none", num_threads=4) == want
-    slots, used, data, full = tok._core.cache_info()
+    slots, used, data, full = _testing.cache_info(tok._core)
     assert slots > 1024 and 0 < used <= slots // 2 + 4 and not full
     assert tok.encode_batch(texts, special="none", num_threads=4) == want  # from the cache
 
@@ -259,10 +260,10 @@ def test_limit_cache_checks():
     tok = spmbpe.load(MODEL)
     for slots in (1000, 512, 1 << 20):
         with pytest.raises(ValueError, match="power of two"):
-            tok._core.limit_cache(slots, 4096)
+            _testing.limit_cache(tok._core, slots, 4096)
     tok.encode("a")
     with pytest.raises(RuntimeError, match="before the first encode"):
-        tok._core.limit_cache(1024, 4096)
+        _testing.limit_cache(tok._core, 1024, 4096)
 
 
 def test_job_rejects_bad_input():

@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spmbpe
+from spmbpe import _testing
 
 DATA = Path(__file__).parent / "data"
 FILES = ["ggml-vocab-llama-spm.gguf", "mistral-v1.model", "mistral-v3.model", "mistral-v1.tokenizer.json"]
@@ -36,8 +37,8 @@ def _pair(path_or_args):
         fast, slow = spmbpe.load(path_or_args), spmbpe.load(path_or_args)
     else:
         fast, slow = (spmbpe.SpmTokenizer(*path_or_args[0], **path_or_args[1]) for _ in range(2))
-    slow._core.disable_chunking()
-    slow._core.disable_small_merges()
+    _testing.disable_chunking(slow._core)
+    _testing.disable_small_merges(slow._core)
     return fast, slow
 
 
@@ -260,11 +261,11 @@ def test_isolated_bytes_of_mistral_v1_are_those_no_piece_holds():
             held.update(piece)
     expected = bytes(c for c in range(0x40) if c not in held and c != 0x20)
     tok = spmbpe.load(DATA / "mistral-v1.model")
-    assert tok._core.isolated_bytes == expected
+    assert _testing.isolated_bytes(tok._core) == expected
     assert b"\n" in expected and b"0123456789" in expected
     # llama.cpp may build "<0x0A>" from its text, so the GGUF's digits merge.
     gguf = spmbpe.load(DATA / "ggml-vocab-llama-spm.gguf")
-    assert b"\n" in gguf._core.isolated_bytes and b"1" not in gguf._core.isolated_bytes
+    assert b"\n" in _testing.isolated_bytes(gguf._core) and b"1" not in _testing.isolated_bytes(gguf._core)
 
 
 _PUNCT_PAIRS = [_pair(DATA / name) for name in ("mistral-v1.model", "mistral-v1.tokenizer.json")]
@@ -319,7 +320,7 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert fast._core.cut_chars
     # "1", "2" and "\n" are in pieces of two bytes; "\t" in none, nor "3"
     # unless "<0x33>" may be built (llama.cpp builds any piece from its text).
-    isolated = fast._core.isolated_bytes
+    isolated = _testing.isolated_bytes(fast._core)
     assert b"\t" in isolated and (b"3" in isolated) is not byte_fallback
     assert not set(isolated) & set(b" ,.12\n()")
     assert fast.encode(text) == slow.encode(text)
@@ -349,16 +350,16 @@ def test_escape_finds_the_boundaries_find_bounds_finds(text, prefix):
     # (an extra cut would change ids, a missing one only speed).
     for core in _BOUND_CORES:
         assert core.chunked
-        found, from_escape = core.chunk_bounds(text, prefix)
+        found, from_escape = _testing.chunk_bounds(core, text, prefix)
         assert from_escape == found, (core, text, prefix)
 
 
 def test_escape_leaves_the_boundaries_of_other_text_to_find_bounds():
     core = _BOUND_CORES[1]
-    found, from_escape = core.chunk_bounds("ab été", True)
+    found, from_escape = _testing.chunk_bounds(core, "ab été", True)
     assert from_escape is None and found[-1] == len("▁ab▁été".encode())
     # Pieces that cross a boundary before "▁": find_bounds checks each one.
     args, options = _synthetic([">▁</"])
     crossing = spmbpe.SpmTokenizer(*args, **options)._core
-    found, from_escape = crossing.chunk_bounds("a> </b c", True)
+    found, from_escape = _testing.chunk_bounds(crossing, "a> </b c", True)
     assert crossing.chunked and from_escape is None and len(found) >= 2

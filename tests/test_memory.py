@@ -16,6 +16,7 @@ import weakref
 import pytest
 
 import spmbpe
+from spmbpe import _testing
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
 
@@ -151,7 +152,7 @@ def test_segment_limit_is_exported():
 
 # The real limit needs a 716 MB text (about 1 GB in all): with
 # SPMBPE_BIG_TESTS=1 the test uses it; otherwise the core's limit is lowered
-# (SpmCore.limit_segment_bytes), which exercises the same checks.
+# (spmbpe._testing.limit_segment_bytes), which exercises the same checks.
 _BIG = os.environ.get("SPMBPE_BIG_TESTS") == "1"
 
 
@@ -163,7 +164,7 @@ def test_text_beyond_the_segment_limit_raises(entry):
     limit = MAX_SEGMENT_BYTES
     if not _BIG:
         limit = 100_000
-        tok._core.limit_segment_bytes(limit)
+        _testing.limit_segment_bytes(tok._core, limit)
         at_limit = "a " * (limit // 2)  # exactly `limit` bytes: still taken, same ids
         assert tok.encode(at_limit) == spmbpe.load(DATA_DIR / "mistral-v1.model").encode(at_limit)
     text = "a" * (limit + 1)  # ASCII: its UTF-8 is the str's own buffer

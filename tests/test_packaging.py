@@ -45,6 +45,7 @@ _ARTEFACTS = (
     "venv",
     "_core.c",
     "_normalizer.c",
+    "_testing.c",
     "_core.html",
 )
 

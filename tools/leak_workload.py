@@ -25,6 +25,7 @@ if (ROOT / "spmbpe" / "__init__.py").exists() and str(ROOT) not in sys.path:
 sys.path.insert(0, str(ROOT / "tools"))
 
 import spmbpe  # noqa: E402
+from spmbpe import _testing  # noqa: E402
 from spmbpe.errors import SpmbpeError  # noqa: E402
 
 import fuzz  # noqa: E402  (the fixture cutters)
@@ -79,7 +80,7 @@ def workload(tmp: pathlib.Path) -> None:
     # A text too long for the core in the middle of a shared job (the job
     # stops, the batch is redone on one thread for its error).
     tok = spmbpe.load(str(files["model"]))
-    tok._core.limit_segment_bytes(1000)
+    _testing.limit_segment_bytes(tok._core, 1000)
     try:
         tok.encode_batch(TEXTS * 8, special="none", num_threads=2)
     except ValueError:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build spmbpe._core and spmbpe._normalizer with AddressSanitizer and
-# UndefinedBehaviorSanitizer in a scratch copy of the checkout, and run tests
-# under them.  Any sanitizer report stops the run with a non-zero status.
+# Build spmbpe._core, spmbpe._normalizer and spmbpe._testing with
+# AddressSanitizer and UndefinedBehaviorSanitizer in a scratch copy of the
+# checkout, and run tests under them.  Any sanitizer report stops the run
+# with a non-zero status.
 #
 #   tools/sanitize.sh                 # the default test selection (below)
 #   tools/sanitize.sh tests/test_api.py -k encode     # any pytest arguments
@@ -83,24 +84,29 @@ import glob, os, sys
 from setuptools import Extension, setup
 
 flags = os.environ["SAN_FLAGS"].split() + ["-O1", "-g"]
-stems = ["spmbpe/_core", "spmbpe/_normalizer"]
+# The extensions and the csrc/*.c each links, as setup.py's MODULES and CSRC_OF.
+csrc_of = {
+    "spmbpe._core": ["spm_pairs.c", "spm_vocab.c"],
+    "spmbpe._normalizer": ["spm_normalizer.c"],
+    "spmbpe._testing": [],
+}
+stems = {name: name.replace(".", "/") for name in csrc_of}
 try:
     from Cython.Build import cythonize
 except ImportError:
     cythonize = None
 if cythonize is not None:
-    sources = {s: [s + ".pyx"] for s in stems}
+    sources = {s: [s + ".pyx"] for s in stems.values()}
 else:
     # No Cython: the generated C files of the checkout (pip install -e . writes them).
-    missing = [s + ".c" for s in stems if not os.path.exists(s + ".c")]
+    missing = [s + ".c" for s in stems.values() if not os.path.exists(s + ".c")]
     if missing:
         sys.exit("sanitize.sh: Cython is not installed and %s are missing" % ", ".join(missing))
-    sources = {s: [s + ".c"] for s in stems}
+    sources = {s: [s + ".c"] for s in stems.values()}
 exts = [
-    Extension("spmbpe._core", sources["spmbpe/_core"] + sorted(glob.glob("csrc/*.c")),
-              include_dirs=["csrc"], extra_compile_args=flags, extra_link_args=flags),
-    Extension("spmbpe._normalizer", sources["spmbpe/_normalizer"] + ["csrc/spm_normalizer.c"],
-              include_dirs=["csrc"], extra_compile_args=flags, extra_link_args=flags),
+    Extension(name, sources[stems[name]] + ["csrc/" + c for c in csrc],
+              include_dirs=["csrc"], extra_compile_args=flags, extra_link_args=flags)
+    for name, csrc in csrc_of.items()
 ]
 if cythonize is not None:
     exts = cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
@@ -110,7 +116,7 @@ EOF
     ) > "$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; echo "sanitize.sh: build failed"; exit 2; }
 }
 
-if [ "${SPMBPE_SAN_REUSE:-0}" = 1 ] && ls "$WORK"/spmbpe/_core.*.so "$WORK"/spmbpe/_normalizer.*.so >/dev/null 2>&1; then
+if [ "${SPMBPE_SAN_REUSE:-0}" = 1 ] && ls "$WORK"/spmbpe/_core.*.so "$WORK"/spmbpe/_normalizer.*.so "$WORK"/spmbpe/_testing.*.so >/dev/null 2>&1; then
     # Iterating: keep the compiled modules (rebuild when a .pyx or csrc/
     # changed), take the Python files, tests and tools afresh.
     echo "== reusing the sanitizer build in $WORK"
@@ -134,10 +140,10 @@ cd "$WORK"
 
 # The sanitized modules must be the ones imported (not the checkout's).
 "${SAN_ENV[@]}" ASAN_OPTIONS="detect_leaks=0" "$PYTHON" -c '
-import spmbpe._core as c, spmbpe._normalizer as n, sys
-for m in (c, n):
+import spmbpe._core as c, spmbpe._normalizer as n, spmbpe._testing as t, sys
+for m in (c, n, t):
     assert m.__file__.startswith(sys.argv[1]), m.__file__
-print("   ", c.__file__, n.__file__, sep="\n    ")
+print("   ", c.__file__, n.__file__, t.__file__, sep="\n    ")
 ' "$WORK"
 
 status=0

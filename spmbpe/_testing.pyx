@@ -1,0 +1,108 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Test hooks into a compiled core, kept out of the production class.
+
+Each function takes an ``SpmCore`` (``tokenizer._core``) and reaches into
+the C structures it owns (spmbpe/_core.pxd), so that tests and benchmarks
+can switch an optimisation off, bound the cache, or look at the chunk
+boundaries, without SpmCore carrying methods no user calls::
+
+    from spmbpe import _testing
+    _testing.disable_chunking(tok._core)
+
+A separate small extension: it links no C of its own, and reads the core
+through the declarations of its .pxd and the kernels it exports.
+"""
+
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+
+from spmbpe._core cimport SpmCore, Workspace, check_rc, escape, find_bounds
+from spmbpe._csrc cimport SPM_CACHE_MAX_SLOTS, spm_cache_clear, spm_cache_table
+
+from spmbpe._core import MAX_SEGMENT_BYTES
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+
+
+def disable_chunking(SpmCore core not None):
+    """Merges whole segments from now on (to check that chunking and caching
+    change no id)."""
+    core.t.rules.chunked = False
+
+
+def disable_small_merges(SpmCore core not None):
+    """Merges every segment or chunk over the heap from now on (to check
+    that merge_small's linear scan changes no id)."""
+    core.t.small_merges = False
+
+
+def limit_segment_bytes(SpmCore core not None, Py_ssize_t limit):
+    """Lowers the longest segment `core` takes (MAX_SEGMENT_BYTES) to
+    `limit`, so that tests can reach the limit without a 700 MB text."""
+    if not 0 <= limit <= MAX_SEGMENT_BYTES:
+        raise ValueError(f"limit must be from 0 to {MAX_SEGMENT_BYTES}")
+    core.t.max_segment = limit
+
+
+def clear_cache(SpmCore core not None):
+    """Drops every cached chunk: now when no thread is encoding, else when
+    the last one is done (they may be reading the cache)."""
+    if core.active == 0 and core.cache_ready:
+        spm_cache_clear(&core.cache)
+    else:
+        core.clear_pending = True
+
+
+def cache_info(SpmCore core not None):
+    """(table slots, chunks cached, bytes of entries, whether inserts have
+    stopped because it is full) of the chunk cache, all 0 before the first
+    chunked encode; exact only when no thread is encoding."""
+    cdef const spm_cache_table *t
+    if not core.cache_ready:
+        return 0, 0, 0, False
+    t = core.cache.table
+    return t.mask + 1, t.used, min(core.cache.data_len, core.cache.data_cap), bool(core.cache.full)
+
+
+def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):
+    """Bounds the chunk cache to `slots` table slots (a power of two, 1024
+    or more; at most half are used) and `data_bytes` of entries, so that
+    tests can fill it.  Only before the first encode."""
+    if slots < 1024 or slots & (slots - 1) or slots > SPM_CACHE_MAX_SLOTS:
+        raise ValueError(f"slots must be a power of two from 1024 to {SPM_CACHE_MAX_SLOTS}")
+    if core.cache_ready or core.active:
+        raise RuntimeError("limit_cache must come before the first encode")
+    core.cache_slots = slots
+    core.cache_bytes = data_bytes
+
+
+def isolated_bytes(SpmCore core not None):
+    """The bytes that chunks are cut on both sides of: never merged with a
+    neighbour in this vocabulary (see core/chunking.pyx)."""
+    cdef uint64_t isolated = core.t.rules.isolated
+    return bytes([c for c in range(0x40) if (isolated >> c) & 1])
+
+
+def chunk_bounds(SpmCore core not None, str text, bint prefix):
+    """The chunk boundaries of the segment `text` (byte offsets in its
+    escaped form, ending with its length) found by find_bounds, and those
+    escape found on the way, or None when it leaves them to find_bounds
+    (text with a byte >= 0x80, or no chunking).  The two must agree, since
+    run takes escape's when it has them."""
+    cdef Py_ssize_t n, m
+    cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+    cdef Workspace *w = core.acquire()
+    cdef list from_escape = None
+    cdef int32_t nb, i
+    try:
+        m = escape(&core.t, w, src, n, prefix)
+        if m < 0:
+            check_rc(<int>m, &core.t, w, text)
+        if w.ready_bounds >= 0:
+            from_escape = [w.bounds[i] for i in range(w.ready_bounds)]
+        nb = find_bounds(&core.t, w, <int32_t>m) if core.t.rules.chunked else 0
+        if nb < 0:
+            raise MemoryError()
+        return [w.bounds[i] for i in range(nb)], from_escape
+    finally:
+        core.release(w)

@@ -1,0 +1,32 @@
+# BatchJob (core/batch.pyx).
+
+# One encode_batch call shared by threads (SpmCore.encode_parts_batch's work,
+# cut into units that the threads take in turn).
+cdef class BatchJob:
+    cdef SpmCore core
+    cdef list batch                   # the texts: keeps the gathered UTF-8 alive
+    cdef object seeds                 # keeps seed_ptr alive
+    cdef const uint64_t *seed_ptr     # one generator seed per text (sampling), or NULL
+    cdef double alpha
+    cdef BatchPart *items
+    cdef int32_t *counts              # parts of each text
+    cdef Py_ssize_t *first_item       # text t's first part in items
+    cdef Py_ssize_t *unit_end         # unit u holds texts [unit_end[u - 1], unit_end[u])
+    cdef size_t *ends                 # end of text t's ids in its unit's ids
+    cdef int32_t **unit_ids           # each finished unit's ids (owned)
+    cdef uint32_t *unit_done          # atomic flags: unit_ids[u] is complete
+    cdef Py_ssize_t n_texts
+    cdef Py_ssize_t n_units
+    cdef uint32_t next_unit           # atomic: the next unit to take
+    cdef uint32_t running             # atomic: workers merging
+    cdef uint32_t failed              # atomic flag: a text failed (redone serially for its error)
+    cdef uint32_t started             # atomic flag: start() has gathered the texts
+    cdef uint32_t closed              # atomic flag: no worker may join any more
+    cdef Workspace *workers[64]
+    cdef int n_workers
+
+    cdef Workspace *join(self) except? NULL
+    cdef bint run_unit(self, Workspace *w) noexcept nogil
+    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1
+    cdef tuple flat_ids(self)
+    cdef void give_back(self)

@@ -1,0 +1,285 @@
+# The batch scheduler: BatchJob (declared in core/batch.pxd) and the split
+# of a batch into groups (batch_slices).
+
+def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
+    """encode_batch's split of `texts` into consecutive groups of about
+    total / parts characters each (at least min_share, at most max_items
+    texts): (share, longest, stops), stops[k] being where group k ends and
+    longest the length of the longest text.  A C loop: the Python one took
+    a millisecond per 10,000 texts while the threads waited."""
+    cdef Py_ssize_t n = len(texts), i, total = 0, longest = 0, length, share, filled = 0, start = 0
+    cdef list stops = []
+    for i in range(n):
+        length = len(<object>texts[i])
+        total += length
+        if length > longest:
+            longest = length
+    share = max(min_share, -(-total // max(parts, 1)))
+    for i in range(n):
+        filled += len(<object>texts[i])
+        if filled >= share or i + 1 - start >= max_items:
+            stops.append(i + 1)
+            start = i + 1
+            filled = 0
+    if start < n:
+        stops.append(n)
+    return share, longest, stops
+
+
+cdef class BatchJob:
+    """One encode_batch call shared by threads.
+
+    The texts are gathered once and cut into units of about equal UTF-8
+    size.  The calling thread runs `lead`; helper threads run `work`.  Each
+    takes a workspace and then the next unit not yet taken until none is
+    left, merging without the GIL: a thread that starts late or meets slower
+    text takes fewer units, and none waits for the GIL between units.  A
+    finished unit's ids are copied out of the workspace, so that `lead`
+    builds its Python lists (which needs the GIL, and is the one part no
+    other thread can do) between its own units and while it waits, instead
+    of after everything.  `close` gives the workspaces back.  (Groups run
+    as separate calls each woke a thread and took the GIL twice, and the
+    lists were built while the other threads had nothing left to merge.)
+    """
+
+    def __cinit__(self):
+        self.items = NULL
+        self.counts = NULL
+        self.first_item = NULL
+        self.unit_end = NULL
+        self.ends = NULL
+        self.unit_ids = NULL
+        self.unit_done = NULL
+        self.seed_ptr = NULL
+        self.n_workers = 0
+        self.n_units = 0
+        self.next_unit = 0
+        self.running = 0
+        self.failed = 0
+        self.closed = 0
+        self.started = 0
+
+    def __init__(self, SpmCore core not None):
+        """An empty job: helpers may be started on it (they wait for
+        `start`), so that waking them overlaps gathering the texts."""
+        self.core = core
+
+    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, bint prefix=True):
+        """Gives the job its texts: `batch` as for encode_parts_batch, cut
+        into about `units` units; with `alpha` > 0, BPE-dropout with text
+        t's generator seeded by seeds[t] (array('Q'))."""
+        cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
+        cdef Py_ssize_t n_parts, t, k, total = 0, share, filled = 0
+        if self.batch is not None or self.closed:
+            raise RuntimeError("a BatchJob takes one batch")
+        self.batch = batch
+        self.n_texts = len(batch)
+        self.alpha = alpha
+        if alpha > 0.0:
+            if seed_view.shape[0] < self.n_texts:
+                raise ValueError("sampling needs one seed per text")
+            self.seeds = seeds
+            self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
+        n_parts = _count_parts(batch)
+        self.items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        self.counts = <int32_t *>malloc((self.n_texts + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((self.n_texts + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
+        gather(&self.core.t, batch, self.items, self.counts, prefix)
+        # Units of consecutive texts, each about total / units bytes.
+        k = 0
+        for t in range(self.n_texts):
+            self.first_item[t] = k
+            k += self.counts[t]
+        self.first_item[self.n_texts] = k
+        # (The parts gathered: n_parts also counted a part for each empty
+        # text, which has none.)
+        for k in range(self.first_item[self.n_texts]):
+            total += _part_size(&self.items[k])
+        share = max(1, total // max(units, 1))
+        for t in range(self.n_texts):
+            for k in range(self.first_item[t], self.first_item[t + 1]):
+                filled += _part_size(&self.items[k])
+            if filled >= share or t + 1 == self.n_texts:
+                self.unit_end[self.n_units] = t + 1
+                self.n_units += 1
+                filled = 0
+        self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
+        self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
+        if self.unit_ids == NULL or self.unit_done == NULL:
+            raise MemoryError()
+        spm_store_release_u32(&self.started, 1)
+
+    cdef Workspace *join(self) except? NULL:
+        """A workspace for one more worker, or NULL when the job takes no
+        more (finished, or as many workers as it holds)."""
+        cdef Workspace *w
+        if not spm_load_acquire_u32(&self.started) and not spm_load_acquire_u32(&self.closed):
+            # (A helper woken before `start`: the caller gathers the texts
+            # with the GIL, so wait without it.)
+            with nogil:
+                while not spm_load_acquire_u32(&self.started) and not spm_load_acquire_u32(&self.closed):
+                    spm_yield()
+        if self.closed or self.n_workers >= 64 or not self.started:
+            return NULL
+        w = self.core.acquire()
+        w.alpha = self.alpha
+        self.workers[self.n_workers] = w
+        self.n_workers += 1
+        spm_fetch_add_u32(&self.running, 1)
+        return w
+
+    def work(self):
+        """A helper thread's part: merges units until none is left."""
+        cdef Workspace *w = self.join()
+        if w == NULL:
+            return
+        with nogil:
+            while self.run_unit(w):
+                pass
+            # (Release: the leader reads this worker's units once running is 0.)
+            spm_sub_release_u32(&self.running, 1)
+
+    cdef bint run_unit(self, Workspace *w) noexcept nogil:
+        """Merges the next unit not yet taken into its own buffer; False when
+        none is left or a text failed."""
+        cdef uint32_t u
+        cdef Py_ssize_t lo, hi, failed = -1
+        cdef int32_t *ids
+        if spm_load_u32(&self.failed):
+            return False
+        u = spm_fetch_add_u32(&self.next_unit, 1)
+        if u >= self.n_units:
+            return False
+        lo = self.unit_end[u - 1] if u else 0
+        hi = self.unit_end[u]
+        w.ids_len = 0
+        if encode_items(&self.core.t, w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
+                        self.ends + lo, &failed,
+                        self.seed_ptr + lo if self.seed_ptr != NULL else NULL) != OK:
+            spm_store_u32(&self.failed, 1)
+            return False
+        ids = <int32_t *>malloc((w.ids_len + 1) * sizeof(int32_t))
+        if ids == NULL:
+            spm_store_u32(&self.failed, 1)
+            return False
+        memcpy(ids, w.ids, w.ids_len * sizeof(int32_t))
+        self.unit_ids[u] = ids
+        spm_store_release_u32(&self.unit_done[u], 1)
+        return True
+
+    def lead(self, bint flat=False):
+        """The calling thread's part, and the result: merges units like
+        `work`, and builds the lists of every finished unit between its own
+        units and while the helpers finish theirs.  Returns what
+        encode_parts_batch would, or None when a text failed
+        (encode_parts_batch then raises its error)."""
+        cdef Workspace *w = self.join()
+        cdef list out = None if flat else PyList_New(self.n_texts)
+        cdef Py_ssize_t built = 0
+        cdef uint8_t *listed = <uint8_t *>calloc(self.n_units + 1, 1)
+        cdef bint more = w != NULL
+        if listed == NULL:
+            if w != NULL:
+                spm_sub_release_u32(&self.running, 1)
+            raise MemoryError()
+        try:
+            try:
+                while more:
+                    if not flat:
+                        built += self.list_units(out, listed)
+                    with nogil:
+                        more = self.run_unit(w)
+            finally:
+                if w != NULL:
+                    spm_sub_release_u32(&self.running, 1)
+            # The helpers' last units.
+            spm_store_release_u32(&self.closed, 1)
+            while spm_load_acquire_u32(&self.running):
+                if not flat and built < self.n_units:
+                    built += self.list_units(out, listed)
+                with nogil:
+                    spm_yield()
+            if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
+                return None
+            if flat:
+                return self.flat_ids()
+            self.list_units(out, listed)
+            return out
+        finally:
+            free(listed)
+
+    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1:
+        """Puts the lists of the texts of every finished unit not yet listed
+        into `out`; returns how many units it listed."""
+        cdef Py_ssize_t u, t, lo, done = 0
+        cdef size_t mark
+        for u in range(self.n_units):
+            if listed[u] or not spm_load_acquire_u32(&self.unit_done[u]):
+                continue
+            lo = self.unit_end[u - 1] if u else 0
+            mark = 0
+            for t in range(lo, self.unit_end[u]):
+                item = self.core.id_list(self.unit_ids[u] + mark, self.ends[t] - mark)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, t, item)
+                mark = self.ends[t]
+            listed[u] = 1
+            done += 1
+        return done
+
+    cdef tuple flat_ids(self):
+        """encode_parts_batch's flat result: (ids as uint32 in a bytearray,
+        array('q') of each text's end)."""
+        cdef Py_ssize_t u, t, lo
+        cdef size_t total = 0, at = 0, n
+        cdef char *dst
+        cdef int64_t[::1] ends_view
+        for u in range(self.n_units):
+            total += self.ends[self.unit_end[u] - 1]
+        ids_out = PyByteArray_FromStringAndSize(NULL, total * sizeof(int32_t))
+        ends_out = array("q", bytes(8 * self.n_texts))
+        ends_view = ends_out
+        dst = PyByteArray_AS_STRING(ids_out)
+        for u in range(self.n_units):
+            lo = self.unit_end[u - 1] if u else 0
+            n = self.ends[self.unit_end[u] - 1]
+            memcpy(dst + at * sizeof(int32_t), self.unit_ids[u], n * sizeof(int32_t))
+            for t in range(lo, self.unit_end[u]):
+                ends_view[t] = at + self.ends[t]
+            at += n
+        return ids_out, ends_out
+
+    def close(self):
+        """Waits for the helpers and gives the workspaces back."""
+        self.give_back()
+
+    cdef void give_back(self):
+        spm_store_release_u32(&self.closed, 1)
+        if spm_load_acquire_u32(&self.running):
+            with nogil:
+                while spm_load_acquire_u32(&self.running):
+                    spm_yield()
+        while self.n_workers:
+            self.n_workers -= 1
+            self.core.release(self.workers[self.n_workers])
+
+    def __dealloc__(self):
+        # (A helper holds a reference while it runs, so none is running.)
+        cdef Py_ssize_t u
+        if self.core is not None:
+            self.give_back()
+        if self.unit_ids != NULL:
+            for u in range(self.n_units):
+                free(self.unit_ids[u])
+        free(self.items)
+        free(self.counts)
+        free(self.first_item)
+        free(self.unit_end)
+        free(self.ends)
+        free(self.unit_ids)
+        free(self.unit_done)

@@ -1,0 +1,528 @@
+# Escaping, chunk boundaries and the rules behind them, and the chunk loop
+# (declared in core/chunking.pxd).
+#
+# The chunking invariant: SentencePiece-BPE merges by piece, and a merge can
+# only join two symbols that some buildable piece holds side by side.  A
+# boundary no buildable piece can lie across (before a "▁" that follows other
+# text, unless one of the few "x▁" pieces covers it; between two characters
+# no buildable piece holds together; beside a byte no piece of two or more
+# bytes holds) is never crossed by any merge, whatever the order, so merging
+# each chunk alone gives the ids of merging the whole segment -- and a chunk
+# seen before gives its cached ids.
+
+
+cdef inline bint cacheable_chunk(const char *text, int32_t begin, int32_t end) noexcept nogil:
+    """Whether the chunk text[begin:end] goes through the cache: not one
+    character (looked up faster than the cache is) and not too long."""
+    return end - begin <= 256 and utf8_len(<uint8_t>text[begin]) < end - begin
+
+
+cdef inline bint isolated_byte(uint64_t isolated, uint8_t u) noexcept nogil:
+    """Whether byte u is one of ChunkRules.isolated (bit u, below 0x40)."""
+    return u < 0x40 and (isolated >> u) & 1
+
+
+# Each ASCII byte as escaped text, padded to four bytes, and its length:
+# the space is "▁".
+cdef char ESCAPED_ASCII[128][4]
+cdef uint8_t ESCAPED_LEN[128]
+memset(ESCAPED_ASCII, 0, sizeof(ESCAPED_ASCII))
+for _c in range(0x80):
+    ESCAPED_ASCII[_c][0] = <char>_c
+    ESCAPED_LEN[_c] = 1
+memcpy(ESCAPED_ASCII[0x20], MARKER, 3)
+ESCAPED_LEN[0x20] = 3
+del _c
+
+
+cdef Py_ssize_t escape_spaces(const char *src, Py_ssize_t i, Py_ssize_t n, char *text,
+                              Py_ssize_t m) noexcept nogil:
+    """Writes src[i:n] to text[m:] with spaces as "▁"; returns the new m.
+    Eight bytes at once when none is a space."""
+    cdef Py_ssize_t stop
+    cdef uint64_t word, spaces
+    cdef char c
+    while i < n:
+        stop = n
+        if i + 8 <= n:
+            memcpy(&word, src + i, 8)
+            spaces = word ^ <uint64_t>0x2020202020202020
+            spaces = (spaces - <uint64_t>0x0101010101010101) & ~spaces & <uint64_t>0x8080808080808080
+            if not spaces:
+                memcpy(text + m, src + i, 8)
+                m += 8
+                i += 8
+                continue
+            stop = i + 8
+        while i < stop:
+            c = src[i]
+            if c == c' ':
+                memcpy(text + m, MARKER, 3)
+                m += 3
+            else:
+                text[m] = c
+                m += 1
+            i += 1
+    return m
+
+
+# ---------------------------------------------------------------- the rules
+
+cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
+                              const uint8_t[::1] sides=None):
+    """Chunking: merges never cross the boundary before a "▁" that
+    follows other text unless a piece the merger may build contains
+    "x▁" (x not "▁").  Such pieces are kept (up to 64 occurrences) so
+    the boundaries they could cover are not used; with more, or with
+    UNUSED pieces to resplit (sentencepiece resplits by the last pair
+    queued anywhere in the text), or without a "▁" piece, the core
+    merges whole segments.
+
+    Chunks are also cut between two other characters that no buildable
+    piece holds side by side (spm_charpairs.h; spm_ascii_scan for two
+    ASCII characters): Chinese and Japanese have no spaces, and a word
+    beside punctuation is then the same chunk whatever the punctuation,
+    so fewer distinct chunks are merged.  And on both sides of a byte
+    below 0x40 that is never merged with a neighbour (digits and
+    newlines in Llama's vocabularies): no buildable piece of two or more
+    bytes holds it; with tokenizers' ranked merges (`sides`: 1 for each
+    id on either side of a rule), the id its character becomes is in no
+    rule.  Neither kind of cut when a run of unknown characters becomes
+    one id, which a cut would split.
+
+    Fills t.rules (SpmCore calls it when it is built, with no workspace
+    active); returns the bytes t.rules.violator_bytes points into, for the
+    caller to keep, or None when it does not chunk."""
+    cdef const char *arena = t.arena
+    cdef const int32_t *offsets = t.offsets
+    cdef Py_ssize_t i
+    cdef int64_t k, crossing, total
+    cdef int64_t at[65]
+    cdef list found = []
+    cdef spm_charpairs *pairs = NULL
+    cdef uint8_t *seen = NULL
+    cdef uint64_t low_bytes = 0   # bytes below 0x40 held by pieces of 2+ bytes
+    t.rules.chunked = False
+    t.rules.cut_chars = False
+    t.rules.isolated = 0
+    memset(t.rules.ascii_held, 0, sizeof(t.rules.ascii_held))
+    t.rules.n_violations = 0
+    t.rules.violator_bytes = NULL
+    spm_charpairs_free(t.rules.char_pairs)
+    t.rules.char_pairs = NULL
+    if t.any_resplit or t.ignore_merges or spm_vocab_find(t.vocab, MARKER, 3) < 0:
+        return None
+    if t.byte_fallback or not (t.collapse_unknown or t.fuse_unknown):
+        pairs = spm_charpairs_new()
+        seen = <uint8_t *>calloc(SPM_ASCII_PAIRS + 1, 1)
+        if pairs == NULL or seen == NULL:
+            spm_charpairs_free(pairs)
+            free(seen)
+            raise MemoryError("cannot allocate the character pairs")
+    for i in range(t.n_pieces):
+        if not buildable[i]:
+            continue
+        crossing = spm_piece_scan(pairs, arena, offsets[t.n_pieces], offsets[i], offsets[i + 1],
+                                  at, 65)
+        if crossing < 0:
+            spm_charpairs_free(pairs)
+            free(seen)
+            raise MemoryError("cannot allocate the character pairs")
+        if len(found) + crossing > 64:
+            spm_charpairs_free(pairs)
+            free(seen)
+            return None
+        for k in range(crossing):
+            found.append((i, at[k]))
+        if seen != NULL and offsets[i + 1] - offsets[i] >= 2:
+            low_bytes |= spm_ascii_scan(seen, arena, offsets[i], offsets[i + 1])
+    if seen != NULL:
+        mark_ascii(t, seen, low_bytes, sides)
+        spm_ascii_pack(t.rules.ascii_held, seen)
+        free(seen)
+    pieces = []
+    total = 0
+    for i, (token_id, k) in enumerate(found):
+        piece = arena[offsets[token_id]:offsets[token_id + 1]]
+        t.rules.violation[i][0] = total
+        t.rules.violation[i][1] = len(piece)
+        t.rules.violation[i][2] = k
+        pieces.append(piece)
+        total += len(piece)
+    cdef bytes violators = b"".join(pieces)
+    t.rules.violator_bytes = PyBytes_AS_STRING(violators)
+    t.rules.n_violations = len(found)
+    t.rules.chunked = True
+    t.rules.char_pairs = pairs
+    t.rules.cut_chars = pairs != NULL
+    build_ascii_cuts(&t.rules)
+    return violators
+
+
+cdef void mark_ascii(CoreTables *t, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides):
+    """Sets t.rules.isolated from the bytes below 0x40 that buildable pieces
+    of two or more bytes hold (`low_bytes`), or, with tokenizers' ranked
+    merges, from the ids in a rule (`sides`); and marks in `seen` (see
+    spm_ascii_scan) every pair beside a character whose id is not its
+    text's, so that no cut is made there."""
+    cdef int c, a
+    cdef int32_t symbol
+    cdef char one
+    cdef bint merges
+    for c in range(0x80):
+        if sides is None:
+            # sentencepiece and llama.cpp merge by text.
+            merges = c >= 0x40 or (low_bytes >> c) & 1
+        else:
+            # tokenizers merges ids: the character's own, else its bytes,
+            # else the unknown id, else none (it is dropped, and its
+            # neighbours meet).  Bytes and the unknown id do not spell
+            # the character, so the pairs of texts say nothing of them.
+            one = <char>c
+            symbol = spm_vocab_find(t.vocab, &one, 1)
+            if symbol >= 0:
+                merges = sides[symbol]
+            else:
+                symbol = t.byte_ids[c] if t.byte_fallback else t.unk_id
+                merges = symbol < 0 or sides[symbol]
+                if merges:
+                    for a in range(0x80):
+                        seen[a << 7 | c] = 1
+                        seen[c << 7 | a] = 1
+        # (The space is "▁" after escaping, chunked by its own rule.)
+        if not merges and c < 0x40 and c != 0x20:
+            t.rules.isolated |= <uint64_t>1 << c
+
+
+# ---------------------------------------------------------------- escaping
+
+cdef int segment(const CoreTables *t, Workspace *w, const char *src, Py_ssize_t n,
+                 bint prefix) noexcept:
+    """encode_segment, releasing the GIL only for a long text (the
+    release and re-acquisition cost more than merging a short one)."""
+    cdef int rc
+    if n > _NOGIL_BYTES:
+        with nogil:
+            rc = encode_segment(t, w, src, n, prefix)
+        return rc
+    return encode_segment(t, w, src, n, prefix)
+
+
+cdef int encode_segment(const CoreTables *t, Workspace *w, const char *src, Py_ssize_t n,
+                        bint prefix) noexcept nogil:
+    """Escapes src[0:n] into the workspace, merges it and appends the ids."""
+    cdef Py_ssize_t m
+    if n == 0 and not prefix:
+        return OK
+    m = escape(t, w, src, n, prefix)
+    if m < 0:
+        return <int>m
+    return run(t, w, <int32_t>m)
+
+
+cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ssize_t n,
+                       bint prefix) noexcept nogil:
+    """Writes src[0:n] to w.text with spaces as "▁" (and the dummy prefix
+    when `prefix`); returns its length, or an error code (< 0).  Sets
+    w.ready_bounds when it found all the chunk boundaries on the way
+    (run then skips find_bounds)."""
+    cdef Py_ssize_t i = 0, m = 0
+    cdef uint8_t u
+    cdef uint32_t prev
+    cdef int32_t nb = 0
+    cdef int32_t *bounds
+    cdef char *text
+    cdef const uint64_t *cuts = t.rules.ascii_cuts
+    if n > t.max_segment:
+        return ERR_TOO_LONG
+    if ws_reserve(w, <size_t>(3 * n + 3)) != OK:
+        return ERR_NOMEM
+    text = w.text
+    # llama.cpp (llama_escape_whitespace) and sentencepiece's identity
+    # normalizer both turn only U+0020 into the marker.
+    if prefix:
+        memcpy(text, MARKER, 3)
+        m = 3
+    w.ready_bounds = -1
+    if not t.rules.escape_spaces:
+        memcpy(text + m, src, n)
+        return m + n
+    if t.rules.chunked and t.rules.n_violations == 0:
+        # ASCII text: the chunk boundaries too, as find_bounds would find
+        # them (ascii_cuts, by the byte before and this one).  At the
+        # first byte >= 0x80 find_bounds becomes the one to find them,
+        # and the rest is only escaped.  (Four bytes are written per
+        # byte, into the slack past the end at worst, and the lengths
+        # come from a table: a branch on the space, taken about every
+        # sixth byte at random, cost more than the rest of the loop.)
+        if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
+            return ERR_NOMEM
+        bounds = w.bounds
+        prev = 0x20 if prefix else ASCII_START
+        while i < n:
+            u = <uint8_t>src[i]
+            if u >= 0x80:
+                break
+            bounds[nb] = <int32_t>m
+            nb += <int32_t>((cuts[prev << 1 | u >> 6] >> (u & 63)) & 1)
+            memcpy(text + m, ESCAPED_ASCII[u], 4)
+            m += ESCAPED_LEN[u]
+            prev = u
+            i += 1
+        if i == n:
+            bounds[nb] = <int32_t>m
+            w.ready_bounds = nb + 1
+            return m
+    return escape_spaces(src, i, n, text, m)
+
+
+cdef void build_ascii_cuts(ChunkRules *r) noexcept:
+    """Fills ascii_cuts from the chunking rules of find_bounds for two
+    ASCII bytes: before a space that follows another byte; with
+    cut_chars on both sides of an isolated byte and between two bytes
+    no buildable piece holds side by side (the byte after a space
+    meets the marker, never a pair).  The row ASCII_START (the first
+    byte without a prefix) cuts nowhere; a prefix is a space."""
+    cdef uint32_t p, u
+    cdef bint cut
+    memset(r.ascii_cuts, 0, sizeof(r.ascii_cuts))
+    for p in range(0x80):
+        for u in range(0x80):
+            if u == 0x20:
+                cut = p != 0x20
+            elif p == 0x20:
+                cut = isolated_byte(r.isolated, <uint8_t>u)
+            else:
+                cut = isolated_byte(r.isolated, <uint8_t>u) \
+                    or isolated_byte(r.isolated, <uint8_t>p) \
+                    or (r.cut_chars and not spm_ascii_pair_held(r.ascii_held, p, u))
+            if cut:
+                r.ascii_cuts[p << 1 | u >> 6] |= <uint64_t>1 << (u & 63)
+
+
+# ---------------------------------------------------------------- boundaries
+
+cdef bint safe_boundary(const CoreTables *t, const char *text, int32_t i, int32_t m) noexcept nogil:
+    """No piece that contains "x▁" can lie across position i."""
+    cdef const char *v = t.rules.violator_bytes
+    cdef int32_t j, start, length
+    for j in range(t.rules.n_violations):
+        start = i - t.rules.violation[j][2]
+        length = t.rules.violation[j][1]
+        if start >= 0 and start + length <= m \
+                and memcmp(text + start, v + t.rules.violation[j][0], length) == 0:
+            return False
+    return True
+
+
+cdef int32_t find_bounds(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
+    """The chunk boundaries of w.text[0:m] into w.bounds, ending with m:
+    the safe positions before a "▁" that follows other text and, with
+    cut_chars, between two other characters no buildable piece holds
+    side by side and on both sides of an isolated byte.  Returns their
+    number, or -1 when out of memory."""
+    cdef const char *text = w.text
+    cdef int32_t i = 0, nb = 0, prev = -1, prev_len = 0, length
+    cdef bint prev_marker = True, cut, cut_next = False
+    cdef bint cut_chars = t.rules.cut_chars
+    cdef uint64_t isolated = t.rules.isolated
+    cdef const uint64_t *held = t.rules.ascii_held
+    cdef uint8_t u
+    # At most one boundary per character, but most text has far fewer:
+    # the list grows as needed.
+    if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(m // 4 + 16)) != OK:
+        return -1
+    while i < m:
+        if nb + 2 > <int64_t>w.bounds_cap and grow_int32(&w.bounds, &w.bounds_cap, <size_t>nb + 2) != OK:
+            return -1
+        if i + 3 <= m and text[i] == MARKER[0] and text[i + 1] == MARKER[1] and text[i + 2] == MARKER[2]:
+            if not prev_marker and (cut_next or t.rules.n_violations == 0 or safe_boundary(t, text, i, m)):
+                w.bounds[nb] = i
+                nb += 1
+            prev_marker = True
+            cut_next = False
+            prev = -1
+            i += 3
+        else:
+            # (Without cut_chars, byte by byte: only markers matter.)
+            length = 1
+            u = <uint8_t>text[i]
+            if cut_chars and u >= 0x80:
+                length = min(utf8_len(u), m - i)
+            cut = isolated_byte(isolated, u)
+            if (cut or cut_next) and i > 0:
+                w.bounds[nb] = i
+                nb += 1
+            elif cut_chars and prev >= 0:
+                # (Two characters of one byte are ASCII: the text is valid UTF-8.)
+                if cut_between(t, text + prev, prev_len, length) if spm_charpairs_wanted(prev_len, length) \
+                        else not spm_ascii_pair_held(held, <uint8_t>text[prev], u):
+                    w.bounds[nb] = i
+                    nb += 1
+            cut_next = cut
+            prev_marker = False
+            prev = i
+            prev_len = length
+            i += length
+    w.bounds[nb] = m
+    return nb + 1
+
+
+cdef inline bint cut_between(const CoreTables *t, const char *pair, int32_t left,
+                             int32_t right) noexcept nogil:
+    """No buildable piece holds the characters pair[0:left] and
+    pair[left:left+right] side by side."""
+    return not spm_charpairs_has(t.rules.char_pairs, spm_head8(pair, <size_t>(left + right), 1))
+
+
+cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
+    """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
+    before a "▁" that follows other text, reusing cached chunks."""
+    cdef const char *text = w.text
+    cdef int32_t begin, end, nb, b
+    cdef const spm_cache_entry *hit
+    cdef uint64_t h = 0, next_h = 0
+    cdef size_t mark
+    cdef bint use_cache, next_cached, single, prev_unknown
+    cdef const int32_t *cached
+    cdef int32_t k
+    cdef uint64_t key, memo
+    cdef int rc
+    if not t.rules.chunked or m < 8 or w.alpha > 0.0:
+        # (Sampling merges whole segments, as sentencepiece does, and
+        # never caches.)
+        if t.pairs != NULL:
+            return merge_pairs(t, w, 0, m)
+        return merge(t, w, 0, m)
+    nb = w.ready_bounds if w.ready_bounds >= 0 else find_bounds(t, w, m)
+    if nb < 0:
+        return ERR_NOMEM
+    begin = 0
+    # Each chunk's hash is taken one chunk ahead and its slot prefetched,
+    # so that the cache miss overlaps the chunk before.
+    next_cached = t.cache != NULL and cacheable_chunk(text, 0, w.bounds[0])
+    if next_cached:
+        next_h = spm_hash_bytes(text, <size_t>w.bounds[0])
+    for b in range(nb):
+        end = w.bounds[b]
+        # One character is looked up faster than the cache is: chunks cut
+        # between CJK characters are mostly single.
+        single = utf8_len(<uint8_t>text[begin]) >= end - begin
+        use_cache = next_cached
+        h = next_h
+        next_cached = t.cache != NULL and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1])
+        if next_cached:
+            next_h = spm_hash_bytes(text + end, <size_t>(w.bounds[b + 1] - end))
+            spm_cache_prefetch(t.cache, next_h)
+        if use_cache:
+            hit = spm_cache_get(t.cache, text + begin, <size_t>(end - begin), h)
+            if hit != NULL:
+                rc = spans_of_hit(t, w, spm_cache_ids(hit), hit.ids_len, begin, end) \
+                    if w.want_spans else OK
+                if rc == ERR_NOMEM:
+                    return rc
+                if rc == OK:
+                    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len) != OK:
+                        return ERR_NOMEM
+                    cached = spm_cache_ids(hit)
+                    for k in range(hit.ids_len):  # (a few ids: no memcpy call)
+                        w.ids[w.ids_len + k] = cached[k]
+                    w.ids_len += hit.ids_len
+                    begin = end
+                    continue
+                use_cache = False  # (merged below for its spans; already cached)
+        if single and w.char_ids != NULL and not w.want_spans and text[begin] != 0:
+            # A character seen before: its id from the workspace's memo
+            # (emit_piece's fast case, without the call).
+            memo = char_memo_entry(w, text + begin, end - begin, &key)[0]
+            if (memo >> 32) == key and <int32_t>(<uint32_t>memo) >= 0:
+                if ws_push_id(w, <int32_t>(<uint32_t>memo)) != OK:
+                    return ERR_NOMEM
+                begin = end
+                continue
+        mark = w.ids_len
+        if t.pairs != NULL:
+            rc = merge_pairs(t, w, begin, end)
+        elif single:
+            prev_unknown = False
+            rc = emit_piece(t, w, begin, end - begin, &prev_unknown)
+        else:
+            rc = merge(t, w, begin, end)
+        if rc != OK:
+            return rc
+        if use_cache:
+            spm_cache_put(t.cache, &w.cache_writer, text + begin, <size_t>(end - begin), h,
+                          w.ids + mark, w.ids_len - mark)
+        begin = end
+    return OK
+
+
+cdef int spans_of_hit(const CoreTables *t, Workspace *w, const int32_t *ids, int32_t n,
+                      int32_t begin, int32_t end) noexcept nogil:
+    """Appends the spans of cached ids for text[begin:end]: each piece
+    spans its own bytes, back to back.  Returns 1 (nothing appended)
+    when that does not hold -- a byte or unknown piece, whose span the
+    merger gives differently -- so the chunk is merged instead."""
+    cdef int32_t i, at = begin, kind
+    for i in range(n):
+        kind = t.types[ids[i]]
+        # (The unknown id by name too: a vocabulary may type it NORMAL.)
+        if kind == SPM_TYPE_BYTE or kind == SPM_TYPE_UNKNOWN or ids[i] == t.unk_id:
+            return 1
+        at += t.offsets[ids[i] + 1] - t.offsets[ids[i]]
+    if at != end:
+        return 1
+    if grow_int32(&w.spans, &w.spans_cap, 2 * (w.ids_len + <size_t>n)) != OK:
+        return ERR_NOMEM
+    at = begin
+    for i in range(n):
+        w.spans[2 * (w.ids_len + i)] = at
+        at += t.offsets[ids[i] + 1] - t.offsets[ids[i]]
+        w.spans[2 * (w.ids_len + i) + 1] = at
+    return OK
+
+
+cdef list find_split_points(const CoreTables *t, Workspace *w, str text, const char *src,
+                            Py_ssize_t n, bint prefix, Py_ssize_t parts):
+    """SpmCore.split_points for the UTF-8 src[0:n] of `text` (chunked, n > 0,
+    parts >= 2): the character offsets of the chunk boundaries at or after
+    each equal share of the escaped segment."""
+    cdef Py_ssize_t m, i, c = -1, e, j = 0, nw = 0
+    cdef int32_t nb, b
+    cdef list out = []
+    cdef int64_t last = 0, at
+    cdef int64_t *wanted = <int64_t *>malloc(parts * sizeof(int64_t))
+    if wanted == NULL:
+        raise MemoryError()
+    try:
+        m = escape(t, w, src, n, prefix)
+        if m < 0:
+            check_rc(<int>m, t, w, text)
+        nb = find_bounds(t, w, <int32_t>m)
+        if nb < 0:
+            raise MemoryError()
+        # The boundary at or after each share (bounds are ascending; the
+        # last one is the end).
+        b = 0
+        for j in range(1, parts):
+            at = m * j // parts
+            while b < nb - 1 and w.bounds[b] < at:
+                b += 1
+            if b < nb - 1 and w.bounds[b] > last:
+                last = w.bounds[b]
+                wanted[nw] = last
+                nw += 1
+        # Escaped byte offsets -> character offsets of `text`.
+        e = 3 if prefix else 0
+        j = 0
+        for i in range(n):
+            if (<uint8_t>src[i] & 0xC0) != 0x80:
+                c += 1
+                if j < nw and e == wanted[j]:
+                    out.append(c)
+                    j += 1
+            e += 3 if (src[i] == c' ' and t.rules.escape_spaces) else 1
+        return out
+    finally:
+        free(wanted)
+

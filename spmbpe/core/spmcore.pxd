@@ -1,0 +1,29 @@
+# SpmCore (core/spmcore.pyx): builds and owns the CoreTables and the pool of
+# workspaces; its Python methods are the core's API.
+
+@cython.final
+cdef class SpmCore:
+    cdef readonly PieceTable table
+    cdef CoreTables t                 # what the kernels read (filled by __init__)
+    cdef spm_vocab *vocab             # table.vocab, marked with this core's scores,
+                                      # or a private copy when another core marked it
+    cdef bint own_vocab               # vocab is a private copy (the table's was taken)
+    cdef const float[::1] scores
+    cdef const uint8_t[::1] flags     # (keep t.flags and t.types alive)
+    cdef const uint8_t[::1] types
+    cdef bytes violators              # keeps t.rules.violator_bytes alive
+    cdef Workspace **pool             # idle workspaces, reused across calls
+    cdef int pool_len
+    cdef int active                   # workspaces acquired and not yet released (GIL held)
+    cdef spm_cache cache              # t.cache once cache_ready (when chunked)
+    cdef bint cache_ready
+    cdef bint clear_pending           # the cache is to be cleared when no thread encodes
+    cdef uint32_t cache_slots         # the cache's bounds (spmbpe._testing.limit_cache)
+    cdef size_t cache_bytes
+    cdef PyObject **id_objects        # each id's int, made on first use (id_list)
+
+    cdef int mark_mergeable(self, uint8_t[::1] selected) except -1
+    cdef Workspace *acquire(self) except NULL
+    cdef void release(self, Workspace *w)
+    cdef list id_list(self, const int32_t *ids, size_t n)
+    cdef list encode_text(self, str text, bint prefix)

@@ -1,0 +1,469 @@
+# SpmCore (declared in core/spmcore.pxd): builds the CoreTables the kernels
+# read, owns what they point to, and keeps the pool of workspaces.  Test
+# hooks that reach into it live in spmbpe/_testing.pyx, not here.
+
+cdef class SpmCore:
+    """Merge ranks, flags and decode table over a PieceTable.
+
+    SpmCore(table, scores, flags, types, unk_id, collapse_unknown)
+
+    scores: float32 buffer (array('f')), the merge rank of each piece.
+    flags: uint8 buffer, SPM_FLAG_* bits per piece (csrc/spm_types.h).
+    types: uint8 buffer, the TokenType of each piece (decides decoding).
+    unk_id: the id unknown characters become without byte fallback, or -1.
+    collapse_unknown: a run of unknown characters gives one unk_id.
+    byte_fallback: unknown characters become their UTF-8 bytes as
+    ``<0xNN>`` pieces, when all 256 exist.
+    """
+
+    def __cinit__(self):
+        memset(&self.t, 0, sizeof(CoreTables))
+        self.t.unk_id = -1
+        self.t.max_segment = MAX_SEGMENT_BYTES_C
+        self.t.rules.escape_spaces = True
+        self.vocab = NULL
+        self.own_vocab = False
+        self.id_objects = NULL
+        self.pool = NULL
+        self.pool_len = 0
+        self.active = 0
+        self.cache_ready = False
+        self.clear_pending = False
+        self.cache_slots = SPM_CACHE_MAX_SLOTS
+        self.cache_bytes = SPM_CACHE_MAX_DATA
+
+    def __init__(self, PieceTable table not None, scores, flags, types,
+                 int unk_id, bint collapse_unknown, bint byte_fallback=True):
+        cdef Py_ssize_t n = table.size
+        cdef int b
+        cdef int32_t found
+        cdef const uint8_t[::1] kinds = types
+        if len(scores) != n or len(flags) != n or kinds.shape[0] != n:
+            raise ValueError("scores, flags and types must have one entry per piece")
+        if unk_id >= n:
+            raise ValueError(f"unk_id {unk_id} is not a piece id")
+        self.table = table
+        self.vocab = table.vocab
+        self.scores = scores
+        self.flags = flags
+        self.types = types
+        self.t.vocab = self.vocab
+        self.t.arena = PyBytes_AS_STRING(table.arena)
+        self.t.offsets = table.offsets
+        self.t.types = &self.types[0]
+        self.t.n_pieces = <int32_t>n
+        self.t.unk_id = unk_id if unk_id >= 0 else -1
+        self.t.collapse_unknown = collapse_unknown
+        cdef const uint8_t[::1] flag_view = flags
+        self.t.any_resplit = False
+        for b in range(n):
+            if flag_view[b] & SPM_FLAG_RESPLIT:
+                self.t.any_resplit = True
+                break
+
+        # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
+        # every character, so without all 256 unknown characters become <unk>.
+        self.t.byte_fallback = byte_fallback
+        for b in range(256 if byte_fallback else 0):
+            name = f"<0x{b:02X}>".encode("ascii")
+            found = spm_vocab_find(self.vocab, PyBytes_AS_STRING(name), 6)
+            if found < 0:
+                self.t.byte_fallback = False
+                break
+            self.t.byte_ids[b] = found
+
+        buildable = bytearray(n)
+        cdef uint8_t[::1] build_view = buildable
+        for b in range(n):
+            build_view[b] = flag_view[b] & SPM_FLAG_MERGEABLE
+        self.violators = derive_chunk_rules(&self.t, bytes(buildable))
+        self.mark_mergeable(build_view)
+        if not self.t.any_resplit:
+            # The table's slots now say what may merge; the flags are read
+            # only to resplit UNUSED pieces.
+            self.flags = _NO_FLAGS
+        self.t.flags = &self.flags[0]
+
+    cdef int mark_mergeable(self, uint8_t[::1] selected) except -1:
+        """Marks in the vocabulary table every piece a merge may build (the
+        lowest id of a text decides, as the table resolves it) with its
+        score, so that one slot answers the merge loop.  A table another
+        core has marked is copied.  Short chunks then merge by linear scan
+        (merge_small), which picks the same pair as the heap: best score,
+        leftmost on ties.  Not for UNUSED pieces to resplit (their halves
+        depend on the heap's queue order) nor NaN scores (which order
+        differently in the heap)."""
+        cdef Py_ssize_t i, n = self.t.n_pieces
+        cdef bint any_nan = False
+        for i in range(n):
+            if self.scores[i] != self.scores[i]:
+                any_nan = True
+                break
+        if self.vocab.marked:
+            self.vocab = spm_vocab_new(<int32_t>n, self.t.arena, self.t.offsets)
+            if self.vocab == NULL:
+                self.vocab = self.table.vocab
+                raise MemoryError("cannot allocate the vocabulary table")
+            self.own_vocab = True
+            self.t.vocab = self.vocab
+        spm_vocab_mark(self.vocab, &self.scores[0], &selected[0])
+        self.t.small_merges = not self.t.any_resplit and not any_nan
+        return 0
+
+    cdef list id_list(self, const int32_t *ids, size_t n):
+        """A list of the ids as Python ints.  Each id's int object is made
+        once and shared (allocating a fresh int per token is most of the
+        cost of returning a list); the GIL is held."""
+        cdef list out = PyList_New(n)
+        cdef size_t i
+        cdef int32_t token_id
+        cdef PyObject *item
+        cdef object obj
+        if self.id_objects == NULL:
+            self.id_objects = <PyObject **>calloc(self.t.n_pieces, sizeof(PyObject *))
+            if self.id_objects == NULL:
+                raise MemoryError()
+        for i in range(n):
+            token_id = ids[i]
+            item = self.id_objects[token_id]
+            if item == NULL:
+                obj = token_id
+                item = <PyObject *>obj
+                Py_INCREF(obj)
+                self.id_objects[token_id] = item
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(out, i, <object>item)
+        # A list of ints cannot be part of a reference cycle, so the cyclic
+        # GC need not visit it (msgspec untracks its decoded containers of
+        # atoms the same way): per-line encoding makes thousands of these
+        # lists, and traversing them was a fifth of the time.  Lists the
+        # caller later fills with containers are only at risk of an
+        # uncollected cycle, never of a wrong free.
+        PyObject_GC_UnTrack(<void *>out)
+        return out
+
+    def __dealloc__(self):
+        cdef int32_t i
+        if self.id_objects != NULL:
+            for i in range(self.t.n_pieces):
+                Py_XDECREF(self.id_objects[i])
+            free(self.id_objects)
+            self.id_objects = NULL
+        # The hash table belongs to self.table, which frees it, unless this
+        # core had to copy it.
+        if self.own_vocab and self.vocab != NULL:
+            spm_vocab_free(self.vocab)
+        self.vocab = NULL
+        self.t.vocab = NULL
+        if self.t.pairs != NULL:
+            spm_pairs_free(self.t.pairs)
+            self.t.pairs = NULL
+        spm_charpairs_free(self.t.rules.char_pairs)
+        self.t.rules.char_pairs = NULL
+        if self.pool != NULL:
+            while self.pool_len:
+                self.pool_len -= 1
+                ws_free(self.pool[self.pool_len])
+                free(self.pool[self.pool_len])
+            free(self.pool)
+            self.pool = NULL
+        self.t.cache = NULL
+        if self.cache_ready:
+            spm_cache_free(&self.cache)
+            self.cache_ready = False
+
+    cdef Workspace *acquire(self) except NULL:
+        """An idle workspace, or a new one.  Called with the GIL held, which
+        makes the pool and the count of active workspaces thread-safe: when
+        none is active, no thread reads the shared cache, so this is where
+        it frees what growing retired, and empties itself when full."""
+        cdef Workspace *w
+        if self.active == 0 and self.t.rules.chunked:
+            if not self.cache_ready:
+                # (Without memory for it, chunks are merged every time.)
+                self.cache_ready = spm_cache_init(&self.cache, self.cache_slots, self.cache_bytes) == 0
+                self.t.cache = &self.cache if self.cache_ready else NULL
+            elif self.clear_pending:
+                spm_cache_clear(&self.cache)
+            else:
+                spm_cache_quiesce(&self.cache)
+            self.clear_pending = False
+        if self.pool_len:
+            self.pool_len -= 1
+            w = self.pool[self.pool_len]
+        else:
+            w = <Workspace *>malloc(sizeof(Workspace))
+            if w == NULL:
+                raise MemoryError()
+            ws_init(w)
+        w.ids_len = 0
+        w.want_spans = False
+        w.alpha = 0.0
+        self.active += 1
+        return w
+
+    cdef void release(self, Workspace *w):
+        """Back to the pool.  Buffers grown for one very large text are freed
+        first (a pooled workspace would otherwise keep ~50 bytes per byte of
+        that text for the tokenizer's lifetime)."""
+        self.active -= 1
+        if self.cache_ready:
+            spm_cache_flush(&self.cache, &w.cache_writer)
+        if w.text_cap > _KEEP_TEXT_BYTES:
+            free(w.text)
+            free(w.symbols)
+            spm_heap_free(&w.heap)
+            free(w.bounds)
+            w.text = NULL
+            w.text_cap = 0
+            w.symbols = NULL
+            w.symbols_cap = 0
+            w.bounds = NULL
+            w.bounds_cap = 0
+        if w.ids_cap > _KEEP_TEXT_BYTES:
+            free(w.ids)
+            free(w.spans)
+            w.ids = NULL
+            w.ids_cap = 0
+            w.spans = NULL
+            w.spans_cap = 0
+        if self.pool == NULL:
+            self.pool = <Workspace **>calloc(_POOL_SIZE, sizeof(Workspace *))
+        if self.pool != NULL and self.pool_len < _POOL_SIZE:
+            self.pool[self.pool_len] = w
+            self.pool_len += 1
+        else:
+            ws_free(w)
+            free(w)
+
+    # ------------------------------------------------------------ rules
+
+    @property
+    def byte_fallback(self):
+        """All 256 <0xNN> pieces exist: unknown characters become bytes."""
+        return self.t.byte_fallback
+
+    @property
+    def chunked(self):
+        """Merges never cross a safe "x▁" boundary (segments are chunked)."""
+        return self.t.rules.chunked
+
+    @property
+    def cut_chars(self):
+        """Chunks are also cut between characters no buildable piece holds
+        side by side (see core/chunking.pyx)."""
+        return self.t.rules.cut_chars
+
+    @property
+    def escape_spaces(self):
+        """Spaces become "▁" (escape_whitespaces)."""
+        return self.t.rules.escape_spaces
+
+    def set_escape_spaces(self, bint escape):
+        """Whether segments have their spaces turned into "▁" (sentencepiece's
+        escape_whitespaces; text from its normalizer is already escaped)."""
+        self.t.rules.escape_spaces = escape
+
+    # ------------------------------------------------------------ merge rules
+
+    def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
+        """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
+        (rule i joins ids left[i] and right[i] into merged[i], rank i),
+        characters looked up one by one before merging (bytes, else a
+        (fused) unknown id, else dropped, as tokenizers does)."""
+        cdef const int32_t[::1] l = left
+        cdef const int32_t[::1] r = right
+        cdef const int32_t[::1] m = merged
+        cdef Py_ssize_t n = l.shape[0], i
+        if r.shape[0] != n or m.shape[0] != n:
+            raise ValueError("left, right and merged differ in length")
+        if n >= (1 << 24):
+            # Ranks travel as float32 scores, exact below 2**24.
+            raise ValueError(f"{n} merge rules; at most {(1 << 24) - 1} are supported")
+        for i in range(n):
+            if not (0 <= l[i] < self.t.n_pieces and 0 <= r[i] < self.t.n_pieces
+                    and 0 <= m[i] < self.t.n_pieces):
+                raise ValueError(f"merge rule {i} names an id outside the vocabulary")
+        if self.active:
+            raise RuntimeError("set_ranked_merges cannot run while this core is encoding")
+        if self.t.pairs != NULL:
+            spm_pairs_free(self.t.pairs)
+        self.t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
+        if self.t.pairs == NULL:
+            raise MemoryError("cannot allocate the merge rules")
+        self.t.fuse_unknown = fuse_unknown
+        self.t.ignore_merges = ignore_merges
+        # Only merge results can cross a boundary, and only the ids in a
+        # rule are ever merged.
+        buildable = bytearray(self.t.n_pieces)
+        sides = bytearray(self.t.n_pieces)
+        cdef uint8_t[::1] build_view = buildable
+        cdef uint8_t[::1] side_view = sides
+        for i in range(n):
+            build_view[m[i]] = 1
+            side_view[l[i]] = 1
+            side_view[r[i]] = 1
+        self.violators = derive_chunk_rules(&self.t, bytes(buildable), bytes(sides))
+
+    def ranked_merges(self):
+        """The merge rules set by set_ranked_merges, as (left, right, merged)
+        arrays ('i') in rank order (one rule per pair: the last of a pair
+        listed twice, which is the one that applies).  Read back from the C
+        table, so that pickling needs no second copy of the merges."""
+        left, right, merged = array("i"), array("i"), array("i")
+        cdef const spm_pairs *pairs = self.t.pairs
+        if pairs == NULL:
+            return left, right, merged
+        cdef uint64_t i
+        cdef list rules = []
+        for i in range(pairs.mask + 1):
+            if pairs.slots[i].key != SPM_PAIRS_EMPTY:
+                rules.append((pairs.slots[i].rank, pairs.slots[i].key))
+        rules.sort()
+        cdef int32_t a, b
+        for rank, key in rules:
+            a = <int32_t>(<uint64_t>key >> 32)
+            b = <int32_t>(<uint64_t>key & 0xFFFFFFFF)
+            left.append(a)
+            right.append(b)
+            merged.append(spm_pairs_find(pairs, a, b).merged)
+        return left, right, merged
+
+    @property
+    def vocab_size(self):
+        return self.t.n_pieces
+
+    # ------------------------------------------------------------ encoding
+
+    def encode(self, str text, bint prefix):
+        """Ids of one segment: text escaped (with the dummy prefix when
+        `prefix`) and merged."""
+        return self.encode_text(text, prefix)
+
+    cdef list encode_text(self, str text, bint prefix):
+        cdef Py_ssize_t n
+        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+        cdef Workspace *w = self.acquire()
+        try:
+            check_rc(segment(&self.t, w, src, n, prefix), &self.t, w, text)
+            return self.id_list(w.ids, w.ids_len)
+        finally:
+            self.release(w)
+
+    def encode_parts(self, list parts, double alpha=0.0, uint64_t seed=0):
+        """Ids of a partitioned text.
+
+        Each part is a token id (emitted as is), a tuple (token_id, start,
+        end), or a tuple (text, prefix[, skip[, origin, lead]]): a segment to
+        escape and merge, without its first `skip` ids (see
+        encode_parts_offsets for origin and lead).  With `alpha` > 0, BPE-
+        dropout with that probability, from a generator seeded by `seed`.
+        """
+        cdef Workspace *w = self.acquire()
+        w.alpha = alpha
+        w.rng = seed
+        try:
+            encode_plan(&self.t, w, parts)
+            return self.id_list(w.ids, w.ids_len)
+        finally:
+            self.release(w)
+
+    def encode_parts_offsets(self, list parts):
+        """Ids of a partitioned text with the character span of each.
+
+        Parts: (token_id, start, end) for a token matched in the text, or
+        (text, prefix, skip, origin, lead) for a segment: `origin` is the
+        character offset in the original text of the segment's first
+        character that is not one of its `lead` synthetic leading characters
+        (a dummy prefix or HF's unk token put in front); those and the core's
+        own prefix are zero-width.  A sixth item, a list of the original
+        offset of each character of the text (and of its end), replaces
+        origin and lead (normalized text).  Returns (ids, starts, ends).
+        """
+        cdef Workspace *w = self.acquire()
+        try:
+            return encode_plan_offsets(&self.t, w, parts)
+        finally:
+            self.release(w)
+
+    def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None,
+                           bint prefix=True):
+        """encode_parts over a list of partitioned texts.  An item that is a
+        str stands for the plan [(text, prefix)] (nothing for ""): a text with
+        nothing to split out or normalize, passed without building a plan.
+
+        The parts are gathered first (UTF-8 pointers into the part strings,
+        which `batch` keeps alive), then every text is merged in one stretch
+        without the GIL, so threads encoding other batches run meanwhile.
+        With `flat`, returns (ids, ends) instead of lists: every id as native
+        uint32 in a bytearray, and array('q') of each text's end index —
+        no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
+        generator seeded by seeds[t] (array('Q')).
+        """
+        cdef Py_ssize_t n_parts, t
+        cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
+        cdef Py_ssize_t n_texts = len(batch)
+        cdef list out
+        cdef BatchPart *items = NULL
+        cdef int32_t *counts = NULL
+        cdef size_t *ends = NULL
+        cdef int rc
+        cdef Py_ssize_t failed = -1
+        cdef size_t mark
+        cdef Workspace *w
+        if alpha > 0.0 and seed_view.shape[0] < n_texts:
+            raise ValueError("sampling needs one seed per text")
+        n_parts = _count_parts(batch)
+        items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
+        ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
+        if items == NULL or counts == NULL or ends == NULL:
+            free(items)
+            free(counts)
+            free(ends)
+            raise MemoryError()
+        w = self.acquire()
+        w.alpha = alpha
+        try:
+            gather(&self.t, batch, items, counts, prefix)
+            with nogil:
+                rc = encode_items(&self.t, w, items, counts, n_texts, ends, &failed,
+                                  &seed_view[0] if seed_view.shape[0] else NULL)
+            if rc != OK:
+                check_rc(rc, &self.t, w, _part_text(batch, failed))
+            if flat:
+                ends_out = array("q", bytes(8 * n_texts))
+                for t in range(n_texts):
+                    ends_out[t] = ends[t]
+                return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), ends_out
+            out = []
+            mark = 0
+            for t in range(n_texts):
+                out.append(self.id_list(w.ids + mark, ends[t] - mark))
+                mark = ends[t]
+            return out
+        finally:
+            free(items)
+            free(counts)
+            free(ends)
+            self.release(w)
+
+    def split_points(self, str text, bint prefix, Py_ssize_t parts):
+        """Up to parts - 1 character offsets at which the segment `text` can
+        be cut so that the pieces (the first with `prefix`, the others
+        without) encode to exactly the ids of the whole: chunk boundaries,
+        the first at or after each equal share of its length.  Empty when
+        the core merges whole segments.  For encoding one large document on
+        several threads."""
+        cdef Py_ssize_t n
+        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+        if not self.t.rules.chunked or parts < 2 or n == 0:
+            return []
+        cdef Workspace *w = self.acquire()
+        try:
+            return find_split_points(&self.t, w, text, src, n, prefix, parts)
+        finally:
+            self.release(w)
+
+# SpmCore.flags when no piece is resplit (never read then).
+_NO_FLAGS = b"\0"
