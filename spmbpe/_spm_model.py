@@ -72,6 +72,7 @@ from array import array
 from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Type, TypeVar, Union
 
 from ._core import first_invalid_utf8_piece, scan_model_pieces
+from ._vocab import piece_offsets
 from .errors import ModelFormatError
 
 __all__ = [
@@ -778,24 +779,25 @@ _PieceRun = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
 class _SlowRun:
     """Pieces read one by one by the general reader, gathered into a run."""
 
-    __slots__ = ("arena", "offsets", "scores", "types")
+    __slots__ = ("arena", "base", "lengths", "scores", "types")
 
     def __init__(self, base: int) -> None:
         self.arena = bytearray()
-        self.offsets = array("q", [base])
+        self.base = base
+        self.lengths: List[int] = []
         self.scores = bytearray()
         self.types = bytearray()
 
     def add(self, piece: bytes, score: bytes, piece_type: int) -> None:
         self.arena += piece
-        self.offsets.append(self.offsets[-1] + len(piece))
+        self.lengths.append(len(piece))
         self.scores += score
         self.types.append(piece_type)
 
     def finish(self) -> _PieceRun:
         scores = array("f")
         scores.frombytes(self.scores)
-        return bytes(self.arena), self.offsets, scores, bytes(self.types), None
+        return bytes(self.arena), piece_offsets(self.lengths, self.base), scores, bytes(self.types), None
 
 
 def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:

@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import codecs
-from typing import TYPE_CHECKING, List
-
-if TYPE_CHECKING:
-    from .tokenizer import SpmTokenizer
+from typing import Iterable, List, Optional, Protocol
 
 __all__ = ["StreamingDecoder"]
+
+
+class _Core(Protocol):
+    def decode_bytes(self, ids: Iterable[int], skip: Optional[bytes], strip_prefix: bool) -> bytes: ...
+
+
+class _Normalizer(Protocol):
+    def normalize(self, text: str) -> str: ...
+
+
+class _Tokenizer(Protocol):
+    """What a StreamingDecoder reads of an SpmTokenizer (its decoding state)."""
+
+    @property
+    def _core(self) -> _Core: ...
+    @property
+    def _skip_special(self) -> bytes: ...
+    @property
+    def _skip_none(self) -> Optional[bytes]: ...
+    @property
+    def _strip_prefix_on_decode(self) -> bool: ...
+    @property
+    def _denormalizer(self) -> Optional[_Normalizer]: ...
 
 
 class StreamingDecoder:
@@ -33,7 +53,7 @@ class StreamingDecoder:
 
     __slots__ = ("_core", "_skip", "_strip", "_errors", "_utf8", "_started", "_held", "_denormalizer")
 
-    def __init__(self, tokenizer: "SpmTokenizer", *, skip_special: bool = False, errors: str = "replace") -> None:
+    def __init__(self, tokenizer: _Tokenizer, *, skip_special: bool = False, errors: str = "replace") -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
         self._core = tokenizer._core
         self._skip = tokenizer._skip_special if skip_special else tokenizer._skip_none
