@@ -22,10 +22,14 @@ __all__ = [
     "types_buffer",
     "checked_id",
     "SPECIAL_TYPES",
+    "TOKEN_TYPE_VALUES",
 ]
 
-# TokenType values 1..6 map to themselves; anything else is invalid.
-VALID_TYPES = bytes(range(min(TokenType), max(TokenType) + 1))
+#: The numbers of the token types (GGUF's and sentencepiece's).
+TOKEN_TYPE_VALUES = frozenset(int(t) for t in TokenType)
+
+# The token types, as bytes (bytes.translate deletes them to find others).
+_VALID_TYPES = bytes(sorted(TOKEN_TYPE_VALUES))
 
 #: 1 for the types ``decode(skip_special=True)`` leaves out (CONTROL, UNKNOWN).
 SPECIAL_TYPES = bytes(1 if t in (TokenType.CONTROL, TokenType.UNKNOWN) else 0 for t in range(256))
@@ -72,9 +76,9 @@ def types_buffer(table: PieceTable, token_types: Union[bytes, Sequence[int], Non
             raw = array("B", token_types).tobytes()
         except (ValueError, TypeError, OverflowError):
             raw = b""
-    if len(raw) != n or raw.translate(None, VALID_TYPES):
+    if len(raw) != n or raw.translate(None, _VALID_TYPES):
         for i, t in enumerate(token_types):
-            if not (isinstance(t, int) and VALID_TYPES[0] <= t <= VALID_TYPES[-1]):
+            if not (isinstance(t, int) and t in TOKEN_TYPE_VALUES):
                 raise VocabularyError(f"piece {i} has an unknown token type {t!r}")
     return raw
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, Literal, Optional, Sequence, Union, overload
 
 from ._core import PieceTable
 from ._gguf import RawStrings, read_gguf_header
-from ._vocab import checked_id, piece_offsets
+from ._vocab import TOKEN_TYPE_VALUES, checked_id, piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
 from .spec import TokenizerSpec
 from .tokenizer import SpmTokenizer, tokenizer_from_spec
@@ -227,11 +227,11 @@ def _types_bytes(types: Sequence[int]) -> bytes:
     try:
         raw = array("B", types).tobytes()
     except (ValueError, TypeError, OverflowError):
-        raw = bytes(t if 1 <= t <= 6 else 0 for t in types)
+        raw = bytes(t if t in TOKEN_TYPE_VALUES else 0 for t in types)
     return raw.translate(_KNOWN_TYPES)
 
 
-_KNOWN_TYPES = bytes(t if 1 <= t <= 6 else 0 for t in range(256))
+_KNOWN_TYPES = bytes(t if t in TOKEN_TYPE_VALUES else 0 for t in range(256))
 _UNDEFINED_AS_NORMAL = bytes([TokenType.NORMAL]) + bytes(range(1, 256))
 
 
