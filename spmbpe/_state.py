@@ -24,13 +24,13 @@ import hashlib
 import struct
 import sys
 from array import array
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._core import PieceTable
 from ._normalizer import Normalizer
 from ._normalizer import _rebuild as _rebuild_normalizer
 from ._vocab import piece_offsets
-from .spec import TokenizerSpec
+from .spec import RankedMerges, TokenizerSpec
 from .tokens import AddedToken
 
 __all__ = ["state_bytes", "fingerprint", "restore", "register_builder"]
@@ -60,8 +60,30 @@ def fingerprint(spec: TokenizerSpec) -> str:
 
 def _chunks(spec: TokenizerSpec) -> List[bytes]:
     out: List[bytes] = [_MAGIC]
-    _write(out, (spec.table, spec.rank, spec.types, spec.options, spec.ranked_merges))
+    merges = _canonical_merges(spec.ranked_merges)
+    _write(out, (spec.table, spec.rank, spec.types, spec.options, merges))
     return out
+
+
+def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
+    """The merge rules with one rule per pair, in rank order: a pair listed
+    twice keeps only its later rule, the one that applies (the core and
+    tokenizers both let the last write win), so that files differing only
+    in a rule that never applies have one state."""
+    if merges is None:
+        return None
+    left, right, merged, fuse_unknown, ignore_merges = merges
+    pairs = list(zip(left, right))
+    if len(set(pairs)) == len(pairs):
+        return merges
+    rules: Dict[Tuple[int, int], int] = {}
+    for pair, result in zip(pairs, merged):
+        rules.pop(pair, None)  # (a dict keeps a key where it was first put)
+        rules[pair] = result
+    return (
+        array("i", [pair[0] for pair in rules]), array("i", [pair[1] for pair in rules]),
+        array("i", rules.values()), fuse_unknown, ignore_merges,
+    )
 
 
 # What turns a spec into a tokenizer: SpmTokenizer._from_spec, registered by

@@ -79,7 +79,9 @@ class Planner:
     #: (sentencepiece) rather than one per character (llama.cpp).
     collapse_unknown: ClassVar[bool] = True
 
-    def __init__(self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]) -> None:
+    def __init__(
+        self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
+    ) -> None:
         self.core = core
         self.matcher = matcher
         self.prefix = bool(spec.add_prefix_space)
@@ -191,7 +193,9 @@ class SentencePiecePlanner(Planner):
     name = "sentencepiece"
     from_lists = True
 
-    def __init__(self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]) -> None:
+    def __init__(
+        self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
+    ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         # sentencepiece's normalizer, with and without the dummy prefix, for
         # models whose rules are not identity (None: the core escapes).
@@ -287,7 +291,9 @@ class TransformersPlanner(SentencePiecePlanner):
 
     name = "huggingface"
 
-    def __init__(self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]) -> None:
+    def __init__(
+        self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
+    ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         # LlamaTokenizer.tokenize drops a leading lone "▁" when the token
         # after it is one of all_special_tokens (bos/eos/unk/pad and the
@@ -304,6 +310,7 @@ class TransformersPlanner(SentencePiecePlanner):
         self.drops_lone_prefix = len(lone) == 1 and lone[0] == spec.table.find(_MARKER.encode("utf-8"))
 
     def direct(self) -> Tuple[bool, bool]:
+        # Every text is split at the added tokens first.
         return False, False
 
     def _non_legacy_segment(self, segment: str, origin: int, lead: int, offsets: bool = False) -> List[Part]:
@@ -382,7 +389,9 @@ class TokenizersPlanner(Planner):
     name = "tokenizers"
     finds_unk_piece = False
 
-    def __init__(self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]) -> None:
+    def __init__(
+        self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
+    ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         self.front_end = spec.front_end
 

@@ -102,7 +102,8 @@ class TokenizerSpec:
         merge order; `token_types` None means NORMAL pieces and ``<0xNN>``
         byte pieces.  The settings are kept as given (they are what the
         pickle and fingerprint record); an iterator of added tokens is read
-        once."""
+        once.  The reference is checked where it is used, when a tokenizer
+        is built (planners.planner_class)."""
         added = _added_tuple(added_tokens)
         n = len(table)
         bad = table.first_invalid_utf8()
@@ -121,6 +122,7 @@ class TokenizerSpec:
             raise VocabularyError("add_bos=True needs a bos_id")
         if add_eos and eos_id is None:
             raise VocabularyError("add_eos=True needs an eos_id")
+        _check_added(added, n)
         return cls(
             table=table, rank=rank, types=types, ranked_merges=ranked_merges,
             add_bos=add_bos, add_eos=add_eos, add_prefix_space=add_prefix_space,
@@ -144,24 +146,24 @@ class TokenizerSpec:
             out["added_tokens"] = list(self.added_tokens)
         return out
 
-    def checked_added_tokens(self) -> Tuple[AddedToken, ...]:
-        """The explicit added tokens, each checked: an AddedToken with text
-        and an id of the vocabulary."""
-        n = len(self.table)
-        for token in self.added_tokens or ():
-            if not isinstance(token, AddedToken):
-                raise TypeError(
-                    f"added_tokens must be a mapping of text to id or AddedToken "
-                    f"objects, not {type(token).__name__}"
-                )
-            if not token.content:
-                raise VocabularyError(f"added token {token.id} has empty content")
-            if not 0 <= token.id < n:
-                raise VocabularyError(
-                    f"added token {token.content!r} has id {token.id}, outside the "
-                    f"vocabulary of {n} pieces"
-                )
-        return self.added_tokens or ()
+
+
+def _check_added(added: Optional[Tuple[AddedToken, ...]], n: int) -> None:
+    """Each explicit added token is an AddedToken with text and an id of the
+    vocabulary."""
+    for token in added or ():
+        if not isinstance(token, AddedToken):
+            raise TypeError(
+                f"added_tokens must be a mapping of text to id or AddedToken "
+                f"objects, not {type(token).__name__}"
+            )
+        if not token.content:
+            raise VocabularyError(f"added token {token.id} has empty content")
+        if not 0 <= token.id < n:
+            raise VocabularyError(
+                f"added token {token.content!r} has id {token.id}, outside the "
+                f"vocabulary of {n} pieces"
+            )
 
 
 def _added_tuple(

@@ -40,11 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPolicy"]
 
-#: Whose rules a tokenizer follows where the references differ: the names
-#: of the planners (spmbpe/planners.py, where each one's rules are told).
-REFERENCES = tuple(PLANNERS)
-
-# The references SpmTokenizer(tokens, ...) may follow.
+# The references (planners.PLANNERS) SpmTokenizer(tokens, ...) may follow.
 _LIST_REFERENCES = tuple(name for name, cls in PLANNERS.items() if cls.from_lists)
 
 
@@ -512,7 +508,7 @@ def _added_tokens(spec: TokenizerSpec, planner_cls: Type[Planner]) -> List[Added
         piece = spec.table.piece(i)
         if piece not in by_content:
             by_content[piece] = AddedToken(piece, i, special=spec.types[i] != TokenType.USER_DEFINED)
-    for token in spec.checked_added_tokens():
+    for token in spec.added_tokens or ():
         by_content[token.content] = token
     return list(by_content.values())
 

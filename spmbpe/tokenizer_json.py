@@ -63,10 +63,9 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
     if not isinstance(added_entries, list):
         raise ModelFormatError(path, None, "added_tokens is not a list")
     by_id: Dict[int, str] = {}
-    for piece, value in vocab.items():
-        token_id = json_id(value)
-        if token_id is None or token_id < 0:
-            raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {value!r}")
+    for piece, token_id in vocab.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {token_id!r}")
         if token_id in by_id:
             raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
         by_id[token_id] = piece
@@ -171,12 +170,12 @@ def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
 def _merge_rules(
     merges: object, vocab: Dict[str, int], path: str
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
-    """(left, right, merged) ids of the merge rules, in rank order; a pair
-    listed twice keeps its later rank and result (tokenizers builds its
-    merge map by insertion: the last write wins)."""
+    """(left, right, merged) ids of the merge rules, in rank order (a pair
+    listed twice is kept twice: the core keeps the later one, as tokenizers
+    does)."""
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
-    rules: Dict[Tuple[int, int], int] = {}
+    left, right, merged = array("i"), array("i"), array("i")
     for i, rule in enumerate(merges):
         if isinstance(rule, str):
             a, sep, b = rule.partition(" ")
@@ -189,12 +188,10 @@ def _merge_rules(
         left_id, right_id, merged_id = vocab.get(a), vocab.get(b), vocab.get(a + b)
         if left_id is None or right_id is None or merged_id is None:
             raise ModelFormatError(path, None, f"merge rule {i} ({a!r}, {b!r}) names a piece outside the vocabulary")
-        # (Popped first: a dict keeps the place of a key's first insertion.)
-        rules.pop((left_id, right_id), None)
-        rules[(left_id, right_id)] = merged_id
-    left = array("i", [pair[0] for pair in rules])
-    right = array("i", [pair[1] for pair in rules])
-    return left, right, array("i", rules.values())
+        left.append(left_id)
+        right.append(right_id)
+        merged.append(merged_id)
+    return left, right, merged
 
 
 def _template_ends(data: Dict[str, Any], path: str) -> Tuple[Optional[int], Optional[int]]:
