@@ -135,3 +135,37 @@ def test_each_module_imports_in_a_fresh_interpreter(module):
         cwd=PACKAGE.parent, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
+
+
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(
+    "name, reference",
+    [
+        ("ggml-vocab-llama-spm.gguf", "llama.cpp"),
+        ("mistral-v1.model", "sentencepiece"),
+        ("mistral-v1.tokenizer.json", "tokenizers"),
+    ],
+)
+def test_a_file_becomes_a_frozen_spec_then_a_tokenizer(name, reference):
+    """file -> loader -> spec -> tokenizer: the spec says what the file says
+    and cannot change; the tokenizer built from it is the one load gives."""
+    import dataclasses
+
+    import spmbpe
+    from spmbpe.loading import read_spec
+    from spmbpe.planners import PLANNERS
+    from spmbpe.tokenizer import tokenizer_from_spec
+
+    spec = read_spec(DATA / name)
+    assert spec.reference == reference and reference in PLANNERS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.add_bos = not spec.add_bos  # type: ignore[misc]
+    tok = tokenizer_from_spec(spec)
+    loaded = spmbpe.load(DATA / name)
+    assert tok.reference == loaded.reference == reference
+    assert tok.fingerprint == loaded.fingerprint
+    assert tok.encode("Hello <s> world", add_special_tokens=True) == loaded.encode(
+        "Hello <s> world", add_special_tokens=True
+    )
