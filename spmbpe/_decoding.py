@@ -21,7 +21,7 @@ set of rules; this module says which rules each reference follows:
   ▁ -> " ", ByteFallback, Fuse, Strip(" ", 1, 0)]``: every token's ``▁`` is a
   space, a run of byte tokens that is not valid UTF-8 is U+FFFD per byte, and
   one leading space comes off the whole text.
-* **huggingface** (model folders, transformers 4's slow ``LlamaTokenizer``):
+* **transformers4** (model folders, transformers 4's slow ``LlamaTokenizer``):
   one leading space off the first piece rendered; control and unknown pieces
   as their text.
 
@@ -62,26 +62,26 @@ def _pack(
 
 
 def decode_rules(
-    reference: str,
+    decoder: str,
     *,
     add_prefix_space: bool,
     escape_spaces: bool = True,
     remove_extra_whitespaces: bool = False,
     special_as_text: bool = False,
 ) -> DecodeRules:
-    """The decode rules of `reference` ("llama.cpp", "sentencepiece",
-    "tokenizers", "huggingface") for a tokenizer that adds a dummy prefix
+    """The decode rules of `decoder` (a planner's ``decoder``: "llama.cpp",
+    "sentencepiece", "tokenizers", "transformers4") for a tokenizer that adds a dummy prefix
     (`add_prefix_space`) as ``▁`` (`escape_spaces`) or as a plain space."""
     # A plain-space prefix (no escape_whitespaces) stays: the references take
     # off only the space marker (sentencepiece) or the space it decodes to.
     strip_prefix = add_prefix_space and escape_spaces
     text, nothing = _C["RENDER_TEXT"], _C["RENDER_NOTHING"]
     normal = _C["RENDER_NORMAL"]
-    if reference == "llama.cpp":
+    if decoder == "llama.cpp":
         strip = _C["STRIP_FIRST_ID"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, nothing, text, strip, _C["BYTES_RAW"])
         return DecodeRules(packed, b"")
-    if reference == "sentencepiece":
+    if decoder == "sentencepiece":
         control = text if special_as_text else nothing
         unknown = text if special_as_text else _C["RENDER_SURFACE"]
         stripping = add_prefix_space or remove_extra_whitespaces
@@ -91,12 +91,12 @@ def decode_rules(
             remove_extra_whitespaces=remove_extra_whitespaces,
         )
         return DecodeRules(packed, UNK_SURFACE)
-    if reference == "tokenizers":
+    if decoder == "tokenizers":
         strip = _C["STRIP_OUTPUT"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, normal, text, strip, _C["BYTES_RUN"], marker_in_special=True)
         return DecodeRules(packed, b"")
-    if reference == "huggingface":
+    if decoder == "transformers4":
         strip = _C["STRIP_FIRST_RENDERED"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, normal, text, strip, _C["BYTES_RAW"])
         return DecodeRules(packed, b"")
-    raise ValueError(f"no decode rules for reference {reference!r}")
+    raise ValueError(f"no decode rules named {decoder!r}")

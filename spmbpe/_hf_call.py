@@ -15,12 +15,28 @@ logs an error and leaves the text whole.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Protocol, Sequence, Union
 
-if TYPE_CHECKING:
-    from .tokenizer import SpecialPolicy, SpmTokenizer
+from ._policy import SpecialPolicy
 
 __all__ = ["BatchEncoding", "call"]
+
+
+class _Tokenizer(Protocol):
+    """What ``call`` uses of an SpmTokenizer (which calls it with itself)."""
+
+    @property
+    def bos_id(self) -> Optional[int]: ...
+    @property
+    def eos_id(self) -> Optional[int]: ...
+    @property
+    def pad_id(self) -> Optional[int]: ...
+    @property
+    def add_bos(self) -> bool: ...
+    @property
+    def add_eos(self) -> bool: ...
+    def _valid_id(self, id: int) -> int: ...
+    def encode_batch(self, texts: List[str], *, special: SpecialPolicy = ..., num_threads: Optional[int] = ...) -> Any: ...
 
 _PADDING = {
     False: None, "do_not_pad": None, None: None,
@@ -56,7 +72,7 @@ class BatchEncoding(dict):  # type: ignore[type-arg]
 
 
 def call(
-    tok: "SpmTokenizer",
+    tok: _Tokenizer,
     text: Union[str, Sequence[str]],
     *,
     add_special_tokens: bool = True,
@@ -69,7 +85,7 @@ def call(
     pad_token_id: Optional[int] = None,
     return_tensors: Optional[str] = None,
     return_attention_mask: bool = True,
-    special: "SpecialPolicy" = "all",
+    special: SpecialPolicy = "all",
     num_threads: Optional[int] = None,
 ) -> BatchEncoding:
     single = isinstance(text, str)

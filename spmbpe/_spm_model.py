@@ -72,7 +72,9 @@ from array import array
 from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple, Type, TypeVar, Union
 
 from ._core import first_invalid_utf8_piece, scan_model_pieces
+from ._vocab import piece_offsets
 from .errors import ModelFormatError
+from .tokens import TokenType
 
 __all__ = [
     "SpmModelProto",
@@ -93,14 +95,14 @@ __all__ = [
     "MODEL_TYPE_CHAR",
 ]
 
-# ModelProto.SentencePiece.Type
-TYPE_NORMAL = 1
-TYPE_UNKNOWN = 2
-TYPE_CONTROL = 3
-TYPE_USER_DEFINED = 4
-TYPE_UNUSED = 5
-TYPE_BYTE = 6
-_PIECE_TYPES = frozenset(range(1, 7))
+# ModelProto.SentencePiece.Type: spmbpe's TokenType uses its numbers.
+TYPE_NORMAL = int(TokenType.NORMAL)
+TYPE_UNKNOWN = int(TokenType.UNKNOWN)
+TYPE_CONTROL = int(TokenType.CONTROL)
+TYPE_USER_DEFINED = int(TokenType.USER_DEFINED)
+TYPE_UNUSED = int(TokenType.UNUSED)
+TYPE_BYTE = int(TokenType.BYTE)
+_PIECE_TYPES = frozenset(int(t) for t in TokenType)
 
 # TrainerSpec.ModelType
 MODEL_TYPE_UNIGRAM = 1
@@ -727,19 +729,7 @@ def parse_model_proto(
         runs.append(slow.finish())
     if not n_pieces:
         _fail(spath, None, "not a sentencepiece model: it has no pieces")
-    bad: Optional[int] = None
-    if len(runs) == 1:
-        arena, offsets, score_array, types, bad = runs[0]
-    else:
-        arena = b"".join(run[0] for run in runs)
-        offsets = array("q", [0])
-        score_array = array("f")
-        for run in runs:
-            offsets.extend(run[1][1:])
-            score_array.extend(run[2])
-        types = b"".join(run[3] for run in runs)
-    if sys.byteorder == "big":  # pragma: no cover
-        score_array.byteswap()
+    arena, offsets, score_array, types, bad = _join_runs(runs)
 
     # Every piece must be valid UTF-8 on its own, as sentencepiece requires:
     # the scan checked its run; pieces read otherwise are checked here.
@@ -767,6 +757,24 @@ def parse_model_proto(
     return proto
 
 
+def _join_runs(runs: List[_PieceRun]) -> _PieceRun:
+    """The model's pieces as one run (scores in native byte order)."""
+    bad: Optional[int] = None
+    if len(runs) == 1:
+        arena, offsets, score_array, types, bad = runs[0]
+    else:
+        arena = b"".join(run[0] for run in runs)
+        offsets = array("q", [0])
+        score_array = array("f")
+        for run in runs:
+            offsets.extend(run[1][1:])
+            score_array.extend(run[2])
+        types = b"".join(run[3] for run in runs)
+    if sys.byteorder == "big":  # pragma: no cover
+        score_array.byteswap()
+    return arena, offsets, score_array, types, bad
+
+
 # A run of pieces: (arena, offsets, scores, types, first_bad_utf8): the
 # pieces' bytes, count + 1 offsets into the whole model's arena (the first
 # is where the run starts), the scores as read (little-endian float32), one
@@ -778,24 +786,25 @@ _PieceRun = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
 class _SlowRun:
     """Pieces read one by one by the general reader, gathered into a run."""
 
-    __slots__ = ("arena", "offsets", "scores", "types")
+    __slots__ = ("arena", "base", "lengths", "scores", "types")
 
     def __init__(self, base: int) -> None:
         self.arena = bytearray()
-        self.offsets = array("q", [base])
+        self.base = base
+        self.lengths: List[int] = []
         self.scores = bytearray()
         self.types = bytearray()
 
     def add(self, piece: bytes, score: bytes, piece_type: int) -> None:
         self.arena += piece
-        self.offsets.append(self.offsets[-1] + len(piece))
+        self.lengths.append(len(piece))
         self.scores += score
         self.types.append(piece_type)
 
     def finish(self) -> _PieceRun:
         scores = array("f")
         scores.frombytes(self.scores)
-        return bytes(self.arena), self.offsets, scores, bytes(self.types), None
+        return bytes(self.arena), piece_offsets(self.lengths, self.base), scores, bytes(self.types), None
 
 
 def _bad_utf8_piece(path: Optional[str], index: int, offset: int, chunk: bytes) -> NoReturn:

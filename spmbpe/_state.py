@@ -1,11 +1,10 @@
 """What a tokenizer is made of, as canonical bytes: its pickle and its fingerprint.
 
-A tokenizer is fully described by the arguments it was built from: the piece
-table, the merge ranks, the token types, the settings (references' rules,
+A tokenizer is fully described by its :class:`~spmbpe.spec.TokenizerSpec`:
+the piece table, the merge ranks, the token types, the settings (reference,
 prefix scheme, added tokens, special ids, normalizers, ...) and, for a
-``tokenizer.json``, its ranked merges.  :class:`Recipe` keeps those (no copy:
-references to what the tokenizer holds anyway) and writes them as one byte
-string in a small tagged format of its own, so that
+``tokenizer.json``, its ranked merges.  This module writes a spec as one
+byte string in a small tagged format of its own, so that
 
 * pickling a tokenizer sends the vocabulary itself, never a path to a file
   the worker may not have, and gives the same bytes in every process and
@@ -14,9 +13,9 @@ string in a small tagged format of its own, so that
   same vocabulary and settings however they were loaded, different when any
   setting that can change an id differs.
 
-The settings are whatever ``SpmTokenizer._setup`` takes, captured from its
-arguments, so a new setting is covered without touching this module (or
-raises ``TypeError`` here when it is of a kind the format cannot write).
+The settings written are every keyword of ``TokenizerSpec.build``
+(``spec.options``), so a new setting is covered without touching this module
+(or raises ``TypeError`` here when it is of a kind the format cannot write).
 """
 
 from __future__ import annotations
@@ -25,24 +24,19 @@ import hashlib
 import struct
 import sys
 from array import array
-from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._core import PieceTable
 from ._normalizer import Normalizer
 from ._normalizer import _rebuild as _rebuild_normalizer
+from ._vocab import piece_offsets
+from .spec import RankedMerges, TokenizerSpec
 from .tokens import AddedToken
 
-if TYPE_CHECKING:
-    from .tokenizer import SpmTokenizer
-
-__all__ = ["Recipe", "restore"]
+__all__ = ["state_bytes", "fingerprint", "restore", "register_builder"]
 
 # Bumped when the format changes; part of every fingerprint.
 _MAGIC = b"spmbpe-state/1\x00"
-
-# The arguments of SpmTokenizer._setup that are not settings.
-_NOT_OPTIONS = ("self", "table", "scores", "token_types")
 
 # Array item formats, fixed-size and little-endian whatever the platform.
 _ARRAY_FORMATS = {
@@ -51,65 +45,62 @@ _ARRAY_FORMATS = {
 }
 
 
-class Recipe:
-    """The arguments a tokenizer was built from (see the module docstring)."""
-
-    __slots__ = ("table", "rank", "types", "options", "ranked_merges", "_fingerprint")
-
-    def __init__(self, table: PieceTable, options: Dict[str, Any]) -> None:
-        self.table = table
-        self.rank: "Optional[array[float]]" = None  # set by _setup once computed
-        self.types: bytes = b""
-        self.options = options
-        # tokenizer.json's merges: the arguments of _set_ranked_merges, or a
-        # function that returns them (read back from the core when needed).
-        self.ranked_merges: Union[None, Tuple[Any, ...], Callable[[], Tuple[Any, ...]]] = None
-        self._fingerprint: Optional[str] = None
-
-    @classmethod
-    def capture(cls, arguments: Mapping[str, Any]) -> "Recipe":
-        """The recipe of ``_setup(**arguments)`` (its ``locals()`` on entry).
-        Added tokens are made a list of AddedToken, hf_special_tokens a
-        tuple: an iterator passed in is read here, once."""
-        options = {k: v for k, v in sorted(arguments.items()) if k not in _NOT_OPTIONS}
-        added = options.get("added_tokens")
-        if added is not None:
-            if isinstance(added, Mapping):
-                options["added_tokens"] = [AddedToken(str(c), int(i)) for c, i in added.items()]
-            else:
-                options["added_tokens"] = list(added)
-        if "hf_special_tokens" in options:
-            options["hf_special_tokens"] = tuple(options["hf_special_tokens"])
-        return cls(arguments["table"], options)
-
-    def set_ranked_merges(self, arguments: Union[Tuple[Any, ...], Callable[[], Tuple[Any, ...]]]) -> None:
-        self.ranked_merges = arguments
-        self._fingerprint = None
-
-    def to_bytes(self) -> bytes:
-        """The canonical bytes of everything the tokenizer is built from."""
-        return b"".join(self._chunks())
-
-    @property
-    def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            digest = hashlib.sha256()
-            for chunk in self._chunks():
-                digest.update(chunk)
-            self._fingerprint = digest.hexdigest()
-        return self._fingerprint
-
-    def _chunks(self) -> List[bytes]:
-        out: List[bytes] = [_MAGIC]
-        merges = self.ranked_merges() if callable(self.ranked_merges) else self.ranked_merges
-        _write(out, (self.table, self.rank, self.types, self.options, merges))
-        return out
+def state_bytes(spec: TokenizerSpec) -> bytes:
+    """The canonical bytes of everything the tokenizer is built from."""
+    return b"".join(_chunks(spec))
 
 
-def restore(data: bytes) -> "SpmTokenizer":
-    """The tokenizer whose Recipe.to_bytes() is `data` (the pickle's reconstructor)."""
-    from .tokenizer import SpmTokenizer
+def fingerprint(spec: TokenizerSpec) -> str:
+    """The SHA-256 (hex) of :func:`state_bytes`."""
+    digest = hashlib.sha256()
+    for chunk in _chunks(spec):
+        digest.update(chunk)
+    return digest.hexdigest()
 
+
+def _chunks(spec: TokenizerSpec) -> List[bytes]:
+    out: List[bytes] = [_MAGIC]
+    merges = _canonical_merges(spec.ranked_merges)
+    _write(out, (spec.table, spec.rank, spec.types, spec.options, merges))
+    return out
+
+
+def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
+    """The merge rules with one rule per pair, in rank order: a pair listed
+    twice keeps only its later rule, the one that applies (the core and
+    tokenizers both let the last write win), so that files differing only
+    in a rule that never applies have one state."""
+    if merges is None:
+        return None
+    left, right, merged, fuse_unknown, ignore_merges = merges
+    pairs = list(zip(left, right))
+    if len(set(pairs)) == len(pairs):
+        return merges
+    rules: Dict[Tuple[int, int], int] = {}
+    for pair, result in zip(pairs, merged):
+        rules.pop(pair, None)  # (a dict keeps a key where it was first put)
+        rules[pair] = result
+    return (
+        array("i", [pair[0] for pair in rules]), array("i", [pair[1] for pair in rules]),
+        array("i", rules.values()), fuse_unknown, ignore_merges,
+    )
+
+
+# What turns a spec into a tokenizer: SpmTokenizer._from_spec, registered by
+# spmbpe/tokenizer.py when the class is defined.  (This module sits below
+# the tokenizer and must not import it; unpickling imports the spmbpe
+# package first, which defines the class.)
+_BUILDER: Optional[Callable[[TokenizerSpec], Any]] = None
+
+
+def register_builder(builder: Callable[[TokenizerSpec], Any]) -> None:
+    """Sets the function :func:`restore` builds tokenizers with."""
+    global _BUILDER
+    _BUILDER = builder
+
+
+def restore(data: bytes) -> Any:
+    """The tokenizer whose state_bytes() is `data` (the pickle's reconstructor)."""
     if not data.startswith(_MAGIC):
         raise ValueError(
             "not a pickled spmbpe tokenizer of this version (the state starts with "
@@ -119,10 +110,10 @@ def restore(data: bytes) -> "SpmTokenizer":
     if end != len(data):
         raise ValueError(f"corrupt spmbpe tokenizer state: {len(data) - end} trailing bytes")
     table, rank, types, options, ranked_merges = value
-    tok = SpmTokenizer._from_table(table, rank, types, **options)
-    if ranked_merges is not None:
-        tok._set_ranked_merges(*ranked_merges)
-    return tok
+    spec = TokenizerSpec.build(table, rank, types, ranked_merges, **options)
+    if _BUILDER is None:  # (spmbpe/__init__.py imports the tokenizer)
+        raise RuntimeError("spmbpe.tokenizer is not imported")
+    return _BUILDER(spec)
 
 
 # ---------------------------------------------------------------- the format
@@ -256,7 +247,7 @@ def _read(buf: memoryview, pos: int) -> Tuple[Any, int]:
     if tag == b"p":
         arena, pos = _read(buf, pos)
         lengths, pos = _read(buf, pos)
-        return PieceTable(arena, array("q", accumulate(lengths, initial=0))), pos
+        return PieceTable(arena, piece_offsets(lengths)), pos
     if tag == b"n":
         args, pos = _read(buf, pos)
         return _rebuild_normalizer(*args), pos

@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import codecs
-from typing import TYPE_CHECKING, List
+from typing import Dict, List, NamedTuple, Optional, Protocol
 
-from ._core import IdDecoder
-
-if TYPE_CHECKING:
-    from .tokenizer import SpmTokenizer
+from ._core import IdDecoder, SpmCore
 
 __all__ = ["StreamingDecoder"]
+
+
+class _Normalizer(Protocol):
+    def normalize(self, text: str) -> str: ...
+
+
+class _Rules(NamedTuple):
+    packed: bytes
+    surface: bytes
+
+
+class _Tokenizer(Protocol):
+    """What a StreamingDecoder reads of an SpmTokenizer (its decoding state)."""
+
+    @property
+    def _core(self) -> SpmCore: ...
+    @property
+    def _skip_special(self) -> bytes: ...
+    @property
+    def _skip_none(self) -> Optional[bytes]: ...
+    @property
+    def _decoding(self) -> Dict[bool, _Rules]: ...
+    @property
+    def _denormalizer(self) -> Optional[_Normalizer]: ...
 
 
 class StreamingDecoder:
@@ -37,7 +58,7 @@ class StreamingDecoder:
 
     def __init__(
         self,
-        tokenizer: "SpmTokenizer",
+        tokenizer: _Tokenizer,
         *,
         skip_special: bool = False,
         errors: str = "replace",

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union, overload
+from typing import Any, Dict, Literal, Optional, Sequence, Union, overload
 
 from ._core import PieceTable
 from ._gguf import RawStrings, read_gguf_header
+from ._vocab import TOKEN_TYPE_VALUES, checked_id, piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
-from .tokenizer import SpmTokenizer
+from .spec import TokenizerSpec
+from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_gguf"]
+__all__ = ["load_gguf", "read_gguf_spec", "spec_from_gguf_metadata", "tokenizer_from_gguf_metadata"]
 
 # llama.cpp's defaults for an SPM ("llama") vocabulary when a key is absent.
 _DEFAULT_BOS = 1
@@ -34,9 +36,14 @@ _DEFAULT_UNK = 0
 
 def load_gguf(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     """A tokenizer from the vocabulary in a GGUF file's metadata."""
+    return tokenizer_from_spec(read_gguf_spec(path))
+
+
+def read_gguf_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
+    """The TokenizerSpec of a GGUF file's vocabulary."""
     path = os.fspath(path)
     header = read_gguf_header(path, raw_string_keys=(_TOKENS,))
-    return tokenizer_from_gguf_metadata(header.metadata, path, header.offsets)
+    return spec_from_gguf_metadata(header.metadata, path, header.offsets)
 
 
 _TOKENS = "tokenizer.ggml.tokens"
@@ -59,6 +66,14 @@ def tokenizer_from_gguf_metadata(
 ) -> SpmTokenizer:
     """A tokenizer from already-read GGUF metadata (key -> value); `offsets`
     (key -> byte offset of its pair) only make error messages precise."""
+    return tokenizer_from_spec(spec_from_gguf_metadata(meta, path, offsets))
+
+
+def spec_from_gguf_metadata(
+    meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
+) -> TokenizerSpec:
+    """The TokenizerSpec of already-read GGUF metadata (see
+    tokenizer_from_gguf_metadata)."""
     src = _Source(path, offsets)
     model = meta.get("tokenizer.ggml.model")
     if model is None:
@@ -108,7 +123,7 @@ def tokenizer_from_gguf_metadata(
         for i, a in sorted(attrs.items())
         if a & (_CONTROL | _UNKNOWN | _USER_DEFINED)
     ]
-    return SpmTokenizer._from_table(
+    return TokenizerSpec.build(
         table,
         scores,
         bytes(token_types),
@@ -128,7 +143,7 @@ def _piece_table(tokens: object, path: Optional[str], offset: Optional[int] = No
     """The vocabulary table of tokenizer.ggml.tokens, as llama.cpp reads it."""
     if isinstance(tokens, list) and all(isinstance(t, str) for t in tokens):
         encoded = [t.encode("utf-8") for t in tokens]
-        tokens = RawStrings(b"".join(encoded), _offsets(encoded), 0)
+        tokens = RawStrings(b"".join(encoded), piece_offsets(map(len, encoded)), 0)
     if not isinstance(tokens, RawStrings):
         raise ModelFormatError(path, offset, f"{_TOKENS} is missing or not an array of strings")
     if len(tokens) == 0:
@@ -142,7 +157,7 @@ def _piece_table(tokens: object, path: Optional[str], offset: Optional[int] = No
         for i in range(len(tokens)):
             piece = arena[offsets[i] : offsets[i + 1]].split(b"\x00", 1)[0]
             pieces.append(piece if piece else f"[EMPTY_{i}]".encode("ascii"))
-        table = PieceTable(b"".join(pieces), _offsets(pieces))
+        table = PieceTable(b"".join(pieces), piece_offsets(map(len, pieces)))
     bad = table.first_invalid_utf8()
     if bad >= 0:
         raise ModelFormatError(
@@ -158,15 +173,6 @@ def _piece_table(tokens: object, path: Optional[str], offset: Optional[int] = No
             f"{_TOKENS} holds {table.piece(dup)!r} twice (ids {first} and {dup})",
         )
     return table
-
-
-def _offsets(pieces: List[bytes]) -> "array[int]":
-    out = array("q", [0])
-    total = 0
-    for p in pieces:
-        total += len(p)
-        out.append(total)
-    return out
 
 
 # llama.cpp's token attributes (llama_token_attr), as bits.
@@ -221,11 +227,11 @@ def _types_bytes(types: Sequence[int]) -> bytes:
     try:
         raw = array("B", types).tobytes()
     except (ValueError, TypeError, OverflowError):
-        raw = bytes(t if 1 <= t <= 6 else 0 for t in types)
+        raw = bytes(t if t in TOKEN_TYPE_VALUES else 0 for t in types)
     return raw.translate(_KNOWN_TYPES)
 
 
-_KNOWN_TYPES = bytes(t if 1 <= t <= 6 else 0 for t in range(256))
+_KNOWN_TYPES = bytes(t if t in TOKEN_TYPE_VALUES else 0 for t in range(256))
 _UNDEFINED_AS_NORMAL = bytes([TokenType.NORMAL]) + bytes(range(1, 256))
 
 
@@ -376,9 +382,7 @@ def _token_id(meta: Dict[str, object], key: str, default: Optional[int], n: int,
         raise src.error(key, f"{key} is not an integer: {value!r:.80}")
     if value == -1 or value == 0xFFFFFFFF:
         return None  # LLAMA_TOKEN_NULL
-    if not 0 <= value < n:
-        raise src.error(key, f"{key} is {value}, outside the vocabulary of {n} pieces")
-    return value
+    return checked_id(key, value, n, lambda message: src.error(key, message))
 
 
 def _flag(meta: Dict[str, object], key: str, default: bool, src: _Source) -> bool:

@@ -13,19 +13,22 @@ slow ``LlamaTokenizer`` (transformers 4.x) reads, so its rules apply:
 
 from __future__ import annotations
 
-import json
 import os
 from array import array
 from typing import Any, Dict, List, Optional
 
 from ._core import PieceTable
+from ._hf_json import added_token, json_id, read_optional_json_object
 from ._spm_model import SpmModelProto, read_model_proto
-from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
-from .sentencepiece import tokenizer_from_model_proto
-from .tokenizer import SpmTokenizer
+from ._vocab import piece_offsets
+from .errors import ModelFormatError, UnsupportedModelError
+from .planners import TRANSFORMERS_REFERENCE
+from .sentencepiece import spec_from_model_proto
+from .spec import TokenizerSpec
+from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import NEVER_MERGE, AddedToken, TokenType
 
-__all__ = ["load_hf_folder"]
+__all__ = ["load_hf_folder", "read_hf_folder_spec"]
 
 # Slow tokenizer classes whose tokenize() this module reproduces.
 _LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
@@ -39,9 +42,14 @@ _LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"
 
 def load_hf_folder(folder: str) -> SpmTokenizer:
     """A tokenizer from a model folder holding ``tokenizer.model``."""
+    return tokenizer_from_spec(read_hf_folder_spec(folder))
+
+
+def read_hf_folder_spec(folder: str) -> TokenizerSpec:
+    """The TokenizerSpec of a model folder holding ``tokenizer.model``."""
     model_path = os.path.join(folder, "tokenizer.model")
     config_path = os.path.join(folder, "tokenizer_config.json")
-    config = _read_json(config_path)
+    config = read_optional_json_object(config_path)
     cls = config.get("tokenizer_class")
     if cls is not None and (not isinstance(cls, str) or cls not in _LLAMA_CLASSES):
         raise UnsupportedModelError(
@@ -65,7 +73,7 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
         added = _added_tokens(config, folder)
     else:
         map_path = os.path.join(folder, "special_tokens_map.json")
-        for name, value in _read_json(map_path).items():
+        for name, value in read_optional_json_object(map_path).items():
             if name == "additional_special_tokens":
                 for token in _special_list(value, map_path):
                     if token.content not in {t.content for t in additional}:
@@ -122,13 +130,13 @@ def load_hf_folder(folder: str) -> SpmTokenizer:
             else bool(config.get("add_prefix_space", True))
         ),
         prefix_scheme="after_each_special" if legacy else "once",
-        reference="huggingface",
+        reference=TRANSFORMERS_REFERENCE,
         added_tokens=added,
         hf_special_tokens=[t.content for t in special_list],
         hf_unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
         model_pieces=n_model,
     )
-    return tokenizer_from_model_proto(proto, model_path, **options)
+    return spec_from_model_proto(proto, model_path, **options)
 
 
 def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
@@ -139,12 +147,7 @@ def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
     if isinstance(value, str):
         return AddedToken(value, -1, special=True) if value else None
     if isinstance(value, dict) and isinstance(value.get("content"), str):
-        if value.get("single_word"):
-            raise UnsupportedFeatureError(f"{path}: {name} has single_word=true, which spmbpe does not implement")
-        return AddedToken(
-            value["content"], -1, special=True,
-            lstrip=bool(value.get("lstrip", False)), rstrip=bool(value.get("rstrip", False)),
-        )
+        return added_token(value, -1, f"{path} ({name})", special=True)
     raise ModelFormatError(path, None, f"{name} is neither a string nor a token object: {value!r}")
 
 
@@ -166,36 +169,15 @@ def _legacy_added_tokens(
 ) -> List[AddedToken]:
     """added_tokens.json of older saves: {text: id}."""
     path = os.path.join(folder, "added_tokens.json")
-    entries = _read_json(path)
+    entries = read_optional_json_object(path)
     names = {t.content for t in specials.values() if t is not None} | {t.content for t in additional}
     out = []
-    for text, token_id in entries.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool):
+    for text, value in entries.items():
+        token_id = json_id(value)
+        if token_id is None:
             raise ModelFormatError(path, None, f"the id of {text!r} is not an integer")
-        out.append(AddedToken(text, token_id, special=text in names))
+        out.append(added_token({"content": text}, token_id, path, special=text in names))
     return out
-
-
-def _read_json(path: str) -> Dict[str, Any]:
-    """The JSON object in an optional file of a model folder ({} when absent)."""
-    if not os.path.exists(path):
-        return {}
-    return read_json_object(path)
-
-
-def read_json_object(path: str) -> Dict[str, Any]:
-    """The JSON object in a file; ModelFormatError (with the offset) if it is
-    not one."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ModelFormatError(path, e.pos, f"not valid JSON: {e.msg} (line {e.lineno})") from None
-    except UnicodeDecodeError as e:
-        raise ModelFormatError(path, e.start, "not valid UTF-8") from None
-    if not isinstance(value, dict):
-        raise ModelFormatError(path, 0, "expected a JSON object")
-    return value
 
 
 def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
@@ -217,20 +199,7 @@ def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
             raise ModelFormatError(
                 os.path.join(folder, "tokenizer_config.json"), None, f"{where} has no content string"
             )
-        if entry.get("single_word"):
-            raise UnsupportedFeatureError(
-                f"{folder}: added token {entry['content']!r} has single_word=true, which "
-                f"spmbpe does not implement"
-            )
-        out.append(
-            AddedToken(
-                entry["content"],
-                token_id,
-                special=bool(entry.get("special", False)),
-                lstrip=bool(entry.get("lstrip", False)),
-                rstrip=bool(entry.get("rstrip", False)),
-            )
-        )
+        out.append(added_token(entry, token_id, folder))
     return out
 
 
@@ -254,10 +223,7 @@ def _appended(proto: SpmModelProto, extra: List[AddedToken], folder: str) -> Spm
         expected += 1
     arena = proto.arena + b"".join(pieces)
     offsets = array("q", proto.offsets)
-    total = offsets[-1]
-    for p in pieces:
-        total += len(p)
-        offsets.append(total)
+    offsets.extend(piece_offsets(map(len, pieces), offsets[-1])[1:])
     scores = array("f", proto.scores)
     scores.extend([NEVER_MERGE] * len(pieces))
     clone = type(proto).__new__(type(proto))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Callable, Union
 
 from ._spm_model import is_model_proto
 from .errors import UnsupportedModelError
-from .tokenizer import SpmTokenizer
+from .spec import TokenizerSpec
+from .tokenizer import SpmTokenizer, tokenizer_from_spec
 
-__all__ = ["load", "KNOWN_FORMATS", "BUNDLED_MODELS"]
+__all__ = ["load", "read_spec", "KNOWN_FORMATS", "BUNDLED_MODELS"]
 
 #: The formats load() recognises, as named in its error messages.
 KNOWN_FORMATS = (
@@ -34,6 +35,11 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     ``"llama"``, the SentencePiece-BPE vocabulary type); sentencepiece
     ``.model`` files give sentencepiece's.
     """
+    return tokenizer_from_spec(read_spec(path))
+
+
+def read_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
+    """The TokenizerSpec of a file or folder (what load builds from)."""
     path = os.fspath(path)
     if not os.path.exists(path) and path in BUNDLED_MODELS:
         # A bundled vocabulary by name: spmbpe.load("mistral-v1").
@@ -43,48 +49,45 @@ def load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
             f"no such tokenizer file or folder: {path!r} (bundled vocabularies: "
             f"{', '.join(sorted(BUNDLED_MODELS))})"
         )
+    return _reader(path)(path)
+
+
+def _reader(path: str) -> Callable[[str], TokenizerSpec]:
+    """The loader that reads `path` into a spec, by its contents."""
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.model")):
-            from .huggingface import load_hf_folder
+            from .huggingface import read_hf_folder_spec
 
-            return load_hf_folder(path)
+            return read_hf_folder_spec
         if os.path.isfile(os.path.join(path, "tokenizer.json")):
-            from .tokenizer_json import load_tokenizer_json
+            from .tokenizer_json import read_tokenizer_json_spec
 
-            return load_tokenizer_json(os.path.join(path, "tokenizer.json"))
+            return lambda folder: read_tokenizer_json_spec(os.path.join(folder, "tokenizer.json"))
         raise UnsupportedModelError(
             f"{path}: a folder with neither tokenizer.model nor tokenizer.json; spmbpe.load "
             f"reads a tokenizer file or folder of one of these formats: {'; '.join(KNOWN_FORMATS)}"
         )
     with open(path, "rb") as f:
         head = f.read(64)
+    from .gguf import read_gguf_spec
+    from .sentencepiece import read_model_proto_spec
+    from .tokenizer_json import read_tokenizer_json_spec
+
     if head[:4] == _GGUF_MAGIC:
-        from .gguf import load_gguf
-
-        return load_gguf(path)
+        return read_gguf_spec
     if head.lstrip()[:1] == b"{":
-        from .tokenizer_json import load_tokenizer_json
-
-        return load_tokenizer_json(path)
+        return read_tokenizer_json_spec
     if is_model_proto(head):
-        from .sentencepiece import load_model_proto
-
-        return load_model_proto(path)
+        return read_model_proto_spec
     # No format recognised from the contents: a file named like one of them
     # is a corrupt file of that format, and its reader says where.
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".gguf":
-        from .gguf import load_gguf
-
-        return load_gguf(path)
+        return read_gguf_spec
     if suffix == ".json":
-        from .tokenizer_json import load_tokenizer_json
-
-        return load_tokenizer_json(path)
+        return read_tokenizer_json_spec
     if suffix == ".model" and head:
-        from .sentencepiece import load_model_proto
-
-        return load_model_proto(path)
+        return read_model_proto_spec
     raise UnsupportedModelError(
         f"{path}: not a tokenizer file spmbpe knows (it starts with {head[:8]!r}); "
         f"known formats: {'; '.join(KNOWN_FORMATS)}"

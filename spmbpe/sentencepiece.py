@@ -19,29 +19,45 @@ from typing import TYPE_CHECKING, Dict, Optional, Union
 
 from ._core import PieceTable
 from ._spm_model import NormalizerSpec, SpmModelProto, read_model_proto
+from ._vocab import checked_id, indices_of
 from .errors import ModelFormatError, UnsupportedModelError
-from .tokenizer import SpmTokenizer
+from .spec import TokenizerSpec
+from .tokenizer import SpmTokenizer, tokenizer_from_spec
+from .tokens import TokenType
 
 if TYPE_CHECKING:
     from ._normalizer import Normalizer
 
-__all__ = ["load_model_proto", "tokenizer_from_model_proto"]
+__all__ = ["load_model_proto", "read_model_proto_spec", "spec_from_model_proto", "tokenizer_from_model_proto"]
 
 _MODEL_TYPES = {1: "Unigram", 2: "BPE", 3: "word", 4: "char"}
 
 
 def load_model_proto(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
     """A tokenizer from a sentencepiece ``.model`` file (a BPE model)."""
+    return tokenizer_from_spec(read_model_proto_spec(path))
+
+
+def read_model_proto_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
+    """The TokenizerSpec of a sentencepiece ``.model`` file."""
     path = os.fspath(path)
-    return tokenizer_from_model_proto(read_model_proto(path), path)
+    return spec_from_model_proto(read_model_proto(path), path)
 
 
 def tokenizer_from_model_proto(
     proto: SpmModelProto, path: Optional[str] = None, **options: object
 ) -> SpmTokenizer:
     """A tokenizer from a decoded ModelProto; `options` override the
-    SpmTokenizer settings the file implies (the HF folder loader uses them).
-    A normalizer other than identity is applied as sentencepiece applies it
+    settings the file implies (see spec_from_model_proto)."""
+    return tokenizer_from_spec(spec_from_model_proto(proto, path, **options))
+
+
+def spec_from_model_proto(
+    proto: SpmModelProto, path: Optional[str] = None, **options: object
+) -> TokenizerSpec:
+    """The TokenizerSpec of a decoded ModelProto; `options` override the
+    settings the file implies (the HF folder loader uses them).  A
+    normalizer other than identity is applied as sentencepiece applies it
     (spmbpe._normalizer)."""
     where = path if path is not None else "<model proto>"
     trainer = proto.trainer
@@ -74,12 +90,11 @@ def tokenizer_from_model_proto(
     n = len(table)
 
     def special_id(value: int, name: str) -> Optional[int]:
-        value = int(value)
-        if value < 0:
-            return None
-        if value >= n:
-            raise ModelFormatError(path, None, f"trainer_spec.{name} {value} is not a piece id")
-        return value
+        # A negative id: the model has no such piece.
+        return checked_id(
+            f"trainer_spec.{name}", int(value) if int(value) >= 0 else None, n,
+            lambda message: ModelFormatError(path, None, message),
+        )
 
     settings: Dict[str, object] = dict(
         bos_id=special_id(trainer.bos_id, "bos_id"),
@@ -101,7 +116,7 @@ def tokenizer_from_model_proto(
     settings["add_bos"] = settings["bos_id"] is not None
     settings["add_eos"] = False
     settings.update(options)
-    return SpmTokenizer._from_table(table, proto.scores, proto.types, **settings)
+    return TokenizerSpec.build(table, proto.scores, proto.types, **settings)  # type: ignore[arg-type]
 
 
 def _denormalizer(proto: SpmModelProto) -> Optional[Normalizer]:
@@ -136,7 +151,7 @@ def _text_normalizers(
         return None
     from ._normalizer import Normalizer
 
-    user_defined = [proto.piece(i) for i, t in enumerate(proto.types) if t == 4]
+    user_defined = [proto.piece(i) for i in indices_of(proto.types, TokenType.USER_DEFINED)]
     return {
         prefix: Normalizer(
             bytes(normalizer.precompiled_charsmap),

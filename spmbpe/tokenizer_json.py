@@ -20,18 +20,25 @@ from array import array
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._core import PieceTable
+from ._hf_json import added_token, json_id, read_json_object
+from ._vocab import byte_piece_ids
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
-from .huggingface import read_json_object
-from .tokenizer import SpmTokenizer
+from .spec import RankedMerges, TokenizerSpec
+from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_tokenizer_json"]
+__all__ = ["load_tokenizer_json", "read_tokenizer_json_spec"]
 
 _MARKER = "\u2581"
 
 
 def load_tokenizer_json(path: str) -> SpmTokenizer:
     """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
+    return tokenizer_from_spec(read_tokenizer_json_spec(path))
+
+
+def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
+    """The TokenizerSpec of a ``tokenizer.json`` (a Llama-style BPE model)."""
     data = read_json_object(path)
     if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
@@ -65,31 +72,17 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
     n_model = len(by_id)
     added: List[AddedToken] = []
     for entry in added_entries:
-        if (
-            not isinstance(entry, dict)
-            or not isinstance(entry.get("content"), str)
-            or not isinstance(entry.get("id"), int)
-            or isinstance(entry["id"], bool)
-            or entry["id"] < 0
-        ):
+        entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
+        if entry_id is None or entry_id < 0 or not isinstance(entry.get("content"), str):
             raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
-        if entry.get("single_word"):
-            raise UnsupportedFeatureError(f"{path}: added token {entry['content']!r} has single_word=true")
+        token = added_token(entry, entry_id, path)
         if entry.get("normalized") and front_end[0] == "prepend":
             raise UnsupportedFeatureError(
-                f"{path}: added token {entry['content']!r} is matched after normalization "
+                f"{path}: added token {token.content!r} is matched after normalization "
                 f"(normalized=true), which spmbpe does not implement with a normalizer"
             )
-        by_id.setdefault(entry["id"], entry["content"])
-        added.append(
-            AddedToken(
-                entry["content"],
-                entry["id"],
-                special=bool(entry.get("special", False)),
-                lstrip=bool(entry.get("lstrip", False)),
-                rstrip=bool(entry.get("rstrip", False)),
-            )
-        )
+        by_id.setdefault(token.id, token.content)
+        added.append(token)
     # Ids must be 0..n-1 with none missing; a stray huge id must not make
     # us walk (or allocate) up to it.
     n = len(by_id)
@@ -105,9 +98,8 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         types[i] = TokenType.USER_DEFINED
     for token in added:
         types[token.id] = TokenType.CONTROL if token.special else TokenType.USER_DEFINED
-    for b in range(256):
-        found = table.find(f"<0x{b:02X}>".encode("ascii"))
-        if found >= 0 and types[found] == TokenType.NORMAL:
+    for found in byte_piece_ids(table):
+        if types[found] == TokenType.NORMAL:
             types[found] = TokenType.BYTE
 
     left, right, merged = _merge_rules(model.get("merges"), vocab, path)
@@ -116,10 +108,14 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
     if isinstance(unk_token, str) and unk_id is None:
         raise ModelFormatError(path, None, f"model.unk_token {unk_token!r} is not in the vocabulary")
     bos_id, eos_id = _template_ends(data, path)
-    tok = SpmTokenizer._from_table(
+    ranked_merges: RankedMerges = (
+        left, right, merged, bool(model.get("fuse_unk", False)), bool(model.get("ignore_merges", False))
+    )
+    return TokenizerSpec.build(
         table,
         None,
         bytes(types),
+        ranked_merges,
         bos_id=bos_id,
         eos_id=eos_id,
         unk_id=unk_id,
@@ -132,9 +128,6 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         added_tokens=added,
         front_end=front_end,
     )
-    tok._set_ranked_merges(left, right, merged, bool(model.get("fuse_unk", False)),
-                           bool(model.get("ignore_merges", False)))
-    return tok
 
 
 def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
@@ -177,6 +170,9 @@ def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
 def _merge_rules(
     merges: object, vocab: Dict[str, int], path: str
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
+    """(left, right, merged) ids of the merge rules, in rank order (a pair
+    listed twice is kept twice: the core keeps the later one, as tokenizers
+    does)."""
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
     left, right, merged = array("i"), array("i"), array("i")

@@ -103,13 +103,15 @@ def test_corpus_batches_equal_live_references(threads):
     assert spmbpe.load(json_path).encode_batch(LINES, special="none", num_threads=threads) == ref
 
 
-def test_batch_takes_the_shared_job():
+def test_batch_takes_the_shared_job(monkeypatch):
     """The corpus batch is large enough for several groups, so with two
     threads it runs as a BatchJob (and a small one does not need to)."""
+    from spmbpe import _batch
+
     tok = spmbpe.load(MODEL)
     calls = []
-    original = tok._encode_job
-    tok._encode_job = lambda *a: calls.append(len(a[0])) or original(*a)
+    original = _batch._encode_job  # (core, units, ...)
+    monkeypatch.setattr(_batch, "_encode_job", lambda *a: calls.append(len(a[1])) or original(*a))
     tok.encode_batch(LINES, special="none", num_threads=2)
     tok.encode_batch(LINES[:3], special="none", num_threads=2)
     assert calls == [len(LINES)]

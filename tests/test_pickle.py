@@ -266,15 +266,17 @@ def test_a_model_with_normalizer_and_denormalizer_round_trips(tmp_path):
 
 
 def test_every_setting_is_part_of_the_state():
-    """Each keyword of SpmTokenizer._setup (every setting there is) is
+    """Each keyword of TokenizerSpec.build (every setting there is) is
     recorded, so a setting added later cannot be left out of the pickle
     and the fingerprint."""
+    from spmbpe.spec import TokenizerSpec
+
     names = [
-        p.name for p in inspect.signature(SpmTokenizer._setup).parameters.values()
+        p.name for p in inspect.signature(TokenizerSpec.build).parameters.values()
         if p.kind is inspect.Parameter.KEYWORD_ONLY
     ]
     assert len(names) > 10
-    assert sorted(_list_tokenizer()._recipe.options) == sorted(names)
+    assert sorted(_list_tokenizer()._spec.options) == sorted(names)
 
 
 def test_fingerprint_is_stable_across_processes_and_runs(sources):

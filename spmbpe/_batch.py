@@ -1,0 +1,268 @@
+"""encode_batch's scheduling: the batch cut into groups of work, the groups
+run on a shared thread pool (or one BatchJob), the results joined.
+
+The tokenizer checks the call's arguments (``SpmTokenizer.encode_batch``)
+and hands over its core and its planner's ``plan``; nothing here knows
+which reference is planned.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+from ._core import BatchJob, SpmCore, batch_slices
+from ._policy import check_surrogates, check_text, text_seed
+from .planners import Part
+
+__all__ = ["run_batch", "join_lists", "join_numpy", "numpy_dtype"]
+
+#: A planner's plan(text, include_special, allowed).
+PlanFunction = Callable[[str, bool, Optional[FrozenSet[str]]], List[Part]]
+
+# The least characters worth a thread's call (smaller batches are not split
+# further; the GIL handoff costs more).
+_MIN_SHARE = 1 << 14
+
+# BatchJob units per thread: enough that a thread starting late or meeting
+# slower text still ends close to the others.
+_UNITS_PER_THREAD = 16
+
+# The thread pools, one per thread count asked for, shared by every
+# tokenizer: a pool per tokenizer started new threads for each freshly
+# loaded one (about a millisecond), and several tokenizers' batches may run
+# on the same threads.  None is shut down while the process lives (another
+# thread may be using it).  A forked child inherits the pools but not their
+# threads, nor a usable lock: it starts afresh.
+_POOLS: Dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_POOLS_PID = os.getpid()
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    global _POOLS, _POOLS_LOCK, _POOLS_PID
+    if _POOLS_PID != os.getpid():
+        _POOLS, _POOLS_LOCK, _POOLS_PID = {}, threading.Lock(), os.getpid()
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
+        return pool
+
+
+def run_batch(
+    core: SpmCore,
+    plan: PlanFunction,
+    plain: bool,
+    texts: List[str],
+    include: bool,
+    allowed: Optional[FrozenSet[str]],
+    threads: int,
+    flat: bool,
+    sample_alpha: float,
+    sample_seed: int,
+    prefix: bool,
+) -> Tuple[List[Any], Optional[List[List[int]]]]:
+    """The core's results for the batch's groups, and for each group the
+    index of the text each unit belongs to (None: every unit a whole text,
+    in order).  `plain`: the texts need no planning (one segment each)."""
+    # Sampled texts are never cut (sentencepiece draws over whole texts).
+    groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
+    # (Sampling seeds each text by its index in the batch.)
+    starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
+
+    def encode_group(k: int) -> Any:
+        # Planning holds the GIL; merging (most of the work) does not,
+        # so one thread plans while the others merge.
+        units = groups[k]
+        if plain:
+            plans = units  # (the core takes a text for the plan [(text, prefix)])
+        else:
+            plans = [plan(unit, include, allowed) if type(unit) is str else unit for unit in units]
+        if sample_alpha:
+            indices = owners[k] if owners is not None else range(starts[k], starts[k + 1])
+            seeds = array("Q", [text_seed(sample_seed, index) for index in indices])
+            return core.encode_parts_batch(plans, flat, sample_alpha, seeds, prefix)
+        return core.encode_parts_batch(plans, flat, 0.0, None, prefix)
+
+    try:
+        if threads <= 1 or len(groups) < 2:
+            results = [encode_group(k) for k in range(len(groups))]
+        elif plain:
+            # Nothing to plan under the GIL: all units in one job that the
+            # threads share (BatchJob).
+            units = texts if owners is None else [unit for group in groups for unit in group]
+            indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
+            seeds = array("Q", [text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
+            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix)]
+            owners = None if owners is None else [list(indices)]
+        else:
+            results = list(_executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
+    except UnicodeEncodeError:
+        for t in texts:
+            check_surrogates(t)
+        raise
+    return results, owners
+
+
+def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[List[int]]:
+    """One list of ids per text from the groups' results."""
+    out: List[List[int]] = []
+    if owners is None:
+        # Every unit is a whole text, in order.
+        for result in results:
+            out.extend(result)
+        return out
+    last = -1
+    for indices, result in zip(owners, results):
+        for index, ids in zip(indices, result):
+            if index == last:
+                out[-1].extend(ids)  # the next piece of a text cut in pieces
+            else:
+                out.append(ids)
+                last = index
+    return out
+
+
+def _encode_job(
+    core: SpmCore, units: List[Any], threads: int, flat: bool, alpha: float,
+    seeds: Optional["array[int]"], prefix: bool,
+) -> Any:
+    """encode_parts_batch(units, ...) merged by `threads` threads, this one
+    included, sharing one BatchJob."""
+    job = BatchJob(core)
+    try:
+        # (The helpers wake while this thread gathers the texts.)
+        pool = _executor(threads - 1)
+        for _ in range(threads - 1):
+            pool.submit(job.work)
+        job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
+        result = job.lead(flat)
+    finally:
+        job.close()
+    if result is None:
+        # A text failed: the one-thread call raises the error it would.
+        result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
+    return result
+
+
+def _batch_groups(
+    core: SpmCore, plan: PlanFunction, texts: List[str], include: bool,
+    allowed: Optional[FrozenSet[str]], threads: int, cut: bool,
+) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
+    """The batch as groups of work, one thread's call to the core each, in
+    text order, and for each group the index of the text each of its units
+    belongs to -- None when every unit is a whole text (the common case: the
+    groups are then consecutive slices of `texts`).  Groups hold about an
+    equal share of the characters.  With `cut`, on several threads, a text
+    larger than two shares is planned here and its long segments cut at
+    exact chunk boundaries (SpmCore.split_points), so that one large
+    document keeps every thread busy."""
+    if not texts:
+        return [], None
+    if threads <= 1:
+        return [texts], None
+    share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
+    if not (cut and core.chunked and longest > 2 * share):
+        # Consecutive slices, each filling its share (at most 2048 texts).
+        return [texts[a:b] for a, b in zip([0] + stops, stops)], None
+    groups = []
+    owners: List[List[int]] = []
+    group: List[Any] = []
+    owner: List[int] = []
+    size = 0
+    for index, text in enumerate(texts):
+        if len(text) > 2 * share:
+            units: List[Any] = _cut_plan(core, plan(check_text(text), include, allowed), share)
+        else:
+            units = [text]
+        for unit in units:
+            group.append(unit)
+            owner.append(index)
+            size += len(unit) if type(unit) is str else sum(
+                1 if type(p) is int or type(p[0]) is not str else len(p[0]) for p in unit
+            )
+            if size >= share or len(group) >= 2048:
+                groups.append(group)
+                owners.append(owner)
+                group, owner, size = [], [], 0
+    if group:
+        groups.append(group)
+        owners.append(owner)
+    return groups, owners
+
+
+def _cut_plan(core: SpmCore, parts: List[Part], share: int) -> List[List[Part]]:
+    """A plan cut into consecutive plans of about `share` characters whose
+    ids, joined, are the ids of the whole: long segments are cut where no
+    merge can cross (the first piece keeps the prefix and skip)."""
+    out: List[List[Part]] = [[]]
+    size = 0
+    for part in parts:
+        # A token id: bare (normalized sentencepiece plans) or with its span.
+        if type(part) is int or type(part[0]) is not str:  # type: ignore[index]
+            out[-1].append(part)
+            size += 1
+            continue
+        # (The ignores: mypy cannot narrow a union of tuples by type(part[0]).)
+        text = part[0]  # type: ignore[index]
+        cuts = core.split_points(text, part[1], -(-len(text) // share)) if len(text) > share else []  # type: ignore[index, arg-type]
+        starts = [0] + cuts
+        ends = cuts + [len(text)]
+        for k, (a, b) in enumerate(zip(starts, ends)):
+            if size >= share:
+                out.append([])
+                size = 0
+            out[-1].append(part if not cuts else (text[a:b], part[1], part[2]) if k == 0 else (text[a:b], False, 0))  # type: ignore[index, arg-type]
+            size += b - a
+    return [plan for plan in out if plan]
+
+
+def numpy_dtype(dtype: object, vocab_size: int) -> Tuple[Any, Any]:
+    """NumPy and the checked dtype of encode_batch(return_numpy=True)."""
+    import numpy as np
+
+    dtype = np.dtype(np.uint32 if dtype is None else dtype)  # type: ignore[call-overload]  # any object: np.dtype rejects a non-dtype
+    if dtype not in (np.dtype(np.uint32), np.dtype(np.uint16)):
+        raise ValueError(f"dtype must be numpy.uint32 or numpy.uint16, not {dtype}")
+    if dtype == np.dtype(np.uint16) and vocab_size > 65536:
+        raise ValueError(f"a vocabulary of {vocab_size} ids does not fit numpy.uint16")
+    return np, dtype
+
+
+def join_numpy(
+    np: Any, dtype: Any, n_texts: int, owners: Optional[List[List[int]]],
+    results: List[Tuple[bytearray, Any]], bos_id: Optional[int], eos_id: Optional[int],
+) -> Any:
+    """encode_batch's NumPy result from the groups' flat ids and ends, with
+    `bos_id`/`eos_id` (when not None) around each text."""
+    pieces, unit_lengths = [], []
+    for data, ends in results:
+        pieces.append(np.frombuffer(data, dtype=np.int32).view(np.uint32))
+        unit_lengths.append(np.diff(np.frombuffer(ends, dtype=np.int64), prepend=0))
+    flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint32)
+    if owners is None:
+        lengths = np.concatenate(unit_lengths) if unit_lengths else np.zeros(0, dtype=np.int64)
+    else:
+        # Texts cut in pieces: add up the lengths of each text's units.
+        lengths = np.bincount(
+            np.concatenate([np.asarray(o, dtype=np.intp) for o in owners]),
+            weights=np.concatenate(unit_lengths), minlength=n_texts,
+        ).astype(np.int64)
+    if bos_id is not None or eos_id is not None:
+        # BOS/EOS around each text: one insert pass over the flat array.
+        starts = np.zeros(n_texts, dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        if eos_id is not None:
+            flat = np.insert(flat, starts + lengths, eos_id)
+            starts += np.arange(n_texts)
+        if bos_id is not None:
+            flat = np.insert(flat, starts, bos_id)
+        lengths += int(bos_id is not None) + int(eos_id is not None)
+    offsets = np.zeros(n_texts + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return flat.astype(dtype, copy=False), offsets

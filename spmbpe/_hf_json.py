@@ -1,0 +1,63 @@
+"""HuggingFace's JSON files as both HF loaders read them: a file's JSON
+object, and an added token's entry (``tokenizer.json``'s ``added_tokens``,
+``tokenizer_config.json``'s ``added_tokens_decoder`` and special tokens,
+``added_tokens.json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Mapping, Optional
+
+from .errors import ModelFormatError, UnsupportedFeatureError
+from .tokens import AddedToken
+
+__all__ = ["read_json_object", "read_optional_json_object", "json_id", "added_token"]
+
+
+def read_json_object(path: str) -> Dict[str, Any]:
+    """The JSON object in a file; ModelFormatError (with the offset) if it is
+    not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ModelFormatError(path, e.pos, f"not valid JSON: {e.msg} (line {e.lineno})") from None
+    except UnicodeDecodeError as e:
+        raise ModelFormatError(path, e.start, "not valid UTF-8") from None
+    if not isinstance(value, dict):
+        raise ModelFormatError(path, 0, "expected a JSON object")
+    return value
+
+
+def read_optional_json_object(path: str) -> Dict[str, Any]:
+    """The JSON object in an optional file of a model folder ({} when absent)."""
+    if not os.path.exists(path):
+        return {}
+    return read_json_object(path)
+
+
+def json_id(value: object) -> Optional[int]:
+    """`value` when it is a JSON integer (not a boolean), else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def added_token(entry: Mapping[str, Any], token_id: int, where: str, *, special: Optional[bool] = None) -> AddedToken:
+    """The AddedToken of an entry whose ``content`` is a string: its
+    ``special`` (unless `special` overrides it), ``lstrip`` and ``rstrip``
+    flags.  ``single_word`` (match whole words only) is not implemented:
+    UnsupportedFeatureError naming `where` (the file or folder)."""
+    content = entry["content"]
+    if entry.get("single_word"):
+        raise UnsupportedFeatureError(
+            f"{where}: added token {content!r} has single_word=true, which spmbpe does not implement"
+        )
+    return AddedToken(
+        content,
+        token_id,
+        special=bool(entry.get("special", False)) if special is None else special,
+        lstrip=bool(entry.get("lstrip", False)),
+        rstrip=bool(entry.get("rstrip", False)),
+    )
