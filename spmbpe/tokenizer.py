@@ -21,6 +21,7 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 
 from ._added import AddedTokenMatcher, TokenAt
@@ -60,7 +61,15 @@ _RESPLIT = 2  # FLAG_RESPLIT in _core.pxd
 #: "tokenizers": HuggingFace tokenizers' BPE model from a tokenizer.json:
 #: merges ranked by the merges list (set with _set_ranked_merges), a
 #: Metaspace or Prepend+Replace front end per text segment.
-REFERENCES = ("llama.cpp", "sentencepiece", "huggingface", "tokenizers")
+#: "transformers": transformers 5's tokenizers-backed LlamaTokenizer for a
+#: model folder; the tokenizers rules over the pipeline it builds
+#: (spmbpe/_transformers5.py).
+REFERENCES = ("llama.cpp", "sentencepiece", "huggingface", "tokenizers", "transformers")
+# The runs of the tokenizers library: a tokenizer.json, or the pipeline
+# transformers 5 builds for a folder.
+_TOKENIZERS_RULES = ("tokenizers", "transformers")
+# tok.reference for the internal name of transformers 4.x's slow tokenizer.
+_PUBLIC_NAMES = {"huggingface": "transformers4"}
 
 SpecialPolicy = Union[str, Collection[str]]
 Part = Union[
@@ -205,7 +214,7 @@ class SpmTokenizer(TokenizerBase):
         self._add_bos = bool(add_bos)
         self._add_eos = bool(add_eos)
 
-        if unk_id is None and reference != "tokenizers":
+        if unk_id is None and reference not in _TOKENIZERS_RULES:
             for name in (b"<unk>", b"<UNK>"):
                 found = table.find(name)
                 if found >= 0:
@@ -240,6 +249,13 @@ class SpmTokenizer(TokenizerBase):
         )
 
         self._matcher = AddedTokenMatcher(self._collect_added(added_tokens))
+        if reference == "transformers" and len(front_end) > 3:
+            # tokenizers' two-pass, single_word-aware matching (issue 22).
+            from ._transformers5 import TokenizersMatcher
+
+            self._matcher = TokenizersMatcher(
+                self._matcher.tokens, cast(Iterable[str], front_end[3]), cast(Iterable[str], front_end[4])
+            )
         # sentencepiece's user-defined pieces, matched in normalized text.
         self._sp_matcher = AddedTokenMatcher(
             [
@@ -292,7 +308,7 @@ class SpmTokenizer(TokenizerBase):
             # sentencepiece matches user-defined pieces in the normalized
             # text (_sp_matcher), and nothing before normalizing.
             candidates: List[int] = []
-        elif self._reference in ("huggingface", "tokenizers"):
+        elif self._reference == "huggingface" or self._reference in _TOKENIZERS_RULES:
             # Only the configuration's added tokens are split out first.
             candidates = []
         else:
@@ -369,8 +385,9 @@ class SpmTokenizer(TokenizerBase):
     @property
     def reference(self) -> str:
         """Whose rules this tokenizer follows: "llama.cpp", "sentencepiece",
-        "huggingface" (transformers' slow tokenizer) or "tokenizers"."""
-        return self._reference
+        "transformers" (transformers 5), "transformers4" (transformers 4.x's
+        slow tokenizer) or "tokenizers"."""
+        return _PUBLIC_NAMES.get(self._reference, self._reference)
 
     @property
     def prefix_scheme(self) -> str:
@@ -423,8 +440,8 @@ class SpmTokenizer(TokenizerBase):
 
     def __repr__(self) -> str:
         return (
-            f"<SpmTokenizer vocab_size={self.vocab_size} prefix_scheme={self._prefix_scheme!r} "
-            f"add_prefix_space={self._add_prefix_space}>"
+            f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "
+            f"prefix_scheme={self._prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
         )
 
     # ------------------------------------------------------------ pieces
@@ -796,7 +813,7 @@ class SpmTokenizer(TokenizerBase):
             return self._plan_sentencepiece(text, prefix, offsets=offsets)
         if self._reference == "huggingface":
             return self._plan_huggingface(text, include_special, allowed, offsets)
-        if self._reference == "tokenizers":
+        if self._reference in _TOKENIZERS_RULES:
             return self._plan_tokenizers(text, include_special, allowed)
         fragments = self._matcher.partition(text, include_special, allowed)
         if fragments is None:

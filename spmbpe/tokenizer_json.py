@@ -32,7 +32,13 @@ _MARKER = "\u2581"
 
 def load_tokenizer_json(path: str) -> SpmTokenizer:
     """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
-    data = read_json_object(path)
+    return tokenizer_from_json(read_json_object(path), path)
+
+
+def tokenizer_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> SpmTokenizer:
+    """A tokenizer from a ``tokenizer.json`` object (`path` names its origin
+    in errors); `reference` is "transformers" for the pipeline
+    spmbpe/_transformers5.py builds for a model folder."""
     if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
     model = data["model"]
@@ -47,7 +53,7 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
             raise UnsupportedFeatureError(f"{path}: model.{field} is not implemented")
     if model.get("dropout"):
         raise UnsupportedFeatureError(f"{path}: BPE-dropout (model.dropout) is not implemented")
-    front_end = _front_end(data, path)
+    front_end: Tuple[Any, ...] = _front_end(data, path)
 
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not vocab:
@@ -73,7 +79,7 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
             or entry["id"] < 0
         ):
             raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
-        if entry.get("single_word"):
+        if entry.get("single_word") and reference != "transformers":
             raise UnsupportedFeatureError(f"{path}: added token {entry['content']!r} has single_word=true")
         if entry.get("normalized") and front_end[0] == "prepend":
             raise UnsupportedFeatureError(
@@ -97,6 +103,14 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         missing = next(i for i in range(n) if i not in by_id)
         raise ModelFormatError(
             path, None, f"no piece has id {missing}, but ids go up to {max(by_id)} (ids must be 0..n-1)"
+        )
+    if reference == "transformers":
+        # tokenizers' matching of single_word and normalized added tokens
+        # (spmbpe/_transformers5.py TokenizersMatcher), carried in front_end.
+        front_end = (
+            *front_end,
+            tuple(sorted({e["content"] for e in added_entries if e.get("single_word")})),
+            tuple(sorted({e["content"] for e in added_entries if e.get("normalized")})),
         )
     pieces = [by_id[i].encode("utf-8") for i in range(n)]
     table = PieceTable.from_pieces(pieces)
@@ -127,7 +141,7 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
         add_eos=eos_id is not None,
         add_prefix_space=front_end[0] == "prepend" or front_end[1] != "never",
         prefix_scheme="after_each_special",
-        reference="tokenizers",
+        reference=reference,
         byte_fallback=bool(model.get("byte_fallback", False)),
         added_tokens=added,
         front_end=front_end,

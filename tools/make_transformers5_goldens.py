@@ -265,6 +265,8 @@ def whitespace_texts() -> List[str]:
             out += [ws * k, "a" + ws * k + "b", ws * k + "word", "word" + ws * k]
     out += ["Hello" + " " * k + "world" + " " * (k + 1) + "!" for k in range(1, 9)]
     out += [" two  spaces", "  two  spaces", "   three   spaces   ", "\u2581 \u2581x", "x \u2581\u2581 y"]
+    # The rows measured in issue 22.
+    out += ["[INST]Write", " <s>x", "<s>x", "[control_27]Write"]
     return out
 
 
