@@ -26,7 +26,7 @@ import ahocorasick  # type: ignore[import-not-found]
 
 from ._added import AddedTokenMatcher, Fragment, TokenAt
 from ._spm_model import read_model_proto
-from .errors import DisallowedSpecialError, ModelFormatError, UnsupportedModelError
+from .errors import DisallowedSpecialError, ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .huggingface import read_json_object
 from .tokenizer import SpmTokenizer
 from .tokens import AddedToken, TokenType
@@ -49,7 +49,28 @@ def load_transformers5_folder(folder: str) -> SpmTokenizer:
     from .tokenizer_json import tokenizer_from_json
 
     data = backend_json(folder)
-    return tokenizer_from_json(data, folder, reference="transformers")
+    tok = tokenizer_from_json(data, folder, reference="transformers")
+    # decode_as_transformers runs LlamaTokenizer's decoder, whose Strip step
+    # is there exactly when the prefix is (a bare tokenizer.json brings its
+    # own decoder: it must be that one).
+    if data.get("decoder") != _decoder(tok.add_prefix_space):
+        raise UnsupportedFeatureError(
+            f"{folder}: the tokenizer.json decoder is not LlamaTokenizer's (Replace, ByteFallback, Fuse"
+            f"{', Strip' if tok.add_prefix_space else ''}); load with reference='tokenizers' to read it as a file"
+        )
+    return tok
+
+
+def _decoder(strip: bool) -> Dict[str, Any]:
+    """llama LlamaTokenizer.__init__'s decoder."""
+    steps: List[Dict[str, Any]] = [
+        {"type": "Replace", "pattern": {"String": _MARKER}, "content": " "},
+        {"type": "ByteFallback"},
+        {"type": "Fuse"},
+    ]
+    if strip:
+        steps.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    return {"type": "Sequence", "decoders": steps}
 
 
 def _added(content: str, token_id: Optional[int] = None, *, special: bool, normalized: bool,
@@ -155,13 +176,6 @@ def backend_json(folder: str) -> Dict[str, Any]:
         # False when absent (TokenizersBackend.__init__ kwargs.get(..., False)).
         post_processor = _template(config, named, vocab, added)
 
-    decoders: List[Dict[str, Any]] = [
-        {"type": "Replace", "pattern": {"String": _MARKER}, "content": " "},
-        {"type": "ByteFallback"},
-        {"type": "Fuse"},
-    ]
-    if add_prefix_space:
-        decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
     return {
         "version": "1.0",
         "truncation": None,
@@ -170,7 +184,7 @@ def backend_json(folder: str) -> Dict[str, Any]:
         "normalizer": None,
         "pre_tokenizer": {"type": "Metaspace", "replacement": _MARKER, "prepend_scheme": scheme, "split": False},
         "post_processor": post_processor,
-        "decoder": {"type": "Sequence", "decoders": decoders},
+        "decoder": _decoder(add_prefix_space),
         # llama: BPE(vocab, merges, fuse_unk=True, byte_fallback=True), no unk_token.
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
                   "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
@@ -412,3 +426,65 @@ class TokenizersMatcher(AddedTokenMatcher):
         if cursor < end:
             out.append((cursor, end))
         return out
+
+
+# ------------------------------------------------------------ decoding
+
+
+def decode_as_transformers(tok: SpmTokenizer, ids: Iterable[int], skip_special: bool, errors: str) -> str:
+    """``decode(ids, skip_special_tokens=...)`` of transformers 5 (tu_tok
+    _decode): the tokenizers library's Tokenizer.decode with the decoder
+    LlamaTokenizer sets (Replace "▁" -> " ", ByteFallback, Fuse, and
+    Strip(" ", 1, 0) when add_prefix_space), then no clean-up
+    (clean_up_tokenization_spaces is ignored for BPE models in 5.x).
+
+    * skip_special leaves out the added tokens marked special (by content,
+      as tokenizers does), nothing else;
+    * a run of ``<0xNN>`` pieces becomes its bytes when they are valid
+      UTF-8, else one U+FFFD per piece (ByteFallback); with `errors` other
+      than "replace" an invalid run is decoded as str.decode(errors) does;
+    * one leading space comes off the whole text (Strip after Fuse).
+    """
+    special = frozenset(t.content for t in tok.added_tokens if t.special)
+    table = tok._table
+    out: List[str] = []
+    run = bytearray()
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        if count:
+            try:
+                out.append(bytes(run).decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append("\ufffd" * count if errors == "replace" else bytes(run).decode("utf-8", errors))
+            run.clear()
+            count = 0
+
+    for token_id in ids:
+        piece = table.piece(tok._valid_id(token_id))
+        if skip_special and piece in special:
+            continue
+        value = _byte_value(piece)
+        if value is not None:
+            run.append(value)
+            count += 1
+            continue
+        flush()
+        out.append(piece.replace(_MARKER, " "))
+    flush()
+    text = "".join(out)
+    if tok.add_prefix_space and text.startswith(" "):
+        text = text[1:]
+    return text
+
+
+def _byte_value(piece: str) -> Optional[int]:
+    """The byte of a ``<0xNN>`` piece (tokenizers ByteFallback: exactly six
+    characters, two hex digits), else None."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            return None
+    return None

@@ -1106,6 +1106,11 @@ class SpmTokenizer(TokenizerBase):
         >>> tok.decode([15043, 3186])                            # doctest: +SKIP
         'Hello world'
         """
+        if self._reference == "transformers":
+            # transformers 5's decode (issue 22): spmbpe/_transformers5.py.
+            from ._transformers5 import decode_as_transformers
+
+            return decode_as_transformers(self, ids, skip_special, errors)
         text = self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
         if self._denormalizer is not None:
             # sentencepiece's denormalizer_spec, applied to the decoded text.

@@ -82,6 +82,41 @@ def test_every_golden_row_equals_transformers_5(folders, name):
     assert tok(texts)["input_ids"] == [r["ids_special"] for r in rows[:200]]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_golden_decode_equals_transformers_5(folders, name):
+    """decode(ids, skip_special_tokens=False/True) of the encoded texts and
+    of id lists with control, unknown and byte ids mixed in."""
+    tok = _load(str(folders[name]))
+    rows = _golden(name)[1]
+    assert sum("decode_ids" in r for r in rows) >= 300
+    bad = []
+    for r in rows:
+        ids = r["ids_special"] if "text" in r else r["decode_ids"]
+        if tok.decode(ids) != r["decode"] or tok.decode(ids, skip_special=True) != r["decode_skip"]:
+            bad.append(ids)
+    assert bad == []
+
+
+def test_decode_rules(folders):
+    """The rules behind the decode goldens (v1-model-legacy: add_prefix_space;
+    v1-model-absent-noprefix: no Strip step)."""
+    name = "v1-model-legacy"
+    tok = _load(str(folders[name]))
+    by_ids = {tuple(r["decode_ids"]): r for r in _golden(name)[1] if "decode_ids" in r}
+    # Control ids render as their text, and skip_special drops them.
+    row = next(r for k, r in by_ids.items() if k[:1] == (1,) and len(k) > 2)
+    assert tok.decode(row["decode_ids"]) == row["decode"] and row["decode"].startswith("<s>")
+    # A byte run that is not UTF-8 is one U+FFFD per byte piece.
+    bad_run = next(k for k in by_ids if k and all(3 <= i <= 258 for i in k) and len(k) >= 3)
+    assert by_ids[bad_run]["decode"] == "\ufffd" * len(bad_run) == tok.decode(list(bad_run))
+    # The leading space comes off the whole text once: "▁▁" decodes to " ".
+    assert tok.decode([28705, 28705]) == by_ids[(28705, 28705)]["decode"] == " "
+    assert tok.decode([28705]) == by_ids[(28705,)]["decode"] == ""
+    noprefix = _load(str(folders["v1-model-absent-noprefix"]))
+    plain = {tuple(r["decode_ids"]): r for r in _golden("v1-model-absent-noprefix")[1] if "decode_ids" in r}
+    assert noprefix.decode([28705]) == plain[(28705,)]["decode"] == " "
+
+
 def test_single_word_and_normalized_added_tokens(folders):
     """tokenizers matches single_word tokens only between non-word
     characters, and normalized tokens after the others (goldens)."""
@@ -242,6 +277,17 @@ _PIECES = ["Hello", " world", " ", "  ", "   ", "\t", "\n", "\u2581", "<s>", "</
            "<|im_start|>", "<|im_end|>", "<tool>", "日本", "🦙", "é", "x", "12", " <s>", "<s> "]
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40) | st.lists(
     st.sampled_from(_PIECES), max_size=12).map("".join)
+
+
+@live
+@pytest.mark.parametrize("name", ["v1-model-legacy", "v3-model-nolegacy", "v1-model-absent-noprefix", "v1-model-added"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_id_lists_decode_as_live_transformers_5(folders, name, data):
+    tok, ref = _live_pair(str(folders[name]))
+    ids = data.draw(st.lists(st.integers(0, tok.vocab_size - 1) | st.integers(0, 300), max_size=12))
+    assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False)
+    assert tok.decode(ids, skip_special=True) == ref.decode(ids, skip_special_tokens=True)
 
 
 @functools.lru_cache(maxsize=None)
