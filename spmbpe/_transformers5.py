@@ -26,12 +26,16 @@ import ahocorasick  # type: ignore[import-not-found]
 
 from ._added import AddedTokenMatcher, Fragment, TokenAt
 from ._spm_model import read_model_proto
+from ._streaming import StreamingDecoder
 from .errors import DisallowedSpecialError, ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .huggingface import read_json_object
 from .tokenizer import SpmTokenizer
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_transformers5_folder", "backend_json", "generate_merges", "TokenizersMatcher"]
+__all__ = [
+    "load_transformers5_folder", "backend_json", "generate_merges", "TokenizersMatcher", "decode_as_transformers",
+    "TransformersStreamingDecoder",
+]
 
 _MARKER = "\u2581"
 # The classes whose __init__ rebuilds the pipeline as below (llama:
@@ -488,3 +492,56 @@ def _byte_value(piece: str) -> Optional[int]:
         except ValueError:
             return None
     return None
+
+
+class TransformersStreamingDecoder(StreamingDecoder):
+    """decode_as_transformers one id at a time: a run of byte pieces comes
+    out when it ends (ByteFallback judges the whole run: one invalid byte
+    turns every piece of it into U+FFFD), the leading space comes off the
+    first character of the text; ``"".join(add_token(i) for i in ids) +
+    flush()`` equals ``decode(ids)``."""
+
+    __slots__ = ("_tok", "_special", "_skip_special", "_run", "_count", "_at_start")
+
+    def __init__(self, tokenizer: SpmTokenizer, *, skip_special: bool = False, errors: str = "replace") -> None:
+        super().__init__(tokenizer, skip_special=skip_special, errors=errors)
+        self._tok = tokenizer
+        self._special = frozenset(t.content for t in tokenizer.added_tokens if t.special)
+        self._skip_special = skip_special
+        self._run = bytearray()
+        self._count = 0
+        self._at_start = True
+
+    def add_token(self, id: int) -> str:
+        piece = self._tok._table.piece(self._tok._valid_id(id))
+        if self._skip_special and piece in self._special:
+            return ""
+        value = _byte_value(piece)
+        if value is not None:
+            self._run.append(value)
+            self._count += 1
+            return ""
+        return self._emit(self._end_run() + piece.replace(_MARKER, " "))
+
+    def flush(self) -> str:
+        text = self._emit(self._end_run())
+        self._at_start = True
+        return text
+
+    def _end_run(self) -> str:
+        if not self._count:
+            return ""
+        data = bytes(self._run)
+        self._run.clear()
+        count, self._count = self._count, 0
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "\ufffd" * count if self._errors == "replace" else data.decode("utf-8", self._errors)
+
+    def _emit(self, text: str) -> str:
+        if self._at_start and text:
+            self._at_start = False
+            if self._tok.add_prefix_space and text.startswith(" "):
+                return text[1:]
+        return text

@@ -1084,12 +1084,19 @@ class SpmTokenizer(TokenizerBase):
         >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
         ('Hello', ' world', '')
         """
+        if self._reference == "transformers":
+            from ._transformers5 import TransformersStreamingDecoder
+
+            return TransformersStreamingDecoder(self, skip_special=skip_special, errors=errors)
         from ._streaming import StreamingDecoder
 
         return StreamingDecoder(self, skip_special=skip_special, errors=errors)
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special: bool = False) -> bytes:
         """The UTF-8 bytes `ids` stand for (byte pieces may split a character)."""
+        if self._reference == "transformers":
+            # transformers 5 decodes to text (invalid byte runs become U+FFFD).
+            return self.decode(ids, skip_special=skip_special).encode("utf-8", "surrogatepass")
         skip = self._skip_special if skip_special else self._skip_none
         return self._core.decode_bytes(ids, skip, self._strip_prefix_on_decode)
 

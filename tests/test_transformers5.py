@@ -97,6 +97,24 @@ def test_every_golden_decode_equals_transformers_5(folders, name):
     assert bad == []
 
 
+def _streamed(tok, ids, skip_special):
+    d = tok.streaming_decoder(skip_special=skip_special)
+    return "".join(d.add_token(i) for i in ids) + d.flush()
+
+
+@pytest.mark.parametrize("name", ["v1-model-legacy", "v1-model-absent-noprefix", "v1-model-added", "v3-model-nolegacy"])
+def test_streaming_decoder_and_decode_bytes_agree_with_the_goldens(folders, name):
+    tok = _load(str(folders[name]))
+    d = tok.streaming_decoder()
+    for r in _golden(name)[1]:
+        ids = r["ids_special"] if "text" in r else r["decode_ids"]
+        assert _streamed(tok, ids, False) == r["decode"], ids
+        assert _streamed(tok, ids, True) == r["decode_skip"], ids
+        assert tok.decode_bytes(ids) == r["decode"].encode("utf-8"), ids
+        # One decoder, reused after flush, gives the same.
+        assert "".join(d.add_token(i) for i in ids) + d.flush() == r["decode"], ids
+
+
 def test_decode_rules(folders):
     """The rules behind the decode goldens (v1-model-legacy: add_prefix_space;
     v1-model-absent-noprefix: no Strip step)."""
@@ -286,8 +304,8 @@ _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4
 def test_random_id_lists_decode_as_live_transformers_5(folders, name, data):
     tok, ref = _live_pair(str(folders[name]))
     ids = data.draw(st.lists(st.integers(0, tok.vocab_size - 1) | st.integers(0, 300), max_size=12))
-    assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False)
-    assert tok.decode(ids, skip_special=True) == ref.decode(ids, skip_special_tokens=True)
+    assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False) == _streamed(tok, ids, False)
+    assert tok.decode(ids, skip_special=True) == ref.decode(ids, skip_special_tokens=True) == _streamed(tok, ids, True)
 
 
 @functools.lru_cache(maxsize=None)
