@@ -325,16 +325,17 @@ def generate_merges(vocab: Dict[str, int]) -> List[Tuple[str, str]]:
     into two pieces, ordered by the merged piece's id, then the length of
     the left and of the right part, then the ids of the two parts."""
     rules: List[Tuple[int, int, int, int, int, str, str]] = []
+    append, find = rules.append, vocab.get
     for piece, merged_id in vocab.items():
-        for k in range(1, len(piece)):
-            left, right = piece[:k], piece[k:]
-            left_id = vocab.get(left)
-            if left_id is None:
-                continue
-            right_id = vocab.get(right)
-            if right_id is None:
-                continue
-            rules.append((merged_id, len(left), len(right), left_id, right_id, left, right))
+        size = len(piece)
+        for k in range(1, size):
+            left = piece[:k]
+            left_id = find(left)
+            if left_id is not None:
+                right = piece[k:]
+                right_id = find(right)
+                if right_id is not None:
+                    append((merged_id, k, size - k, left_id, right_id, left, right))
     rules.sort()
     return [(r[5], r[6]) for r in rules]
 
