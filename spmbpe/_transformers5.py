@@ -77,7 +77,7 @@ def _decoder(strip: bool) -> Dict[str, Any]:
     return {"type": "Sequence", "decoders": steps}
 
 
-def _added(content: str, token_id: Optional[int] = None, *, special: bool, normalized: bool,
+def _entry(content: str, token_id: Optional[int] = None, *, special: bool, normalized: bool,
            lstrip: bool = False, rstrip: bool = False, single_word: bool = False) -> Dict[str, Any]:
     """An added token as tokenizers serializes it."""
     return {"id": token_id, "content": content, "single_word": single_word, "lstrip": lstrip,
@@ -89,11 +89,11 @@ def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any
     a string is special and not normalized; a dict keeps its flags, and
     tokenizers' default for a missing ``normalized`` is ``not special``."""
     if isinstance(value, str):
-        return _added(value, special=special_default, normalized=not special_default)
+        return _entry(value, special=special_default, normalized=not special_default)
     if not isinstance(value, dict) or not isinstance(value.get("content"), str):
         raise ModelFormatError(where, None, f"not a token (a string or an object with 'content'): {value!r:.100}")
     special = bool(value.get("special", special_default))
-    return _added(
+    return _entry(
         value["content"], special=special, normalized=bool(value.get("normalized", not special)),
         lstrip=bool(value.get("lstrip", False)), rstrip=bool(value.get("rstrip", False)),
         single_word=bool(value.get("single_word", False)),
@@ -250,7 +250,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
                 if not isinstance(token_id, int) or isinstance(token_id, bool):
                     raise ModelFormatError(tokens_path, None, f"the id of {text!r} is not an integer")
                 special = text in specials
-                explicit.append((token_id, _added(text, special=special, normalized=not special)))
+                explicit.append((token_id, _entry(text, special=special, normalized=not special)))
         if from_json:
             # ... and tokenizer.json's own added_tokens.
             entries = read_json_object(json_path).get("added_tokens") or []
@@ -286,7 +286,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
     for token_id, entry in explicit:
         add(entry, token_id)
     for piece, kind in model_pieces:
-        add(_added(piece, special=kind == TokenType.CONTROL, normalized=False), None)
+        add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False), None)
     for named_entry in _named_tokens(config, folder).values():
         if named_entry is not None:
             add(dict(named_entry, special=True), None)
