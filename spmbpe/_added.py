@@ -13,8 +13,9 @@ without added tokens costs one automaton scan.
 
 from __future__ import annotations
 
+import unicodedata
 from bisect import bisect_left
-from typing import Dict, FrozenSet, Iterator, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple, Union
 
 # pyahocorasick is a C extension that ships neither stubs nor py.typed: its
 # Automaton is typed by the _Automaton protocol below.
@@ -23,7 +24,7 @@ import ahocorasick  # type: ignore[import-not-found]
 from .errors import DisallowedSpecialError
 from .tokens import AddedToken
 
-__all__ = ["AddedTokenMatcher", "TextSpan", "TokenAt"]
+__all__ = ["AddedTokenMatcher", "TextSpan", "TokenAt", "TokenizersMatcher"]
 
 # llama.cpp strips with C isspace() on bytes: the six ASCII whitespace
 # characters; UTF-8 continuation bytes never count.
@@ -245,3 +246,94 @@ def _split(
         if cursor < end:
             out.append((cursor, end))
     return out
+
+
+# Rust regex \s (Unicode White_Space), which tokenizers' lstrip/rstrip use;
+# str.isspace also counts U+001C..U+001F.
+_WHITE_SPACE = frozenset(
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _is_word(ch: str) -> bool:
+    # tokenizers' single_word test is the regex \w: letters, digits, marks,
+    # connector punctuation (Python's \w: alphanumerics and "_").
+    return ch.isalnum() or ch == "_" or unicodedata.category(ch) in ("Mn", "Mc", "Me", "Pc")
+
+
+class TokenizersMatcher(AddedTokenMatcher):
+    """Added tokens as tokenizers' AddedVocabulary.extract_and_normalize
+    finds them (tokenizers/src/tokenizer/added_vocabulary.rs, find_matches):
+    the tokens with ``normalized: false`` first, leftmost-longest over the
+    raw text, then those with ``normalized: true`` over each text piece left
+    (no normalizer runs in these pipelines); a ``single_word`` match next to
+    a word character on either side of its piece is dropped (and no shorter
+    match replaces it); lstrip/rstrip take the whitespace beside the token."""
+
+    def __init__(self, tokens: Sequence[AddedToken], single_word: Iterable[str], normalized: Iterable[str]) -> None:
+        super().__init__(tokens)
+        self._single_word = frozenset(single_word)
+        self._normalized = frozenset(normalized)
+        self._passes: Dict[bool, List[Any]] = {}
+
+    def _pass_automata(self, include_special: bool) -> List[Any]:
+        found = self._passes.get(include_special)
+        if found is None:
+            found = []
+            for normalized in (False, True):
+                automaton = ahocorasick.Automaton()
+                words = 0
+                for rank, token in enumerate(self.tokens):
+                    if (token.content in self._normalized) == normalized and (include_special or not token.special):
+                        automaton.add_word(token.content, rank)
+                        words += 1
+                if words:
+                    automaton.make_automaton()
+                    found.append(automaton)
+            self._passes[include_special] = found
+        return found
+
+    def partition_hf(
+        self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
+    ) -> List[Fragment]:
+        pieces: List[Fragment] = [(0, len(text))] if text else []
+        for automaton in self._pass_automata(include_special):
+            out: List[Fragment] = []
+            for piece in pieces:
+                if isinstance(piece, TokenAt):
+                    out.append(piece)
+                else:
+                    out.extend(self._find(text, piece[0], piece[1], automaton))
+            pieces = out
+        if allowed is not None:
+            for piece in pieces:
+                if isinstance(piece, TokenAt) and piece.token.special and piece.token.content not in allowed:
+                    raise DisallowedSpecialError(piece.token.content, piece.start)
+        return pieces
+
+    def _find(self, text: str, begin: int, end: int, automaton: Any) -> List[Fragment]:
+        """find_matches over text[begin:end], in offsets of `text`."""
+        out: List[Fragment] = []
+        cursor = begin
+        for last, rank in automaton.iter_long(text, begin, end):
+            token = self.tokens[rank]
+            start, stop = last - len(token.content) + 1, last + 1
+            if token.content in self._single_word and (
+                (start > begin and _is_word(text[start - 1])) or (stop < end and _is_word(text[stop]))
+            ):
+                continue
+            left = start
+            if token.lstrip:
+                while left > cursor and text[left - 1] in _WHITE_SPACE:
+                    left -= 1
+            if left > cursor:
+                out.append((cursor, left))
+            out.append(TokenAt(token, start))
+            cursor = stop
+            if token.rstrip:
+                while cursor < end and text[cursor] in _WHITE_SPACE:
+                    cursor += 1
+        if cursor < end:
+            out.append((cursor, end))
+        return out

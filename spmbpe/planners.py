@@ -23,9 +23,9 @@ matchers, plans its texts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, Union, cast
 
-from ._added import AddedTokenMatcher, TokenAt
+from ._added import AddedTokenMatcher, TokenAt, TokenizersMatcher
 from ._core import SpmCore
 from ._vocab import indices_of
 from .errors import DisallowedSpecialError
@@ -67,11 +67,23 @@ class Planner:
     has).  Class attributes describe the vocabulary marking; ``plan`` and
     ``direct`` are what the tokenizer calls."""
 
-    #: The reference's name (``tok.reference``).
+    #: The reference's name in the tokenizer's state (pickle, fingerprint).
     name: ClassVar[str]
+    #: The name users see and pass (``tok.reference``, ``load(reference=)``).
+    public_name: ClassVar[str]
     #: How the reference turns ids back into text: a rule set of
     #: spmbpe/_decoding.py.
     decoder: ClassVar[str]
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "public_name" not in cls.__dict__ and "name" in cls.__dict__:
+            cls.public_name = cls.name
+
+    @classmethod
+    def matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
+        """The matcher that splits the added tokens out of a text."""
+        return AddedTokenMatcher(tokens)
+
     #: Whether ``SpmTokenizer(tokens, ...)`` may follow it (the others need
     #: settings only a loader knows).
     from_lists: ClassVar[bool] = False
@@ -294,7 +306,10 @@ class TransformersPlanner(SentencePiecePlanner):
     rules; with prefix_scheme "once" (legacy false) the quirks of its
     non-legacy path."""
 
+    # "huggingface" in the state, so that pickles and fingerprints of folder
+    # tokenizers made before transformers 5 stay what they were.
     name = "huggingface"
+    public_name = "transformers4"
     decoder = "transformers4"
 
     def __init__(
@@ -448,13 +463,33 @@ def _metaspace_words(segment: str, origin: int, lead: int) -> Iterable[Part]:
             start = i
 
 
-#: The folder reference's name: transformers' slow tokenizer (issue 22
-#: renames it; this is the one place that spells it).
+class Transformers5Planner(TokenizersPlanner):
+    """transformers 5's tokenizers-backed LlamaTokenizer for a model folder:
+    the tokenizers rules over the pipeline it builds
+    (spmbpe/_transformers5.py), with tokenizers' two-pass, single_word-aware
+    matching of added tokens when the folder has such tokens."""
+
+    name = "transformers"
+    decoder = "tokenizers"
+
+    @classmethod
+    def matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
+        if len(spec.front_end) > 3:
+            single_word, normalized = spec.front_end[3], spec.front_end[4]
+            return TokenizersMatcher(tokens, cast(Iterable[str], single_word), cast(Iterable[str], normalized))
+        return AddedTokenMatcher(tokens)
+
+
+#: The name, in the tokenizer's state, of the folder reference of
+#: transformers 4's slow tokenizer (this is the one place that spells it).
 TRANSFORMERS_REFERENCE = TransformersPlanner.name
 
-#: Every reference, by the name tok.reference reports, in documentation order.
+#: Every reference, by its name in the state, in documentation order.
 PLANNERS: Dict[str, Type[Planner]] = {
-    cls.name: cls for cls in (LlamaCppPlanner, SentencePiecePlanner, TransformersPlanner, TokenizersPlanner)
+    cls.name: cls
+    for cls in (
+        LlamaCppPlanner, SentencePiecePlanner, Transformers5Planner, TransformersPlanner, TokenizersPlanner
+    )
 }
 
 

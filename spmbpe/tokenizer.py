@@ -152,7 +152,7 @@ class SpmTokenizer(TokenizerBase):
         if not spec.escape_spaces:
             core.set_escape_spaces(False)
 
-        self._matcher = AddedTokenMatcher(_added_tokens(spec, planner_cls))
+        self._matcher = planner_cls.matcher(_added_tokens(spec, planner_cls), spec)
         self._sentinel_ids: FrozenSet[int] = frozenset(
             i for i in (self._bos_id, self._eos_id, self._unk_id) if i is not None
         )
@@ -220,9 +220,9 @@ class SpmTokenizer(TokenizerBase):
     @property
     def reference(self) -> str:
         """Whose rules this tokenizer follows: "llama.cpp", "sentencepiece",
-        "huggingface" (transformers' slow tokenizer) or "tokenizers" (the
-        planners of spmbpe/planners.py)."""
-        return self._reference
+        "transformers" (transformers 5), "transformers4" (transformers 4.x's
+        slow tokenizer) or "tokenizers" (the planners of spmbpe/planners.py)."""
+        return self._planner.public_name
 
     @property
     def prefix_scheme(self) -> str:
@@ -264,8 +264,8 @@ class SpmTokenizer(TokenizerBase):
 
     def __repr__(self) -> str:
         return (
-            f"<SpmTokenizer vocab_size={self.vocab_size} prefix_scheme={self._prefix_scheme!r} "
-            f"add_prefix_space={self._add_prefix_space}>"
+            f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "
+            f"prefix_scheme={self._prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
         )
 
     # ------------------------------------------------------------ pieces

@@ -27,7 +27,7 @@ from .spec import RankedMerges, TokenizerSpec
 from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_tokenizer_json", "read_tokenizer_json_spec"]
+__all__ = ["load_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
 
 _MARKER = "\u2581"
 
@@ -39,7 +39,15 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
 
 def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
     """The TokenizerSpec of a ``tokenizer.json`` (a Llama-style BPE model)."""
-    data = read_json_object(path)
+    return spec_from_json(read_json_object(path), path)
+
+
+def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
+    """The TokenizerSpec of a ``tokenizer.json`` object (`path` names its
+    origin in errors); `reference` is "transformers" for the pipeline
+    spmbpe/_transformers5.py builds for a model folder, whose added tokens
+    may be single_word or normalized (tokenizers' matching, carried in the
+    front end)."""
     if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
     model = data["model"]
@@ -54,7 +62,7 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
             raise UnsupportedFeatureError(f"{path}: model.{field} is not implemented")
     if model.get("dropout"):
         raise UnsupportedFeatureError(f"{path}: BPE-dropout (model.dropout) is not implemented")
-    front_end = _front_end(data, path)
+    front_end: Tuple[Any, ...] = _front_end(data, path)
 
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not vocab:
@@ -75,6 +83,8 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
         entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
         if entry_id is None or entry_id < 0 or not isinstance(entry.get("content"), str):
             raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
+        if reference == "transformers" and entry.get("single_word"):
+            entry = {**entry, "single_word": False}  # matched by TokenizersMatcher (front_end[3])
         token = added_token(entry, entry_id, path)
         if entry.get("normalized") and front_end[0] == "prepend":
             raise UnsupportedFeatureError(
@@ -90,6 +100,14 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
         missing = next(i for i in range(n) if i not in by_id)
         raise ModelFormatError(
             path, None, f"no piece has id {missing}, but ids go up to {max(by_id)} (ids must be 0..n-1)"
+        )
+    if reference == "transformers":
+        # tokenizers' matching of single_word and normalized added tokens
+        # (spmbpe/_transformers5.py TokenizersMatcher), carried in front_end.
+        front_end = (
+            *front_end,
+            tuple(sorted({e["content"] for e in added_entries if e.get("single_word")})),
+            tuple(sorted({e["content"] for e in added_entries if e.get("normalized")})),
         )
     pieces = [by_id[i].encode("utf-8") for i in range(n)]
     table = PieceTable.from_pieces(pieces)
@@ -123,7 +141,7 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
         add_eos=eos_id is not None,
         add_prefix_space=front_end[0] == "prepend" or front_end[1] != "never",
         prefix_scheme="after_each_special",
-        reference="tokenizers",
+        reference=reference,
         byte_fallback=bool(model.get("byte_fallback", False)),
         added_tokens=added,
         front_end=front_end,

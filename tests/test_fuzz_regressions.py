@@ -173,7 +173,7 @@ def test_disallowed_offset_hf_non_legacy(tmp_path):
     shutil.copy(DATA_DIR / "mistral-v3.model", tmp_path / "tokenizer.model")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(
         {"legacy": False, "additional_special_tokens": ["[INST]", "[/INST]"]}))
-    tok = spmbpe.load(str(tmp_path))
+    tok = spmbpe.load(str(tmp_path), reference="transformers4")
     for text in ("ab [INST]", "\u00e9[INST]", "[INST]", "\U0001f600 x [INST]"):
         with pytest.raises(DisallowedSpecialError) as info:
             tok.encode(text, special={"[/INST]"})

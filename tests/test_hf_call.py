@@ -60,11 +60,11 @@ def pair(request, tmp_path_factory):
     # spmbpe pads on the right unless told, as the slow LlamaTokenizer
     # does; LlamaTokenizerFast defaults to the left.
     assert (slow.padding_side, fast.padding_side) == ("right", "left")
-    default = spmbpe.load(folder)(["a", "a b"], padding=True)
+    default = spmbpe.load(folder, reference="transformers4")(["a", "a b"], padding=True)
     assert default["attention_mask"][0][-1] == 0 and 0 not in default["attention_mask"][1]
     assert dict(slow(["a", "a b"], padding=True)) == default
     fast.padding_side = "right"
-    return spmbpe.load(folder), slow, fast
+    return spmbpe.load(folder, reference="transformers4"), slow, fast
 
 
 def _plain(value):
@@ -128,7 +128,7 @@ def test_pad_token_id_overrides_and_is_needed(tmp_path):
     from transformers import AutoTokenizer
 
     folder = build_folder(tmp_path / "nopad", "mistral-v1", add_bos=True)
-    tok = spmbpe.load(folder)
+    tok = spmbpe.load(folder, reference="transformers4")
     slow = AutoTokenizer.from_pretrained(str(folder), use_fast=False)
     assert tok.pad_id is None and slow.pad_token_id is None
     # Both refuse to pad without a pad token; neither minds when not padding.

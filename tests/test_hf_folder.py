@@ -2,7 +2,7 @@
 
 A folder holding ``tokenizer.model`` + ``tokenizer_config.json`` (+
 ``special_tokens_map.json``) is what transformers' sentencepiece-backed
-``LlamaTokenizer`` reads; ``spmbpe.load(folder)`` must give its ids.
+``LlamaTokenizer`` reads; ``spmbpe.load(folder, reference="transformers4")`` must give its ids.
 
 References:
 
@@ -160,7 +160,7 @@ def test_folder_matches_the_fixtures_readme(golden_folders):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_every_golden_row_equals_transformers_slow(golden_folders, model):
-    tok = spmbpe.load(golden_folders[model])
+    tok = spmbpe.load(golden_folders[model], reference="transformers4")
     rows = _golden(model)
     assert len(rows) > 900
     mismatches = [(r["text"], r["hf_slow"], tok.encode(r["text"])) for r in rows if tok.encode(r["text"]) != r["hf_slow"]]
@@ -169,7 +169,7 @@ def test_every_golden_row_equals_transformers_slow(golden_folders, model):
 
 def test_golden_seed_rows(golden_folders):
     # The rows the fixtures README quotes, spelled out.
-    v3 = spmbpe.load(golden_folders["mistral-v3"])
+    v3 = spmbpe.load(golden_folders["mistral-v3"], reference="transformers4")
     assert v3.encode("<s>x") == [1, 29512]
     assert v3.encode(" <s>x") == [1027, 1, 29512]
     assert v3.encode("[control_27]Write") == [29473, 29, 6006]
@@ -184,7 +184,7 @@ def test_folder_without_a_tokenizer_file(tmp_path):
     folder.mkdir()
     (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "LlamaTokenizer"}', encoding="utf-8")
     with pytest.raises(spmbpe.UnsupportedModelError) as info:
-        spmbpe.load(folder)
+        spmbpe.load(folder, reference="transformers4")
     assert str(folder) in str(info.value)
 
 
@@ -192,7 +192,7 @@ def test_invalid_tokenizer_config_json(tmp_path):
     folder = build_folder(tmp_path / "m", "mistral-v1")
     (folder / "tokenizer_config.json").write_text('{"legacy": true,', encoding="utf-8")
     with pytest.raises(spmbpe.ModelFormatError) as info:
-        spmbpe.load(folder)
+        spmbpe.load(folder, reference="transformers4")
     assert "tokenizer_config.json" in str(info.value)
 
 
@@ -201,13 +201,13 @@ def test_single_word_added_token_is_not_implemented(tmp_path):
         tmp_path / "m", "mistral-v1", added={32000: added_entry("<|im_start|>", single_word=True)}
     )
     with pytest.raises(NotImplementedError, match="single_word"):
-        spmbpe.load(folder)
+        spmbpe.load(folder, reference="transformers4")
 
 
 def test_other_tokenizer_class_is_unsupported(tmp_path):
     folder = build_folder(tmp_path / "m", "mistral-v1", config_extra={"tokenizer_class": "T5Tokenizer"})
     with pytest.raises(spmbpe.UnsupportedModelError, match="T5Tokenizer"):
-        spmbpe.load(folder)
+        spmbpe.load(folder, reference="transformers4")
 
 
 # ------------------------------------------------------ live transformers
@@ -246,7 +246,7 @@ class Variant(tuple):
 
 
 def _pair(transformers, folder):
-    return spmbpe.load(folder), hf_slow(transformers, folder)
+    return spmbpe.load(folder, reference="transformers4"), hf_slow(transformers, folder)
 
 
 def _check(tok, hf, text: str, *, add_special_tokens=(False, True)):
@@ -402,7 +402,7 @@ def _variant_pair(root: pathlib.Path, name: str):
     folder = build_folder(root / name, model, **kwargs)
     import transformers as tf
 
-    return Variant((model, folder, spmbpe.load(folder), hf_slow(tf, folder)))
+    return Variant((model, folder, spmbpe.load(folder, reference="transformers4"), hf_slow(tf, folder)))
 
 
 @pytest.fixture
@@ -585,7 +585,7 @@ def test_added_token_spelled_like_a_piece(transformers, tmp_path, legacy):
     # piece 375 of v1): transformers loads it and gives the added id.
     folder = build_folder(tmp_path / "m", "mistral-v1", legacy=legacy, added={32000: E("ab", special=False)})
     hf = hf_slow(transformers, folder)
-    tok = spmbpe.load(folder)
+    tok = spmbpe.load(folder, reference="transformers4")
     for text in ["ab", "cab", " ab c", "abab"]:
         expected = hf.encode(text, add_special_tokens=False)
         assert tok.encode(text) == expected, (text, hf.convert_ids_to_tokens(expected))
@@ -605,7 +605,7 @@ def test_normalized_model_with_user_defined_pieces_equals_transformers(transform
         "tokenizer_class": "LlamaTokenizer", "legacy": legacy, "add_bos_token": False, "add_eos_token": False,
         "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
     }), encoding="utf-8")
-    tok = spmbpe.load(folder)
+    tok = spmbpe.load(folder, reference="transformers4")
     hf = hf_slow(transformers, folder)
     texts = ["a <sep> b", "hello <sep>", " <sep>x", "x <sep><sep> y", "ｘｙ z", "a ｘｙ", "<sep>", " <sep> ",
              "Ａ <sep> Ｂ", "a  <sep>  b", "ｘｙｘｙ <sep>ｘｙ", "hello world <sep> again"]

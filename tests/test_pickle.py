@@ -221,10 +221,10 @@ def test_fingerprint_covers_tokenizer_json_merges_and_folder_settings(tmp_path):
     swapped.write_text(json.dumps(data), encoding="utf-8")
     assert spmbpe.load(swapped).fingerprint != spmbpe.load(TOKENIZER_JSON).fingerprint
 
-    legacy = spmbpe.load(build_folder(tmp_path / "legacy", "mistral-v1", legacy=True))
-    modern = spmbpe.load(build_folder(tmp_path / "modern", "mistral-v1", legacy=False))
-    with_eos = spmbpe.load(build_folder(tmp_path / "eos", "mistral-v1", add_eos=True))
-    padded = spmbpe.load(build_folder(tmp_path / "pad", "mistral-v1", config_extra={"pad_token": "<unk>"}))
+    legacy = spmbpe.load(build_folder(tmp_path / "legacy", "mistral-v1", legacy=True), reference="transformers4")
+    modern = spmbpe.load(build_folder(tmp_path / "modern", "mistral-v1", legacy=False), reference="transformers4")
+    with_eos = spmbpe.load(build_folder(tmp_path / "eos", "mistral-v1", add_eos=True), reference="transformers4")
+    padded = spmbpe.load(build_folder(tmp_path / "pad", "mistral-v1", config_extra={"pad_token": "<unk>"}), reference="transformers4")
     assert len({t.fingerprint for t in (legacy, modern, with_eos, padded)}) == 4
 
 

@@ -46,8 +46,8 @@ def toks(tmp_path_factory):
         "model": spmbpe.load(DATA / "mistral-v1.model"),
         "gguf": spmbpe.load(DATA / "ggml-vocab-llama-spm.gguf"),
         "tokenizer.json": spmbpe.load(DATA / "mistral-v1.tokenizer.json"),
-        "hf-legacy": spmbpe.load(build_folder(root / "legacy", "mistral-v1", legacy=True)),
-        "hf-non-legacy": spmbpe.load(build_folder(root / "modern", "mistral-v3", legacy=False)),
+        "hf-legacy": spmbpe.load(build_folder(root / "legacy", "mistral-v1", legacy=True), reference="transformers4"),
+        "hf-non-legacy": spmbpe.load(build_folder(root / "modern", "mistral-v3", legacy=False), reference="transformers4"),
         "no-prefix": spmbpe.SpmTokenizer(
             [no_prefix.id_to_piece(i) for i in range(no_prefix.vocab_size)],
             token_types=[no_prefix.token_type(i) for i in range(no_prefix.vocab_size)],

@@ -63,7 +63,7 @@ def tok(request, tmp_path_factory):
     if request.param == "nmt_nfkc":
         return spmbpe.load(_nfkc_model(tmp_path_factory.mktemp("nfkc")))
     if request.param == "hf-nonlegacy":
-        return spmbpe.load(_hf_folder(tmp_path_factory.mktemp("hf")))
+        return spmbpe.load(_hf_folder(tmp_path_factory.mktemp("hf")), reference="transformers4")
     path = {
         "gguf": LLAMA_SPM_GGUF,
         "mistral-v1.model": DATA_DIR / "mistral-v1.model",

@@ -69,7 +69,7 @@ def test_merge_order_is_the_merges_list_not_piece_scores(pair):
 def test_a_folder_with_only_tokenizer_json_loads(tmp_path, pair):
     _, ref = pair
     shutil.copy(JSON, tmp_path / "tokenizer.json")
-    tok = spmbpe.load(tmp_path)
+    tok = spmbpe.load(tmp_path, reference="transformers4")
     assert tok.reference == "tokenizers"
     assert tok.encode("Hello world") == _ref(ref, "Hello world")
 

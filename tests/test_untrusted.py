@@ -62,8 +62,8 @@ def tokenizers(tmp_path_factory):
         "mistral-v1.model": spmbpe.load(DATA_DIR / "mistral-v1.model"),
         "mistral-v3.model": spmbpe.load(DATA_DIR / "mistral-v3.model"),
         "tokenizer.json": spmbpe.load(DATA_DIR / "mistral-v1.tokenizer.json"),
-        "hf-legacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v1", True)),
-        "hf-nonlegacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v3", False)),
+        "hf-legacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v1", True), reference="transformers4"),
+        "hf-nonlegacy": spmbpe.load(_hf_folder(tmp_path_factory, "mistral-v3", False), reference="transformers4"),
     }
 
 

@@ -1,0 +1,333 @@
+"""Model folders as transformers 5 runs them (``reference="transformers"``).
+
+transformers 5's ``AutoTokenizer`` gives a Llama/Mistral folder the
+tokenizers-backed ``LlamaTokenizer``: whatever files the folder holds, it
+builds one tokenizers pipeline (a BPE model with ranked merges, a Metaspace
+pre-tokenizer, added tokens, a template post-processor) and encodes with it
+alone.  This module builds the same pipeline, as the ``tokenizer.json``
+object it would serialize to, and hands it to spmbpe's ``"tokenizers"``
+reading (``spmbpe/tokenizer_json.py``); the compiled core needs nothing new.
+
+Every rule below names its place in transformers 5.24 (``tu_base`` =
+``tokenization_utils_base.py``, ``tu_tok`` = ``tokenization_utils_tokenizers.py``,
+``llama`` = ``models/llama/tokenization_llama.py``, ``convert`` =
+``convert_slow_tokenizer.py``); docs/references.md lists them with the
+measurements that pin them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from ._hf_json import read_json_object
+from ._spm_model import read_model_proto
+from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
+from .spec import TokenizerSpec
+from .tokenizer_json import spec_from_json
+from .tokens import AddedToken, TokenType
+
+__all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
+
+_MARKER = "\u2581"
+# The classes whose __init__ rebuilds the pipeline as below (llama:
+# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x).
+_LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
+# tu_base SPECIAL_TOKENS_ATTRIBUTES, the named special tokens.
+_NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+# llama LlamaTokenizer.__init__ defaults.
+_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+
+
+def read_transformers5_spec(folder: str) -> TokenizerSpec:
+    """The TokenizerSpec of the tokenizer transformers 5's
+    ``AutoTokenizer.from_pretrained(folder)`` builds."""
+    data = backend_json(folder)
+    spec = spec_from_json(data, folder, reference="transformers")
+    # The "transformers" planner decodes with LlamaTokenizer's decoder, whose
+    # Strip step is there exactly when the prefix is (a bare tokenizer.json
+    # brings its own decoder: it must be that one).
+    if data.get("decoder") != _decoder(spec.add_prefix_space):
+        raise UnsupportedFeatureError(
+            f"{folder}: the tokenizer.json decoder is not LlamaTokenizer's (Replace, ByteFallback, Fuse"
+            f"{', Strip' if spec.add_prefix_space else ''}); load with reference='tokenizers' to read it as a file"
+        )
+    return spec
+
+
+def _decoder(strip: bool) -> Dict[str, Any]:
+    """llama LlamaTokenizer.__init__'s decoder."""
+    steps: List[Dict[str, Any]] = [
+        {"type": "Replace", "pattern": {"String": _MARKER}, "content": " "},
+        {"type": "ByteFallback"},
+        {"type": "Fuse"},
+    ]
+    if strip:
+        steps.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    return {"type": "Sequence", "decoders": steps}
+
+
+def _entry(content: str, token_id: Optional[int] = None, *, special: bool, normalized: bool,
+           lstrip: bool = False, rstrip: bool = False, single_word: bool = False) -> Dict[str, Any]:
+    """An added token as tokenizers serializes it."""
+    return {"id": token_id, "content": content, "single_word": single_word, "lstrip": lstrip,
+            "rstrip": rstrip, "normalized": normalized, "special": special}
+
+
+def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any]:
+    """An AddedToken(**dict) from a config value (tu_base _from_pretrained):
+    a string is special and not normalized; a dict keeps its flags, and
+    tokenizers' default for a missing ``normalized`` is ``not special``."""
+    if isinstance(value, str):
+        return _entry(value, special=special_default, normalized=not special_default)
+    if not isinstance(value, dict) or not isinstance(value.get("content"), str):
+        raise ModelFormatError(where, None, f"not a token (a string or an object with 'content'): {value!r:.100}")
+    special = bool(value.get("special", special_default))
+    return _entry(
+        value["content"], special=special, normalized=bool(value.get("normalized", not special)),
+        lstrip=bool(value.get("lstrip", False)), rstrip=bool(value.get("rstrip", False)),
+        single_word=bool(value.get("single_word", False)),
+    )
+
+
+def backend_json(folder: str) -> Dict[str, Any]:
+    """The ``tokenizer.json`` object of the pipeline transformers 5 builds
+    for `folder` (``tokenizer.backend_tokenizer.to_str()``)."""
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    json_path = os.path.join(folder, "tokenizer.json")
+    model_path = os.path.join(folder, "tokenizer.model")
+    has_config = os.path.isfile(config_path)
+    config = read_json_object(config_path) if has_config else {}
+    cls = config.get("tokenizer_class")
+    if not has_config and os.path.isfile(json_path):
+        # No config: AutoTokenizer falls back to TokenizersBackend, which
+        # runs the file as it is (tu_tok TokenizersBackend.__init__,
+        # TokenizerFast.from_file).
+        return read_json_object(json_path)
+    # A malformed config is a format error whatever its class.
+    _named_tokens(config, folder)
+    if "added_tokens_decoder" in config and not isinstance(config["added_tokens_decoder"], dict):
+        raise ModelFormatError(config_path, None, "added_tokens_decoder is not an object")
+    if not isinstance(cls, str) or cls not in _LLAMA_CLASSES:
+        # Without a Llama class, AutoTokenizer 5.24 builds TokenizersBackend
+        # with a generic sentencepiece conversion (merges by score, a Split
+        # pre-tokenizer on user-defined pieces): not reproduced here.
+        raise UnsupportedModelError(
+            f"{folder}: tokenizer_class {cls!r}; spmbpe reproduces transformers 5's LlamaTokenizer "
+            f"({', '.join(sorted(_LLAMA_CLASSES))}) and a bare tokenizer.json (load with "
+            f"reference='transformers4', 'sentencepiece' or 'tokenizers' for the other readings)"
+        )
+
+    from_json = os.path.isfile(json_path)
+    if from_json:
+        # tu_base _from_pretrained: with a tokenizer.json the config's
+        # add_bos_token/add_eos_token are dropped, and (tu_tok
+        # convert_to_native_format) only the file's vocab, merges and
+        # post-processor are kept; LlamaTokenizer rebuilds the rest.
+        file_data = read_json_object(json_path)
+        file_model = file_data.get("model")
+        if not isinstance(file_model, dict):
+            raise ModelFormatError(json_path, None, "no 'model' object: not a tokenizers tokenizer.json")
+        vocab = file_model.get("vocab")
+        if isinstance(vocab, list):
+            vocab = {(item[0] if isinstance(item, list) else item): i for i, item in enumerate(vocab)}
+        if not isinstance(vocab, dict):
+            raise ModelFormatError(json_path, None, "model.vocab is missing")
+        merges = file_model.get("merges")
+        post_processor = file_data.get("post_processor")
+        model_pieces: List[Tuple[str, int]] = []
+    elif os.path.isfile(model_path):
+        proto = read_model_proto(model_path)
+        pieces = proto.pieces
+        # convert SentencePieceExtractor.extract: {piece: id} (a repeated
+        # piece keeps its last id), merges from the vocabulary alone.
+        vocab = {piece: i for i, piece in enumerate(pieces)}
+        merges = [[a, b] for a, b in generate_merges(vocab)]
+        post_processor = None
+        # ... and every CONTROL and USER_DEFINED piece becomes an added
+        # token (special for CONTROL), matched on the raw text.
+        model_pieces = [
+            (pieces[i], kind) for i, kind in enumerate(proto.types)
+            if kind in (TokenType.CONTROL, TokenType.USER_DEFINED)
+        ]
+    else:
+        raise UnsupportedModelError(
+            f"{folder}: neither tokenizer.json nor tokenizer.model; transformers 5's LlamaTokenizer reads one of them"
+        )
+
+    # llama LlamaTokenizer.__init__: legacy defaults to False there (4.x
+    # treated an absent key as True); add_prefix_space None means True.
+    legacy = config.get("legacy", False)
+    add_prefix_space = config.get("add_prefix_space")
+    add_prefix_space = True if add_prefix_space is None else bool(add_prefix_space)
+    # tu_base _get_prepend_scheme.
+    scheme = ("always" if legacy else "first") if add_prefix_space else "never"
+
+    added = _added_tokens(folder, config, vocab, model_pieces, from_json, json_path)
+    named = _named_tokens(config, folder)
+    if post_processor is None:
+        # tu_tok update_post_processor: add_bos_token/add_eos_token, both
+        # False when absent (TokenizersBackend.__init__ kwargs.get(..., False)).
+        post_processor = _template(config, named, vocab, added)
+
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": _MARKER, "prepend_scheme": scheme, "split": False},
+        "post_processor": post_processor,
+        "decoder": _decoder(add_prefix_space),
+        # llama: BPE(vocab, merges, fuse_unk=True, byte_fallback=True), no unk_token.
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
+                  "ignore_merges": False, "vocab": vocab, "merges": merges},
+    }
+
+
+def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dict[str, Any]]]:
+    """bos/eos/unk/... as the config (or LlamaTokenizer's defaults) names
+    them; with no added_tokens_decoder, special_tokens_map.json overrides."""
+    where = os.path.join(folder, "tokenizer_config.json")
+    named: Dict[str, Optional[Dict[str, Any]]] = {}
+    for key in _NAMED:
+        value = config.get(key, _LLAMA_DEFAULTS.get(key))
+        named[key] = None if value is None or value == "" else _token_entry(value, where, True)
+    if "added_tokens_decoder" not in config:
+        map_path = os.path.join(folder, "special_tokens_map.json")
+        if os.path.isfile(map_path):
+            for key, value in read_json_object(map_path).items():
+                if key in named and value:
+                    entry = _token_entry(value, map_path, True)
+                    entry["special"] = True  # tu_base: value.pop("special"); AddedToken(..., special=True)
+                    named[key] = entry
+    return named
+
+
+def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
+                  model_pieces: List[Tuple[str, int]], from_json: bool, json_path: str) -> List[Dict[str, Any]]:
+    """The backend's added tokens, in the order transformers adds them
+    (the first token of a text wins; tokenizers' add_tokens ignores a
+    repeat)."""
+    where = os.path.join(folder, "tokenizer_config.json")
+    explicit: List[Tuple[int, Dict[str, Any]]] = []
+    if "added_tokens_decoder" in config:
+        decoder = config["added_tokens_decoder"]
+        if not isinstance(decoder, dict):
+            raise ModelFormatError(where, None, "added_tokens_decoder is not an object")
+        for key, value in decoder.items():
+            try:
+                token_id = int(key)
+            except ValueError:
+                raise ModelFormatError(where, None, f"added_tokens_decoder[{key!r}]: the key is not an id") from None
+            explicit.append((token_id, _token_entry(value, where, False)))
+    else:
+        # tu_base _from_pretrained, the pre-4.34 layout: added_tokens.json
+        # gives {text: id}; a text is special when it is a named special
+        # token of the config or in its extra_special_tokens.
+        named = _named_tokens(config, folder)
+        specials = {e["content"] for e in named.values() if e is not None}
+        for key in ("extra_special_tokens", "additional_special_tokens"):
+            extra = config.get(key)
+            if key == "additional_special_tokens" and config.get("extra_special_tokens"):
+                continue
+            if isinstance(extra, list):
+                specials.update(str(t["content"] if isinstance(t, dict) else t) for t in extra)
+        tokens_path = os.path.join(folder, "added_tokens.json")
+        if os.path.isfile(tokens_path):
+            for text, token_id in read_json_object(tokens_path).items():
+                if not isinstance(token_id, int) or isinstance(token_id, bool):
+                    raise ModelFormatError(tokens_path, None, f"the id of {text!r} is not an integer")
+                special = text in specials
+                explicit.append((token_id, _entry(text, special=special, normalized=not special)))
+        if from_json:
+            # ... and tokenizer.json's own added_tokens.
+            entries = read_json_object(json_path).get("added_tokens") or []
+            for item in entries if isinstance(entries, list) else []:
+                if isinstance(item, dict) and isinstance(item.get("id"), int):
+                    explicit.append((item["id"], _token_entry(item, json_path, True)))
+    explicit.sort(key=lambda pair: pair[0])
+
+    out: List[Dict[str, Any]] = []
+    seen: Dict[str, Dict[str, Any]] = {}
+    next_id = len(vocab)
+
+    def add(entry: Dict[str, Any], wanted: Optional[int]) -> None:
+        nonlocal next_id
+        if not entry["content"] or entry["content"] in seen:
+            return
+        token_id = vocab.get(entry["content"])
+        if token_id is None:
+            # tokenizers AddedVocabulary.add_tokens: the next id past the
+            # vocabulary and the added tokens so far.
+            token_id = next_id
+            next_id += 1
+            if wanted is not None and wanted != token_id:
+                raise ModelFormatError(
+                    where, None,
+                    f"added token {entry['content']!r} has id {wanted}, but transformers gives it {token_id} "
+                    f"(ids past the vocabulary must be consecutive)",
+                )
+        entry = dict(entry, id=token_id)
+        seen[entry["content"]] = entry
+        out.append(entry)
+
+    for token_id, entry in explicit:
+        add(entry, token_id)
+    for piece, kind in model_pieces:
+        add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False), None)
+    for named_entry in _named_tokens(config, folder).values():
+        if named_entry is not None:
+            add(dict(named_entry, special=True), None)
+    return sorted(out, key=lambda e: e["id"])
+
+
+def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],
+              vocab: Dict[str, int], added: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """tu_tok update_post_processor's TemplateProcessing: BOS first when
+    add_bos_token, EOS last when add_eos_token (a missing token turns its
+    flag off)."""
+    ids = dict(vocab)
+    ids.update({e["content"]: e["id"] for e in added})
+    bos, eos = named["bos_token"], named["eos_token"]
+    ends = [
+        entry["content"] if config.get(flag, False) and entry is not None else None
+        for entry, flag in ((bos, "add_bos_token"), (eos, "add_eos_token"))
+    ]
+
+    def sequence(name: str, type_id: int) -> List[Dict[str, Any]]:
+        items: List[Dict[str, Any]] = [{"Sequence": {"id": name, "type_id": type_id}}]
+        if ends[0] is not None:
+            items.insert(0, {"SpecialToken": {"id": ends[0], "type_id": type_id}})
+        if ends[1] is not None:
+            items.append({"SpecialToken": {"id": ends[1], "type_id": type_id}})
+        return items
+
+    specials = {c: {"id": c, "ids": [ids[c]], "tokens": [c]} for c in ends if c is not None}
+    return {"type": "TemplateProcessing", "single": sequence("A", 0),
+            "pair": sequence("A", 0) + sequence("B", 1), "special_tokens": specials}
+
+
+def generate_merges(vocab: Dict[str, int]) -> List[Tuple[str, str]]:
+    """The merges transformers 5 derives from a vocabulary with no merges
+    (tu_base generate_merges without scores): every split of every piece
+    into two pieces, ordered by the merged piece's id, then the length of
+    the left and of the right part, then the ids of the two parts."""
+    rules: List[Tuple[int, int, int, int, int, str, str]] = []
+    append, find = rules.append, vocab.get
+    for piece, merged_id in vocab.items():
+        size = len(piece)
+        for k in range(1, size):
+            left = piece[:k]
+            left_id = find(left)
+            if left_id is not None:
+                right = piece[k:]
+                right_id = find(right)
+                if right_id is not None:
+                    append((merged_id, k, size - k, left_id, right_id, left, right))
+    rules.sort()
+    return [(r[5], r[6]) for r in rules]
+
+
+# ------------------------------------------------------------ added-token matching
