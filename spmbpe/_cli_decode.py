@@ -10,7 +10,8 @@ from typing import Any, Iterator, List, Tuple
 
 from ._cli_common import CliError, load_model, need_numpy
 from ._cli_read import InputStream, gzip_named
-from ._cli_write import output_stream, read_megatron_index, read_npy_header
+from ._arrays import read_megatron_index, read_npy_header
+from ._atomic import atomic_output
 
 __all__ = ["cmd_decode"]
 
@@ -22,7 +23,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if path != "-" and not os.path.isfile(path):
             raise CliError(f"cannot read {path}: " + ("is a directory" if os.path.isdir(path) else "no such file"))
     field = args.field
-    with output_stream(args.output) as out:
+    with atomic_output(args.output) as out:
         for path in paths:
             name = "<stdin>" if path == "-" else path
             fmt = args.input_format

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import queue
-import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -33,31 +32,38 @@ from ._cli_info import cmd_info
 from ._cli_progress import Progress
 from ._cli_common import CliError, load_model, need_numpy, optional_numpy
 from ._cli_read import Batch, DocumentReader, input_size
-from ._cli_write import (
-    ArrayOutput,
-    output_stream,
-    Interrupted,
-    on_signal,
-    discard_all,
-    meta_path,
-)
+from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, meta_path
+from ._atomic import OutputError, atomic_output, discard_all
+from ._signals import Interrupted, handling_signals
 
 __all__ = ["main"]
 
-_ARRAY_FORMATS = ("npy", "bin")
+_ARRAY_FORMATS = ARRAY_FORMATS
 _TEXT_FORMATS = ("txt", "jsonl")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    handlers = _catch_signals()
+    with handling_signals():
+        try:
+            return _run(args)
+        finally:
+            discard_all()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Runs the command; every failure is one line on standard error."""
     try:
         return int(args.run(args) or 0)
     except CliError as e:
         discard_all()
         _error(str(e))
         return e.code
+    except OutputError as e:
+        discard_all()
+        _error(str(e))
+        return 1
     except Interrupted as e:
         discard_all()
         _error("interrupted; no partial output was left", prefix="spmbpe")
@@ -84,9 +90,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         discard_all()
         _error("out of memory (try a smaller --batch-size)")
         return 1
-    finally:
-        discard_all()
-        _restore_signals(handlers)
 
 
 # ---------------------------------------------------------------- arguments
@@ -254,24 +257,6 @@ def _size(text: str) -> int:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _catch_signals() -> Dict[int, Any]:
-    old: Dict[int, Any] = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        try:
-            old[s] = signal.signal(s, on_signal)
-        except (ValueError, OSError):  # not the main thread
-            pass
-    return old
-
-
-def _restore_signals(old: Dict[int, Any]) -> None:
-    for s, handler in old.items():
-        try:
-            signal.signal(s, handler)
-        except (ValueError, OSError, TypeError):
-            pass
 
 
 def _error(message: str, prefix: str = "spmbpe: error") -> None:
@@ -477,7 +462,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
     progress = _progress(args, args.inputs)
     formatter = _TextFormatter(fmt, tok.vocab_size, np)
-    with output_stream(args.output) as out:
+    with atomic_output(args.output) as out:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             out.write(formatter(ids, offsets))
             progress.update(
@@ -493,45 +478,11 @@ def _report_skipped(reader: DocumentReader) -> None:
         _note(f"skipped {reader.skipped:,} documents that are not valid UTF-8")
 
 
-def _array_metadata(
-    tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
-    inputs: List[Dict[str, Any]], shard_size: Optional[int],
-) -> Dict[str, Any]:
-    """The metadata written beside npy/bin arrays (OUT.npy.meta.json), by the
-    command line and by spmbpe.ray alike."""
-    import spmbpe
-
-    return {
-        "spmbpe_version": spmbpe.__version__,
-        "tokenizer_fingerprint": tok.fingerprint,
-        "model": model,
-        "vocab_size": tok.vocab_size,
-        "bos_id": tok.bos_id,
-        "eos_id": tok.eos_id,
-        "format": fmt,
-        "dtype": dtype.name,
-        "settings": settings,
-        "inputs": inputs,
-        "shard_size": shard_size,
-    }
-
-
-def _array_dtype(tok: Any, fmt: str, np: Any) -> Any:
-    if tok.vocab_size <= 1 << 16:
-        return np.dtype("<u2")
-    # Megatron's index has no uint32 code: int32 holds every id below 2^31.
-    if fmt == "bin":
-        if tok.vocab_size > 1 << 31:
-            raise CliError(f"a vocabulary of {tok.vocab_size} ids does not fit int32")
-        return np.dtype("<i4")
-    return np.dtype("<u4")
-
-
 def _encode_arrays(
     args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: _Encoder, np: Any
 ) -> int:
-    dtype = _array_dtype(tok, fmt, np)
-    meta = _array_metadata(
+    dtype = array_dtype(tok.vocab_size, fmt, np)
+    meta = array_metadata(
         tok, args.model, fmt, dtype,
         {
             "special": args.special,
