@@ -206,9 +206,16 @@ class Batch:
 
     `records` is the number of input records (lines) read from the start of
     the run up to the end of this batch; `doc_records[i]` the same count just
-    after document i (what a sharded run records to resume from)."""
+    after document i (what a sharded run records to resume from).
+    `nbytes`: bytes of (decompressed) input this batch covers, of which
+    `skipped_bytes` were passed over unread (``--resume``); `text_bytes`:
+    UTF-8 bytes of its documents' text (no line ends, JSON syntax or
+    compression)."""
 
-    __slots__ = ("source", "texts", "nbytes", "records", "doc_records", "file_bytes", "compressed")
+    __slots__ = (
+        "source", "texts", "nbytes", "records", "doc_records", "file_bytes", "compressed",
+        "text_bytes", "skipped_bytes",
+    )
 
     def __init__(
         self,
@@ -219,16 +226,20 @@ class Batch:
         doc_records: Sequence[int],
         file_bytes: Optional[int] = None,
         compressed: bool = False,
+        text_bytes: int = 0,
+        skipped_bytes: int = 0,
     ) -> None:
         self.source = source
         self.texts = texts
-        self.nbytes = nbytes  # bytes of (decompressed) text
+        self.nbytes = nbytes  # bytes of (decompressed) input
         self.records = records
         self.doc_records = doc_records
         # Bytes of the input file read meanwhile: compressed bytes for gzip
         # input (`compressed`), else about `nbytes`.
         self.file_bytes = nbytes if file_bytes is None else file_bytes
         self.compressed = compressed
+        self.text_bytes = text_bytes
+        self.skipped_bytes = skipped_bytes
 
 
 def input_format_of(name: str, requested: str) -> str:
@@ -279,6 +290,7 @@ class DocumentReader:
         self.errors = errors
         self.batch_bytes = max(1, batch_bytes)
         self.skip_records = skip_records
+        self.skipped_bytes = 0  # input bytes passed over (resume)
         self.records = 0  # input records (lines) read so far, over all inputs
         self.skipped = 0  # documents left out (errors="skip")
         self._file_base = 0  # records before the current input
@@ -322,17 +334,25 @@ class DocumentReader:
         split = self._jsonl_docs if fmt == "jsonl" else self._text_docs
         self._compressed = stream.compressed
         done = 0  # stream.position() at the last batch
+        skipped = self.skipped_bytes  # at the last batch
+
+        def batch() -> Batch:
+            text_bytes = len("".join(texts).encode("utf-8"))
+            return Batch(
+                name, texts, nbytes + self.skipped_bytes - skipped, self.records, doc_records,
+                stream.position() - done, stream.compressed, text_bytes, self.skipped_bytes - skipped,
+            )
+
         for data, line_no, offset in self._line_blocks(stream):
             nbytes += len(data)
             got, recs = split(name, data, line_no, offset)
             texts.extend(got)
             doc_records.extend(range(line_no, line_no + len(got)) if recs is None else recs)
             if nbytes >= self.batch_bytes:
-                position = stream.position()
-                yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
-                texts, doc_records, nbytes, done = [], [], 0, position
-        position = stream.position()
-        yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
+                yield batch()
+                texts, doc_records, nbytes = [], [], 0
+                done, skipped = stream.position(), self.skipped_bytes
+        yield batch()
 
     def _line_blocks(self, stream: InputStream) -> Iterator[Tuple[bytes, int, int]]:
         """Blocks of whole lines (bytes, each line ending in "\\n"; the last
@@ -371,11 +391,13 @@ class DocumentReader:
             if n <= self.skip_records:
                 self.skip_records -= n
                 self.records += n
+                self.skipped_bytes += len(data)
                 return
             parts = data.split(b"\n", self.skip_records)
             self.records += self.skip_records
             self.skip_records = 0
             offset += len(data) - len(parts[-1])
+            self.skipped_bytes += len(data) - len(parts[-1])
             data = parts[-1]
             n = data.count(b"\n")
         line_no = self.records + 1

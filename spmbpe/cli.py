@@ -64,14 +64,12 @@ def _run(args: argparse.Namespace) -> int:
         discard_all()
         _error(str(e))
         return 1
-    except Interrupted as e:
+    except (Interrupted, KeyboardInterrupt) as e:
         discard_all()
-        _error("interrupted; no partial output was left", prefix="spmbpe")
-        return 128 + e.signum
-    except KeyboardInterrupt:
-        discard_all()
-        _error("interrupted; no partial output was left", prefix="spmbpe")
-        return 130
+        # A sharded run keeps its complete shards (_encode_arrays says so).
+        kept = getattr(e, "kept", None) or "no partial output was left"
+        _error(f"interrupted; {kept}", prefix="spmbpe")
+        return 128 + e.signum if isinstance(e, Interrupted) else 130
     except BrokenPipeError:
         discard_all()
         # The reader of standard output went away (| head): stop quietly.
@@ -125,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     encode.add_argument(
         "--output", "-o", metavar="PATH",
-        help="output file (txt/jsonl: default standard output; npy/bin: required). Written under a "
+        help="output file (txt/jsonl: default standard output; npy/bin/ds: required). Its extension "
+        "names the format unless --format is given; another extension is an error. Written under a "
         "temporary name and renamed when complete",
     )
     encode.add_argument(
@@ -135,15 +134,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     encode.add_argument(
         "--resume", action="store_true",
-        help="continue an interrupted sharded run from its last complete shard",
+        help="continue an interrupted sharded run from its last complete shard: the same command "
+        "with --resume checks that the settings, inputs and tokenizer are the run's, says what it "
+        "skips (shards, documents, input records) and counts progress from there",
     )
     encode.set_defaults(run=_cmd_encode)
 
     count = commands.add_parser(
         "count",
         help="token totals per input and overall",
-        description="Prints, for each input, its tokens, documents and bytes (of text: "
-        "decompressed, for gzip input), and a total line when there are several inputs.",
+        description="Prints, for each input, its tokens, documents and bytes (the UTF-8 bytes of "
+        "the documents' text: no line ends, JSON syntax or compression), and a total line when "
+        "there are several inputs.",
     )
     _add_inputs(count)
     _add_model(count)
@@ -236,7 +238,9 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
-        help="a progress line on standard error (default: when it is a terminal)",
+        help="a progress line on standard error: documents, MB and tokens read, and documents/s, "
+        "MB/s and tokens/s (default: when standard error is a terminal). encode --output also "
+        "prints a final summary line of the same figures; --no-progress silences both",
     )
 
 
@@ -278,11 +282,19 @@ def _check_threads(args: argparse.Namespace) -> None:
         raise CliError("--threads must be at least 1", 2)
 
 
-def _progress(args: argparse.Namespace, paths: List[str]) -> Progress:
+def _progress(args: argparse.Namespace, paths: List[str], *, summary: bool = False) -> Progress:
+    """The progress line (``--progress``; default: when standard error is a
+    terminal) and, when `summary` (output to a file), the final summary
+    line, unless ``--no-progress``."""
     sizes = [input_size(p) for p in (paths or ["-"])]
     total = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
     enabled = args.progress if args.progress is not None else _isatty(sys.stderr)
-    return Progress(bool(enabled), total)
+    return Progress(bool(enabled), total, summary=summary and args.progress is not False)
+
+
+def _advance(progress: Progress, batch: Batch, documents: int, tokens: int) -> None:
+    progress.skipped(batch.skipped_bytes, 0)
+    progress.update(documents, batch.nbytes - batch.skipped_bytes, tokens, batch.file_bytes, batch.compressed)
 
 
 def _isatty(stream: Any) -> bool:
@@ -434,11 +446,25 @@ def _n_docs(ids: Any, offsets: Any) -> int:
     return len(offsets) - 1 if offsets is not None else len(ids)
 
 
+def _output_format(args: argparse.Namespace) -> str:
+    """--format, else the --output extension (txt without --output)."""
+    if args.format is not None:
+        return str(args.format)
+    if not args.output:
+        return "txt"
+    name = os.path.basename(args.output)
+    ext = os.path.splitext(name)[1].lower().lstrip(".")
+    if ext in _TEXT_FORMATS + _ARRAY_FORMATS:
+        return ext
+    known = ", ".join("." + f for f in _TEXT_FORMATS + _ARRAY_FORMATS)
+    raise CliError(
+        f"--output {args.output}: unknown output extension {('.' + ext) if ext else '(none)'}; "
+        f"name a known one ({known}) or give --format", 2
+    )
+
+
 def _cmd_encode(args: argparse.Namespace) -> int:
-    fmt = args.format
-    if fmt is None:
-        ext = os.path.splitext(args.output or "")[1].lower().lstrip(".")
-        fmt = ext if ext in _TEXT_FORMATS + _ARRAY_FORMATS else "txt"
+    fmt = _output_format(args)
     _check_threads(args)
     if fmt in _ARRAY_FORMATS:
         if not args.output:
@@ -446,10 +472,12 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         np = need_numpy(f"--format {fmt}")
     else:
         if args.shard_size is not None:
-            raise CliError("--shard-size applies to --format npy and bin", 2)
+            raise CliError(f"--shard-size applies to --format {'|'.join(_ARRAY_FORMATS)}", 2)
         np = optional_numpy()
     if args.resume and (fmt not in _ARRAY_FORMATS or args.shard_size is None):
-        raise CliError("--resume continues a sharded run: it needs --format npy|bin and --shard-size", 2)
+        raise CliError(
+            f"--resume continues a sharded run: it needs --format {'|'.join(_ARRAY_FORMATS)} and --shard-size", 2
+        )
     tok = load_model(args.model)
     reader = DocumentReader(
         args.inputs, input_format=args.input_format, field=args.field, errors=args.errors,
@@ -460,14 +488,12 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     if fmt in _ARRAY_FORMATS:
         return _encode_arrays(args, fmt, tok, reader, encoder, np)
 
-    progress = _progress(args, args.inputs)
+    progress = _progress(args, args.inputs, summary=bool(args.output))
     formatter = _TextFormatter(fmt, tok.vocab_size, np)
     with atomic_output(args.output) as out:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             out.write(formatter(ids, offsets))
-            progress.update(
-                _n_docs(ids, offsets), batch.nbytes, _n_tokens(ids, offsets), batch.file_bytes, batch.compressed
-            )
+            _advance(progress, batch, _n_docs(ids, offsets), _n_tokens(ids, offsets))
     progress.finish()
     _report_skipped(reader)
     return 0
@@ -498,15 +524,30 @@ def _encode_arrays(
     if resume is not None and resume.get("complete"):
         _note(f"{meta_path(args.output, fmt)}: that run is already complete; nothing to do")
         return 0
+    progress = _progress(args, args.inputs, summary=True)
     if resume is not None and resume["shards"]:
-        reader.skip_records = int(resume["shards"][-1]["records"])
+        kept = resume["shards"]
+        reader.skip_records = int(kept[-1]["records"])
+        documents = sum(int(s["documents"]) for s in kept)
+        progress.resume_from(documents, sum(int(s["tokens"]) for s in kept))
+        _note(
+            f"--resume: skipping {len(kept):,} complete shards ({documents:,} documents, "
+            f"{reader.skip_records:,} input records) of {meta_path(args.output, fmt)}; "
+            f"continuing with shard {len(kept):,}"
+        )
     writer = ArrayOutput(args.output, fmt, dtype, args.shard_size, meta, np, resume)
-    progress = _progress(args, args.inputs)
     try:
         for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
             writer.write(ids, offsets, batch.doc_records, batch.records)
-            progress.update(len(offsets) - 1, batch.nbytes, int(offsets[-1]), batch.file_bytes, batch.compressed)
+            _advance(progress, batch, len(offsets) - 1, int(offsets[-1]))
         writer.close(reader.records)
+    except (Interrupted, KeyboardInterrupt) as e:
+        if args.shard_size is not None and writer.shards:
+            e.kept = (  # type: ignore[union-attr]
+                f"kept {len(writer.shards):,} complete shards ({writer.committed_documents:,} documents) "
+                f"in {writer.meta_path}; run the same command with --resume to continue"
+            )
+        raise
     finally:
         writer.discard()
     progress.finish()
@@ -565,8 +606,8 @@ def _cmd_count(args: argparse.Namespace) -> int:
         row = rows.setdefault(batch.source, [0, 0, 0])
         row[0] += tokens
         row[1] += docs
-        row[2] += batch.nbytes
-        progress.update(docs, batch.nbytes, tokens, batch.file_bytes, batch.compressed)
+        row[2] += batch.text_bytes  # of the documents' text, not of the file
+        _advance(progress, batch, docs, tokens)
     progress.finish()
     total = [sum(r[i] for r in rows.values()) for i in range(3)]
     if args.json:
