@@ -19,27 +19,20 @@ standard error, ``spmbpe: error: ...``, naming the file and line; exit code
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import queue
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import List, Optional
 
+from ._atomic import OutputError, discard_all
+from ._cli_common import CliError
 from ._cli_decode import cmd_decode
+from ._cli_encode import OUTPUT_FORMATS, TEXT_FORMATS, cmd_count, cmd_encode
 from ._cli_info import cmd_info
-from ._cli_progress import Progress
-from ._cli_common import CliError, load_model, need_numpy, optional_numpy
-from ._cli_read import Batch, DocumentReader, input_size
-from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, meta_path
-from ._atomic import OutputError, atomic_output, discard_all
+from ._cli_read import DOCUMENT_MODES
 from ._signals import Interrupted, handling_signals
 
 __all__ = ["main"]
 
-_ARRAY_FORMATS = ARRAY_FORMATS
-_TEXT_FORMATS = ("txt", "jsonl")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -115,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_model(encode)
     _add_encoding(encode)
     encode.add_argument(
-        "--format", choices=_TEXT_FORMATS + _ARRAY_FORMATS, default=None,
+        "--format", choices=OUTPUT_FORMATS, default=None,
         help="txt: space-separated ids, a line per document; jsonl: a JSON array per document; "
         "npy: one flat .npy array of all ids + OUT.docs.npy (document starts); bin: raw "
         "little-endian ids + a Megatron .idx index (nanoGPT/Megatron). Default: from the "
@@ -138,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "with --resume checks that the settings, inputs and tokenizer are the run's, says what it "
         "skips (shards, documents, input records) and counts progress from there",
     )
-    encode.set_defaults(run=_cmd_encode)
+    encode.set_defaults(run=cmd_encode)
 
     count = commands.add_parser(
         "count",
@@ -151,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_model(count)
     _add_encoding(count)
     count.add_argument("--json", action="store_true", help="print the counts as one JSON object")
-    count.set_defaults(run=_cmd_count)
+    count.set_defaults(run=cmd_count)
 
     decode = commands.add_parser(
         "decode",
@@ -171,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         help="how to read the inputs (default: from the extension, a .gz ending left out, else txt)",
     )
     decode.add_argument(
-        "--format", choices=_TEXT_FORMATS, default="txt",
+        "--format", choices=TEXT_FORMATS, default="txt",
         help="txt: the text of each document on a line; jsonl: {FIELD: text} per line (safe for "
         "texts with newlines)",
     )
@@ -219,7 +212,11 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         help="all: special tokens spelled in the text become their ids; none (default): text stays "
         "text, so a corpus containing '</s>' gives no control id",
     )
-    p.add_argument("--add-special-tokens", action="store_true", help="add BOS/EOS as the model says")
+    p.add_argument(
+        "--add-special-tokens", action="store_true",
+        help="add BOS/EOS around every document as the model says (encode(add_special_tokens=True)); "
+        "with --prepend-bos/--append-eod each id is added once",
+    )
     p.add_argument("--threads", type=int, default=None, metavar="N", help="encoding threads (default: all cores)")
     p.add_argument(
         "--input-format", choices=("auto", "txt", "jsonl"), default="auto",
@@ -227,6 +224,35 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         "anything else (and stdin) text",
     )
     p.add_argument("--field", default="text", help="JSONL: the field holding the text (default: text)")
+    p.add_argument(
+        "--json-keys", type=_keys, metavar="KEY,KEY", default=None,
+        help="JSONL: several fields, comma-separated, each a document of its own (Megatron's "
+        "--json-keys). encode writes an array output per key, named OUT_KEY.EXT (-o corpus.bin "
+        "--json-keys text,title: corpus_text.bin "
+        "+ .idx and corpus_title.bin + .idx; Megatron's preprocess_data names them "
+        "PREFIX_KEY_document); count prints a row per input and key. One key is --field",
+    )
+    p.add_argument(
+        "--documents", choices=DOCUMENT_MODES, default="line",
+        help="how text input is cut into documents: line (default): each line; paragraph: runs of "
+        "lines separated by blank (or whitespace-only) lines, joined with newlines; file: each input "
+        "file whole, its text as is. JSONL input has a document per object",
+    )
+    p.add_argument(
+        "--skip-empty", action="store_true",
+        help="leave out documents whose text is empty (a blank line is otherwise an empty document, "
+        "with no ids but BOS/EOS, and an entry in the index)",
+    )
+    p.add_argument(
+        "--append-eod", action="store_true",
+        help="the model's EOS id after every document, as an end-of-document marker (Megatron's "
+        "--append-eod, nanoGPT's EOT), whatever the model adds by itself; an empty document becomes "
+        "[EOS] (Megatron gives an empty one none: use --skip-empty too for its exact output)",
+    )
+    p.add_argument(
+        "--prepend-bos", action="store_true",
+        help="the model's BOS id before every document, whatever the model adds by itself",
+    )
     p.add_argument(
         "--errors", choices=("strict", "replace", "skip"), default="strict",
         help="invalid UTF-8: strict (default) stops naming the file and line; replace puts U+FFFD "
@@ -242,6 +268,15 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         "MB/s and tokens/s (default: when standard error is a terminal). encode --output also "
         "prints a final summary line of the same figures; --no-progress silences both",
     )
+
+
+def _keys(text: str) -> List[str]:
+    keys = text.split(",")
+    if not all(keys):
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of keys: {text!r}")
+    if len(set(keys)) != len(keys):
+        raise argparse.ArgumentTypeError(f"a key named twice: {text!r}")
+    return keys
 
 
 def _size(text: str) -> int:
@@ -270,360 +305,3 @@ def _error(message: str, prefix: str = "spmbpe: error") -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-def _note(message: str) -> None:
-    sys.stderr.write(f"spmbpe: {message}\n")
-    sys.stderr.flush()
-
-
-def _check_threads(args: argparse.Namespace) -> None:
-    if args.threads is not None and args.threads < 1:
-        raise CliError("--threads must be at least 1", 2)
-
-
-def _progress(args: argparse.Namespace, paths: List[str], *, summary: bool = False) -> Progress:
-    """The progress line (``--progress``; default: when standard error is a
-    terminal) and, when `summary` (output to a file), the final summary
-    line, unless ``--no-progress``."""
-    sizes = [input_size(p) for p in (paths or ["-"])]
-    total = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
-    enabled = args.progress if args.progress is not None else _isatty(sys.stderr)
-    return Progress(bool(enabled), total, summary=summary and args.progress is not False)
-
-
-def _advance(progress: Progress, batch: Batch, documents: int, tokens: int) -> None:
-    progress.skipped(batch.skipped_bytes, 0)
-    progress.update(documents, batch.nbytes - batch.skipped_bytes, tokens, batch.file_bytes, batch.compressed)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-# ---------------------------------------------------------------- encoding
-
-
-class _Encoder:
-    """Encodes one batch: ``(ids, offsets)`` as NumPy arrays (uint32 ids,
-    int64 starts + total) when NumPy is there, else ``(lists, None)``."""
-
-    def __init__(self, tok: Any, args: argparse.Namespace, np: Any) -> None:
-        self.tok = tok
-        self.special = args.special
-        self.threads = args.threads
-        self.np = np
-        self.add = bool(args.add_special_tokens)
-        self.bos = tok.bos_id if self.add and tok.add_bos else None
-        self.eos = tok.eos_id if self.add and tok.add_eos else None
-
-    def __call__(self, batch: Batch) -> Tuple[Any, Any]:
-        try:
-            return self._encode(batch.texts)
-        except ValueError as e:  # bad text (a bug would be another error)
-            raise CliError(f"{batch.source}: {e}") from None
-
-    def _encode(self, texts: List[str]) -> Tuple[Any, Any]:
-        np = self.np
-        if np is None:
-            lists = self.tok.encode_batch(
-                texts, special=self.special, add_special_tokens=self.add, num_threads=self.threads
-            )
-            return lists, None
-        if not texts:
-            return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
-        ids, offsets = self.tok.encode_batch(
-            texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
-        )
-        if self.bos is None and self.eos is None:
-            return ids, offsets
-        # BOS/EOS around every document, as encode(add_special_tokens=True),
-        # in a few vectorised passes.
-        extra = (self.bos is not None) + (self.eos is not None)
-        n = len(offsets) - 1
-        new_offsets = offsets + np.arange(n + 1, dtype=np.int64) * extra
-        out = np.empty(int(new_offsets[-1]), dtype=ids.dtype)
-        keep = np.ones(len(out), dtype=bool)
-        if self.bos is not None:
-            out[new_offsets[:-1]] = self.bos
-            keep[new_offsets[:-1]] = False
-        if self.eos is not None:
-            out[new_offsets[1:] - 1] = self.eos
-            keep[new_offsets[1:] - 1] = False
-        out[keep] = ids
-        return out, new_offsets
-
-
-def _pipeline(encoder: _Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, Any, Any]]:
-    """(batch, ids, offsets) in input order.
-
-    A reader thread reads and splits the input and hands each batch to the
-    encoding pool; up to two batches encode at once (so the threads have
-    work while one batch's last texts finish) and at most `workers + 1`
-    batches wait, which bounds memory. The caller writes in the meantime;
-    a pause in the input (a pipe) does not hold back what was read."""
-    workers = 1 if threads == 1 else 2
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="spmbpe-cli")
-    handoff: "queue.Queue[Tuple[Optional[Batch], Any]]" = queue.Queue(maxsize=workers + 1)
-    stop = threading.Event()
-
-    def put(item: Tuple[Optional[Batch], Any]) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for batch in reader:
-                if stop.is_set() or not put((batch, pool.submit(encoder, batch))):
-                    return
-        except BaseException as e:  # handed to the main thread, in order
-            put((None, e))
-            return
-        put((None, None))
-
-    thread = threading.Thread(target=produce, name="spmbpe-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            batch, item = handoff.get()
-            if batch is None:
-                if item is not None:
-                    raise item
-                break
-            yield (batch, *item.result())
-        thread.join()
-    finally:
-        stop.set()
-        while True:
-            try:
-                _, item = handoff.get_nowait()
-            except queue.Empty:
-                break
-            if hasattr(item, "cancel"):
-                item.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _TextFormatter:
-    """txt/jsonl lines of a batch; with NumPy, each id's decimal text comes
-    from a table (no int -> str conversion per token)."""
-
-    def __init__(self, fmt: str, vocab_size: int, np: Any) -> None:
-        self.fmt = fmt
-        self.table = np.array([str(i) for i in range(vocab_size)], dtype=object) if np is not None else None
-
-    def __call__(self, ids: Any, offsets: Any) -> bytes:
-        if offsets is None:
-            docs: Any = ([str(i) for i in doc] for doc in ids)
-        else:
-            assert self.table is not None
-            strs = self.table[ids].tolist()
-            off = offsets.tolist()
-            docs = (strs[off[i] : off[i + 1]] for i in range(len(off) - 1))
-        if self.fmt == "txt":
-            lines = [" ".join(doc) for doc in docs]
-        else:
-            lines = ["[" + ",".join(doc) + "]" for doc in docs]
-        if not lines:
-            return b""
-        lines.append("")
-        return "\n".join(lines).encode("ascii")
-
-
-def _n_tokens(ids: Any, offsets: Any) -> int:
-    return int(offsets[-1]) if offsets is not None else sum(map(len, ids))
-
-
-def _n_docs(ids: Any, offsets: Any) -> int:
-    return len(offsets) - 1 if offsets is not None else len(ids)
-
-
-def _output_format(args: argparse.Namespace) -> str:
-    """--format, else the --output extension (txt without --output)."""
-    if args.format is not None:
-        return str(args.format)
-    if not args.output:
-        return "txt"
-    name = os.path.basename(args.output)
-    ext = os.path.splitext(name)[1].lower().lstrip(".")
-    if ext in _TEXT_FORMATS + _ARRAY_FORMATS:
-        return ext
-    known = ", ".join("." + f for f in _TEXT_FORMATS + _ARRAY_FORMATS)
-    raise CliError(
-        f"--output {args.output}: unknown output extension {('.' + ext) if ext else '(none)'}; "
-        f"name a known one ({known}) or give --format", 2
-    )
-
-
-def _cmd_encode(args: argparse.Namespace) -> int:
-    fmt = _output_format(args)
-    _check_threads(args)
-    if fmt in _ARRAY_FORMATS:
-        if not args.output:
-            raise CliError(f"--format {fmt} needs --output PATH", 2)
-        np = need_numpy(f"--format {fmt}")
-    else:
-        if args.shard_size is not None:
-            raise CliError(f"--shard-size applies to --format {'|'.join(_ARRAY_FORMATS)}", 2)
-        np = optional_numpy()
-    if args.resume and (fmt not in _ARRAY_FORMATS or args.shard_size is None):
-        raise CliError(
-            f"--resume continues a sharded run: it needs --format {'|'.join(_ARRAY_FORMATS)} and --shard-size", 2
-        )
-    tok = load_model(args.model)
-    reader = DocumentReader(
-        args.inputs, input_format=args.input_format, field=args.field, errors=args.errors,
-        batch_bytes=args.batch_size,
-    )
-    reader.check_inputs()
-    encoder = _Encoder(tok, args, np)
-    if fmt in _ARRAY_FORMATS:
-        return _encode_arrays(args, fmt, tok, reader, encoder, np)
-
-    progress = _progress(args, args.inputs, summary=bool(args.output))
-    formatter = _TextFormatter(fmt, tok.vocab_size, np)
-    with atomic_output(args.output) as out:
-        for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-            out.write(formatter(ids, offsets))
-            _advance(progress, batch, _n_docs(ids, offsets), _n_tokens(ids, offsets))
-    progress.finish()
-    _report_skipped(reader)
-    return 0
-
-
-def _report_skipped(reader: DocumentReader) -> None:
-    if reader.skipped:
-        _note(f"skipped {reader.skipped:,} documents that are not valid UTF-8")
-
-
-def _encode_arrays(
-    args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: _Encoder, np: Any
-) -> int:
-    dtype = array_dtype(tok.vocab_size, fmt, np)
-    meta = array_metadata(
-        tok, args.model, fmt, dtype,
-        {
-            "special": args.special,
-            "add_special_tokens": bool(args.add_special_tokens),
-            "input_format": args.input_format,
-            "field": args.field,
-            "errors": args.errors,
-        },
-        [{"path": p, "bytes": input_size(p)} for p in (args.inputs or ["-"])],
-        args.shard_size,
-    )
-    resume = _resume_state(args, fmt, meta) if args.resume else None
-    if resume is not None and resume.get("complete"):
-        _note(f"{meta_path(args.output, fmt)}: that run is already complete; nothing to do")
-        return 0
-    progress = _progress(args, args.inputs, summary=True)
-    if resume is not None and resume["shards"]:
-        kept = resume["shards"]
-        reader.skip_records = int(kept[-1]["records"])
-        documents = sum(int(s["documents"]) for s in kept)
-        progress.resume_from(documents, sum(int(s["tokens"]) for s in kept))
-        _note(
-            f"--resume: skipping {len(kept):,} complete shards ({documents:,} documents, "
-            f"{reader.skip_records:,} input records) of {meta_path(args.output, fmt)}; "
-            f"continuing with shard {len(kept):,}"
-        )
-    writer = ArrayOutput(args.output, fmt, dtype, args.shard_size, meta, np, resume)
-    try:
-        for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-            writer.write(ids, offsets, batch.doc_records, batch.records)
-            _advance(progress, batch, len(offsets) - 1, int(offsets[-1]))
-        writer.close(reader.records)
-    except (Interrupted, KeyboardInterrupt) as e:
-        if args.shard_size is not None and writer.shards:
-            e.kept = (  # type: ignore[union-attr]
-                f"kept {len(writer.shards):,} complete shards ({writer.committed_documents:,} documents) "
-                f"in {writer.meta_path}; run the same command with --resume to continue"
-            )
-        raise
-    finally:
-        writer.discard()
-    progress.finish()
-    if writer.replaced:
-        names = ", ".join(os.path.basename(p) for p in writer.replaced)
-        _note(f"replaced {len(writer.replaced)} files that an earlier run wrote under {args.output}: {names}")
-    _report_skipped(reader)
-    return 0
-
-
-_RESUME_KEYS = ("spmbpe_version", "tokenizer_fingerprint", "format", "dtype", "settings", "inputs", "shard_size")
-
-
-def _resume_state(args: argparse.Namespace, fmt: str, meta: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The metadata of the run to continue (None: there is none, start
-    afresh), checked against this run's settings and files."""
-    path = meta_path(args.output, fmt)
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            old: Dict[str, Any] = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise CliError(f"--resume: cannot read {path}: {e}") from None
-    for key in _RESUME_KEYS:
-        if old.get(key) != meta[key]:
-            raise CliError(
-                f"--resume: {path} was written with another {key} ({old.get(key)!r}, now "
-                f"{meta[key]!r}); run without --resume to start over"
-            )
-    folder = os.path.dirname(os.path.abspath(args.output))
-    for shard in old.get("shards", []):
-        for key in ("ids", "index"):
-            if not os.path.isfile(os.path.join(folder, shard[key])):
-                raise CliError(f"--resume: shard file {shard[key]} listed in {path} is missing")
-    return old
-
-
-# ---------------------------------------------------------------- count
-
-
-def _cmd_count(args: argparse.Namespace) -> int:
-    _check_threads(args)
-    np = optional_numpy()
-    tok = load_model(args.model)
-    reader = DocumentReader(
-        args.inputs, input_format=args.input_format, field=args.field, errors=args.errors,
-        batch_bytes=args.batch_size,
-    )
-    reader.check_inputs()
-    encoder = _Encoder(tok, args, np)
-    progress = _progress(args, args.inputs)
-    rows: Dict[str, List[int]] = {}
-    for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-        tokens, docs = _n_tokens(ids, offsets), _n_docs(ids, offsets)
-        row = rows.setdefault(batch.source, [0, 0, 0])
-        row[0] += tokens
-        row[1] += docs
-        row[2] += batch.text_bytes  # of the documents' text, not of the file
-        _advance(progress, batch, docs, tokens)
-    progress.finish()
-    total = [sum(r[i] for r in rows.values()) for i in range(3)]
-    if args.json:
-        obj = {
-            "inputs": [{"name": k, "tokens": r[0], "documents": r[1], "bytes": r[2]} for k, r in rows.items()],
-            "total": {"tokens": total[0], "documents": total[1], "bytes": total[2]},
-        }
-        sys.stdout.write(json.dumps(obj) + "\n")
-    else:
-        lines = [(["tokens", "documents", "bytes"], "input")]
-        lines += [([str(v) for v in r], k) for k, r in rows.items()]
-        if len(rows) > 1:
-            lines.append(([str(v) for v in total], "total"))
-        width = [max(len(r[i]) for r, _ in lines) for i in range(3)]
-        for r, name in lines:
-            sys.stdout.write(" ".join(r[i].rjust(width[i]) for i in range(3)) + f"  {name}\n")
-    sys.stdout.flush()
-    _report_skipped(reader)
-    return 0
