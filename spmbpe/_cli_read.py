@@ -87,6 +87,18 @@ class _Source:
             self._f.close()
 
 
+def _stdin() -> IO[bytes]:
+    """Standard input as an unbuffered file: the reader thread may be
+    blocked reading it when an interrupt ends the run, and a thread blocked
+    inside sys.stdin.buffer holds its lock, which the interpreter then
+    cannot take at exit (a fatal error, SIGABRT). A raw read holds none."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return sys.stdin.buffer  # replaced by a non-file stream (tests)
+    return open(fd, "rb", buffering=0, closefd=False)
+
+
 class InputStream(io.RawIOBase):
     """One input (a path, or ``-``: standard input), plain or gzip, as
     bytes: ``read1(n)`` returns up to `n` bytes, as soon as some are there
@@ -105,7 +117,7 @@ class InputStream(io.RawIOBase):
         self.label = "<stdin>" if path == "-" else path
         f: IO[bytes]
         if path == "-":
-            f = sys.stdin.buffer
+            f = _stdin()
         else:
             try:
                 f = open(path, "rb")

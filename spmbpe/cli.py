@@ -23,6 +23,7 @@ import os
 import sys
 from typing import List, Optional
 
+from ._arrays import ARRAY_FORMATS
 from ._atomic import OutputError, discard_all
 from ._cli_common import CliError
 from ._cli_decode import cmd_decode
@@ -110,9 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     encode.add_argument(
         "--format", choices=OUTPUT_FORMATS, default=None,
         help="txt: space-separated ids, a line per document; jsonl: a JSON array per document; "
-        "npy: one flat .npy array of all ids + OUT.docs.npy (document starts); bin: raw "
-        "little-endian ids + a Megatron .idx index (nanoGPT/Megatron). Default: from the "
-        "--output extension, else txt",
+        "npy: OUT.npy, one flat .npy array of all ids (uint16, or uint32 past 65,536 ids), + "
+        "OUT.docs.npy (int64 document starts and the total); bin: Megatron-LM's indexed dataset, "
+        "OUT.bin + OUT.idx, byte for byte as megatron-core's IndexedDatasetBuilder writes it "
+        "(uint16 below 65,500 ids, else int32, as its DType.optimal_dtype); the .bin alone is "
+        "nanoGPT's flat file (numpy.memmap(OUT.bin, dtype=numpy.uint16)); ds: datatrove's tokenized "
+        "files, OUT.ds + OUT.ds.index (uint64 document ends), as its TokenizedFile writes them. "
+        "Each array output has its metadata in OUT.EXT.meta.json. Default: from the --output "
+        "extension, else txt",
     )
     encode.add_argument(
         "--output", "-o", metavar="PATH",
@@ -150,8 +156,9 @@ def _parser() -> argparse.ArgumentParser:
         "decode",
         help="ids back to text",
         description="Text of token ids: txt (space-separated ids, a line per document), jsonl (a "
-        "JSON array per line), npy (with OUT.docs.npy beside it, else one document) or bin "
-        "(with its .idx). Prints a line per document.",
+        "JSON array per line), npy (with OUT.docs.npy beside it, else one document), bin (with "
+        "Megatron's .idx, else a flat nanoGPT file: one document), ds (with datatrove's .ds.index), "
+        "or an array output by its name or metadata file. Prints a line per document.",
     )
     decode.add_argument(
         "inputs", nargs="*", metavar="INPUT",
@@ -160,8 +167,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_model(decode)
     decode.add_argument(
-        "--input-format", choices=("auto", "txt", "jsonl", "npy", "bin"), default="auto",
-        help="how to read the inputs (default: from the extension, a .gz ending left out, else txt)",
+        "--input-format", choices=("auto", "txt", "jsonl") + ARRAY_FORMATS, default="auto",
+        help="how to read the inputs (default: from the extension, a .gz ending left out, else txt). "
+        "An array output is read by the name it was written under (OUT.npy, also when a sharded run "
+        "wrote OUT-00000.npy, ...) or by its metadata file (OUT.npy.meta.json): every shard it lists, "
+        "in order",
     )
     decode.add_argument(
         "--format", choices=TEXT_FORMATS, default="txt",
