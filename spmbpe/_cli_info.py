@@ -31,7 +31,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     labels = [
         ("model", "model"), ("format", "format"), ("vocab_size", "vocabulary size"),
-        ("array_dtype", "npy/bin dtype"), ("bos", "BOS"), ("eos", "EOS"), ("unk", "UNK"),
+        ("array_dtype", "npy/bin/ds dtype"), ("bos", "BOS"), ("eos", "EOS"), ("unk", "UNK"),
         ("pad", "PAD"), ("add_bos", "add BOS (--add-special-tokens)"),
         ("add_eos", "add EOS (--add-special-tokens)"), ("add_prefix_space", "dummy prefix"),
         ("prefix_scheme", "prefix scheme"), ("normalizer", "normalizer"),
