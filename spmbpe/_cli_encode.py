@@ -253,7 +253,7 @@ def output_format(args: argparse.Namespace) -> str:
         return str(args.format)
     if not args.output:
         return "txt"
-    ext = os.path.splitext(os.path.basename(args.output))[1].lower().lstrip(".")
+    ext: str = os.path.splitext(os.path.basename(str(args.output)))[1].lower().lstrip(".")
     if ext in OUTPUT_FORMATS:
         return ext
     known = ", ".join("." + f for f in OUTPUT_FORMATS)
@@ -416,7 +416,7 @@ def cmd_count(args: argparse.Namespace) -> int:
             row = rows.setdefault(name, [0, 0, 0])
             row[0] += tokens
             row[1] += docs
-            row[2] += len("".join(batch.columns[k]).encode("utf-8"))  # text, not the file
+            row[2] += batch.text_bytes(k)  # of the text, not of the file
         _advance(progress, batch, sum(map(_n_docs, columns)), sum(map(_n_tokens, columns)))
     progress.finish()
     total = [sum(r[i] for r in rows.values()) for i in range(3)]

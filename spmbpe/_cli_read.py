@@ -224,13 +224,11 @@ class Batch:
     same count at the end of the batch. A record is a line, or a file with
     ``documents="file"``.
     `nbytes`: bytes of (decompressed) input this batch covers, of which
-    `skipped_bytes` were passed over unread (``--resume``); `text_bytes`:
-    UTF-8 bytes of its documents' text (no line ends, JSON syntax or
-    compression; of every column)."""
+    `skipped_bytes` were passed over unread (``--resume``)."""
 
     __slots__ = (
         "source", "columns", "column_records", "nbytes", "records", "file_bytes", "compressed",
-        "text_bytes", "skipped_bytes",
+        "skipped_bytes",
     )
 
     def __init__(
@@ -242,7 +240,6 @@ class Batch:
         column_records: List[List[int]],
         file_bytes: Optional[int] = None,
         compressed: bool = False,
-        text_bytes: int = 0,
         skipped_bytes: int = 0,
     ) -> None:
         self.source = source
@@ -254,8 +251,13 @@ class Batch:
         # input (`compressed`), else about `nbytes`.
         self.file_bytes = nbytes if file_bytes is None else file_bytes
         self.compressed = compressed
-        self.text_bytes = text_bytes
         self.skipped_bytes = skipped_bytes
+
+    def text_bytes(self, column: int = 0) -> int:
+        """UTF-8 bytes of the text of a column's documents (no line ends,
+        JSON syntax or compression): measured when asked (count), not for
+        every batch."""
+        return len("".join(self.columns[column]).encode("utf-8"))
 
     @property
     def texts(self) -> List[str]:
@@ -414,12 +416,11 @@ class DocumentReader:
                     self.empty += len(docs) - len(keep)
                     texts[k] = [docs[i] for i in keep]
                     records[k] = [recs[i] for i in keep]
-        text_bytes = sum(len("".join(c).encode("utf-8")) for c in texts)
         skipped = self.skipped_bytes - self._skipped_reported
         self._skipped_reported = self.skipped_bytes
         return Batch(
             name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed,
-            text_bytes, skipped,
+            skipped,
         )
 
     def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
@@ -535,10 +536,10 @@ class DocumentReader:
 
     def _text_docs(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[str], List[int]]:
         """Documents of a block of whole lines, and their record numbers."""
-        lines = self._text_lines(name, data, line_no, offset)
+        lines, clean = self._text_lines(name, data, line_no, offset)
         if self.documents == "line":
-            if None not in lines:
-                return lines, list(range(line_no, line_no + len(lines)))  # type: ignore[return-value]
+            if clean:
+                return lines, range(line_no, line_no + len(lines))  # type: ignore[return-value]
             kept = [(s, line_no + i) for i, s in enumerate(lines) if s is not None]
             self.skipped += len(lines) - len(kept)
             return [s for s, _ in kept], [r for _, r in kept]
@@ -566,9 +567,10 @@ class DocumentReader:
         self._paragraph = []
         self._paragraph_bad = False
 
-    def _text_lines(self, name: str, data: bytes, line_no: int, offset: int) -> List[Optional[str]]:
-        """The lines of a block of whole lines, without their line ends;
-        None for a line that is not UTF-8 (errors="skip")."""
+    def _text_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[Optional[str]], bool]:
+        """The lines of a block of whole lines, without their line ends,
+        and whether all are UTF-8; None for a line that is not
+        (errors="skip")."""
         errors = "replace" if self.errors == "replace" else "strict"
         try:
             text = data.decode("utf-8", errors)
@@ -577,12 +579,12 @@ class DocumentReader:
                 bad_line = line_no + data.count(b"\n", 0, e.start)
                 line_start = data.rfind(b"\n", 0, e.start) + 1
                 raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
-            return self._text_lines_skipping(data)
+            return self._text_lines_skipping(data), False
         lines = text.split("\n")
         lines.pop()  # after the last "\n"
         if "\r" in text:
             lines = [s[:-1] if s.endswith("\r") else s for s in lines]
-        return lines  # type: ignore[return-value]
+        return lines, True  # type: ignore[return-value]
 
     def _text_lines_skipping(self, data: bytes) -> List[Optional[str]]:
         lines: List[Optional[str]] = []
