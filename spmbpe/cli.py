@@ -1,19 +1,27 @@
-"""The spmbpe command line (also ``python -m spmbpe``).
+"""The spmbpe command line (also ``python -m spmbpe``); docs/cli.md is its
+reference.
 
-    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin)
+    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin, ds)
     spmbpe count [INPUT ...]      token totals per input and overall
-    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin)
+    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin, ds, an output by name)
     spmbpe info [MODEL]           what a tokenizer file holds
 
     echo "Hello world" | spmbpe encode              # bundled mistral-v1: 22557 1526
     spmbpe encode --model tokenizer.model --format npy --output corpus.npy a.txt b.jsonl
 
-Inputs are text files (one document per line), JSONL files (one document
-per object, its ``--field``) or standard input; gzip-compressed ones (a
+Inputs are text files (a document per line, per paragraph or per file:
+``--documents``), JSONL files (a document per object, its ``--field``, or
+one per ``--json-keys`` key) or standard input; gzip-compressed ones (a
 ``.gz`` name, or data starting with the gzip magic bytes, standard input
 too) are decompressed as they are read. Errors are one line on
 standard error, ``spmbpe: error: ...``, naming the file and line; exit code
 1 (2 for a bad option or model), 130/143 when interrupted.
+
+The layers: this module parses the arguments and turns every failure into
+one line; _cli_encode runs encode and count (_cli_read reads documents,
+_cli_progress reports), _cli_decode and _cli_info the other commands; the
+files themselves are written by _arrays (shared with spmbpe.ray) through
+_atomic, with _signals deciding where an interrupt takes effect.
 """
 
 from __future__ import annotations
@@ -100,10 +108,10 @@ def _parser() -> argparse.ArgumentParser:
 
     encode = commands.add_parser(
         "encode",
-        help="token ids of each document (txt, jsonl, npy, bin)",
-        description="Token ids of each document of the inputs, in input order: text files (one "
-        "document per line), .jsonl files (one document per object) or standard input, each "
-        "possibly gzip-compressed.",
+        help="token ids of each document (txt, jsonl, npy, bin, ds)",
+        description="Token ids of each document of the inputs, in input order: text files (a "
+        "document per line, paragraph or file: --documents), .jsonl files (a document per object, "
+        "or per key: --json-keys) or standard input, each possibly gzip-compressed.",
     )
     _add_inputs(encode)
     _add_model(encode)
@@ -128,8 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     encode.add_argument(
         "--shard-size", type=_size, metavar="TOKENS",
-        help="npy/bin: cut the output into shards of at most TOKENS tokens, at document "
-        "boundaries (suffixes K, M, G: 10^3, 10^6, 10^9): OUT-00000.npy, OUT-00001.npy, ...",
+        help="npy/bin/ds: cut the output into shards of at most TOKENS tokens, at document "
+        "boundaries (suffixes K, M, G: 10^3, 10^6, 10^9): OUT-00000.npy, OUT-00001.npy, ..., each "
+        "a data set of its own in its format (a longer document is a shard of its own)",
     )
     encode.add_argument(
         "--resume", action="store_true",
@@ -201,8 +210,8 @@ def _parser() -> argparse.ArgumentParser:
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "inputs", nargs="*", metavar="INPUT",
-        help="text files (one document per line) or .jsonl files (one object per line); none or "
-        "'-': standard input. Gzip input (a .gz name such as corpus.jsonl.gz, or any input, "
+        help="text files (a document per line, unless --documents says otherwise) or .jsonl "
+        "files (one object per line); none or '-': standard input. Gzip input (a .gz name such as corpus.jsonl.gz, or any input, "
         "standard input too, that starts with the gzip magic bytes) is decompressed as it is "
         "read, like zcat",
     )
