@@ -165,7 +165,7 @@ def check(folder: Path, meta: dict, corpus: Path, model: str, n_lines: int) -> N
             ids = np.load(folder / shard["ids"], mmap_mode="r")
             starts = np.load(folder / shard["index"], mmap_mode="r")
         else:
-            from spmbpe._cli_write import read_megatron_index
+            from spmbpe._arrays import read_megatron_index
 
             index = read_megatron_index(str(folder / shard["index"]))
             ids = np.memmap(folder / shard["ids"], dtype=np.dtype(index["dtype"]), mode="r")

@@ -3,9 +3,10 @@ model, the optional NumPy."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-__all__ = ["CliError", "load_model", "need_numpy", "optional_numpy"]
+__all__ = ["CliError", "load_model", "need_numpy", "note", "optional_numpy"]
 
 
 class CliError(Exception):
@@ -43,3 +44,9 @@ def optional_numpy() -> Any:
     except ImportError:
         return None
     return numpy
+
+
+def note(message: str) -> None:
+    """A line of information on standard error, ``spmbpe: <message>``."""
+    sys.stderr.write(f"spmbpe: {message}\n")
+    sys.stderr.flush()

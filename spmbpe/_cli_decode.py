@@ -6,33 +6,79 @@ import argparse
 import io
 import json
 import os
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ._cli_common import CliError, load_model, need_numpy
 from ._cli_read import InputStream, gzip_named
-from ._cli_write import output_stream, read_megatron_index, read_npy_header
+from ._arrays import ARRAY_FORMATS, array_dtype, read_megatron_index, read_npy_header
+from ._atomic import atomic_output
 
 __all__ = ["cmd_decode"]
+
+_BY_EXTENSION = {".npy": "npy", ".bin": "bin", ".ds": "ds", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def _metadata_of(path: str) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(path, metadata) when `path` names an array output by its metadata
+    file (OUT.npy.meta.json) or by the name it was written under (OUT.npy,
+    also when a sharded run wrote OUT-00000.npy, ... instead)."""
+    if path == "-":
+        return None
+    if path.endswith(".meta.json"):
+        meta_file = path
+    elif os.path.isfile(path + ".meta.json") and not os.path.isfile(path):
+        meta_file = path + ".meta.json"
+    else:
+        return None
+    try:
+        with open(meta_file, "r", encoding="utf-8") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise CliError(f"cannot read {path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise CliError(f"{meta_file}: not spmbpe output metadata ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") not in ARRAY_FORMATS or not isinstance(meta.get("shards"), list):
+        raise CliError(f"{meta_file}: not the metadata of an spmbpe array output")
+    return meta_file, meta
+
+
+def _output_documents(name: str, meta_file: str, meta: Dict[str, Any], tok: Any) -> Iterator[Tuple[str, List[int]]]:
+    """The documents of every shard an array output's metadata lists, in
+    order (an incomplete run: those of its complete shards)."""
+    folder = os.path.dirname(os.path.abspath(meta_file))
+    fmt = meta["format"]
+    shards = meta["shards"]
+    for number, shard in enumerate(shards):
+        ids_name = shard.get("ids") if isinstance(shard, dict) else None
+        if not isinstance(ids_name, str) or os.path.basename(ids_name) != ids_name:
+            raise CliError(f"{meta_file}: shard {number} has no ids file name")
+        path = os.path.join(folder, ids_name)
+        where = name if len(shards) == 1 else f"{name} ({ids_name})"
+        yield from _array_documents(where, path, fmt, tok, meta.get("dtype"))
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
     tok = load_model(args.model)
     paths = args.inputs or ["-"]
     for path in paths:
-        if path != "-" and not os.path.isfile(path):
+        if path != "-" and not os.path.isfile(path) and _metadata_of(path) is None:
             raise CliError(f"cannot read {path}: " + ("is a directory" if os.path.isdir(path) else "no such file"))
     field = args.field
-    with output_stream(args.output) as out:
+    with atomic_output(args.output) as out:
         for path in paths:
             name = "<stdin>" if path == "-" else path
-            fmt = args.input_format
-            if fmt == "auto":
-                ext = os.path.splitext(path[:-3] if gzip_named(path) else path)[1].lower()
-                fmt = {".npy": "npy", ".bin": "bin", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(ext, "txt")
-            if fmt in ("npy", "bin") and gzip_named(path):
-                raise CliError(f"{name}: {fmt} input is memory-mapped and cannot be gzip-compressed; "
-                               f"decompress it first")
-            docs = _id_documents(name, path, fmt, tok)
+            meta = _metadata_of(path)
+            if meta is not None:
+                docs = _output_documents(name, *meta, tok)
+            else:
+                fmt = args.input_format
+                if fmt == "auto":
+                    ext = os.path.splitext(path[:-3] if gzip_named(path) else path)[1].lower()
+                    fmt = _BY_EXTENSION.get(ext, "txt")
+                if fmt in ARRAY_FORMATS and gzip_named(path):
+                    raise CliError(f"{name}: {fmt} input is memory-mapped and cannot be gzip-compressed; "
+                                   f"decompress it first")
+                docs = _id_documents(name, path, fmt, tok)
             lines = []
             size = 0
             for where, ids in docs:
@@ -53,7 +99,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[str, List[int]]]:
     """(location, ids) of each document of an id file."""
-    if fmt in ("npy", "bin"):
+    if fmt in ARRAY_FORMATS:
         yield from _array_documents(name, path, fmt, tok)
         return
     # Plain or gzip (a .gz name or the gzip magic bytes), decompressed as read.
@@ -84,11 +130,18 @@ def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[st
         stream.close()  # not standard input itself
 
 
-def _array_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[str, List[int]]]:
+def _array_documents(
+    name: str, path: str, fmt: str, tok: Any, dtype_name: Optional[str] = None
+) -> Iterator[Tuple[str, List[int]]]:
+    """The documents of one array file and the index beside it (npy:
+    OUT.docs.npy, else one document; bin: Megatron's .idx, else nanoGPT's
+    flat file, one document; ds: datatrove's .ds.index)."""
     np = need_numpy(f"decoding {fmt}")
     if path == "-":
         raise CliError(f"{fmt} input must be a file, not standard input", 2)
-    stem = path[: -len(fmt) - 1] if path.endswith("." + fmt) else path
+    suffix = "." + fmt
+    stem = path[: -len(suffix)] if path.endswith(suffix) else path
+    bounds: Optional[List[Tuple[int, int]]]
     try:
         if fmt == "npy":
             with open(path, "rb") as f:
@@ -96,25 +149,47 @@ def _array_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple
             ids = np.memmap(path, dtype=np.dtype(descr), mode="r", offset=offset, shape=(n,)) if n else np.zeros(0, np.uint32)
             starts_path = stem + ".docs.npy"
             starts = np.load(starts_path, mmap_mode="r") if os.path.isfile(starts_path) else np.array([0, n])
-        else:
+            bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+        elif fmt == "bin":
             index_path = stem + ".idx"
             if os.path.isfile(index_path):
                 index = read_megatron_index(index_path)
                 dtype = np.dtype(index["dtype"]).newbyteorder("<")
-                item = dtype.itemsize
-                starts = np.concatenate((index["pointers"] // item, [(int(index["pointers"][-1]) // item + int(index["lengths"][-1])) if len(index["lengths"]) else 0]))
+                seq_starts = (index["pointers"] // dtype.itemsize).tolist()
+                seq_ends = [a + int(n) for a, n in zip(seq_starts, index["lengths"].tolist())]
+                doc_idx = index["document_index"].tolist()
+                # A document is the sequences from its entry to the next
+                # (one each, as spmbpe and preprocess_data write them).
+                bounds = []
+                for a, b in zip(doc_idx[:-1], doc_idx[1:]):
+                    if not 0 <= a <= b <= len(seq_starts):
+                        raise ValueError("its document index runs past its sequences")
+                    if a == b:
+                        bounds.append((0, 0))
+                        continue
+                    if any(seq_starts[k + 1] != seq_ends[k] for k in range(a, b - 1)):
+                        raise ValueError("a document's sequences are not contiguous")
+                    bounds.append((seq_starts[a], seq_ends[b - 1]))
             else:
                 # A bare nanoGPT-style .bin: one document.
-                dtype = np.dtype("<u2" if tok.vocab_size <= 1 << 16 else "<i4")
-                starts = None
+                dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "bin", np).name).newbyteorder("<")
+                bounds = None
             size = os.path.getsize(path) // dtype.itemsize
             ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
-            if starts is None:
-                starts = np.array([0, size])
+            if bounds is None:
+                bounds = [(0, size)]
+        else:
+            dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "ds", np).name).newbyteorder("<")
+            size = os.path.getsize(path) // dtype.itemsize
+            ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
+            index_path = path + ".index"
+            ends = np.fromfile(index_path, dtype="<u8").tolist() if os.path.isfile(index_path) else [size]
+            bounds = list(zip([0] + ends[:-1], ends))
     except (OSError, ValueError) as e:
         raise CliError(f"{name}: cannot read it as {fmt}: {e}") from None
-    starts = np.asarray(starts).tolist()
-    if starts and starts[-1] > len(ids):
-        raise CliError(f"{name}: its document boundaries run past its {len(ids)} ids")
-    for i in range(len(starts) - 1):
-        yield f"document {i + 1}", ids[starts[i] : starts[i + 1]].tolist()
+    assert bounds is not None
+    for a, b in bounds:
+        if not 0 <= a <= b <= len(ids):
+            raise CliError(f"{name}: its document boundaries run past its {len(ids)} ids")
+    for i, (a, b) in enumerate(bounds):
+        yield f"document {i + 1}", ids[a:b].tolist()

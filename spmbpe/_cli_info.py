@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from ._cli_common import load_model
+from ._arrays import ARRAY_FORMATS, array_dtype
+from ._atomic import OutputError
+from ._cli_common import load_model, optional_numpy
 
 __all__ = ["cmd_info"]
 
@@ -29,7 +31,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     labels = [
         ("model", "model"), ("format", "format"), ("vocab_size", "vocabulary size"),
-        ("array_dtype", "npy/bin dtype"), ("bos", "BOS"), ("eos", "EOS"), ("unk", "UNK"),
+        ("array_dtype", "npy/bin/ds dtype"), ("bos", "BOS"), ("eos", "EOS"), ("unk", "UNK"),
         ("pad", "PAD"), ("add_bos", "add BOS (--add-special-tokens)"),
         ("add_eos", "add EOS (--add-special-tokens)"), ("add_prefix_space", "dummy prefix"),
         ("prefix_scheme", "prefix scheme"), ("normalizer", "normalizer"),
@@ -57,7 +59,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _model_info(model: str, tok: Any) -> Dict[str, Any]:
-    np_dtype = "uint16" if tok.vocab_size <= 1 << 16 else "uint32 (npy), int32 (bin)"
+    np_dtype = _array_dtypes(tok.vocab_size)
 
     def named(i: Optional[int]) -> Optional[Dict[str, Any]]:
         return None if i is None else {"id": i, "piece": tok.id_to_piece(i)}
@@ -77,7 +79,7 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
     control = [
         {"id": i, "text": tok.id_to_piece(i)} for i in range(tok.vocab_size) if tok.token_type(i) in kinds
     ]
-    core = getattr(tok, "_core", None)
+    hidden = _not_yet_public(tok)
     return {
         "model": model,
         "format": _FORMATS.get(tok.reference, tok.reference),
@@ -93,10 +95,8 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
         "add_prefix_space": tok.add_prefix_space,
         "prefix_scheme": tok.prefix_scheme,
         "normalizer": _normalizer_description(model, tok),
-        "byte_fallback": getattr(core, "byte_fallback", None),
-        # Not public yet: the core's flag (merges run chunk by chunk at the
-        # boundaries before "▁", exact by construction; see README).
-        "chunked_fast_path": getattr(core, "chunked", None),
+        "byte_fallback": hidden["byte_fallback"],
+        "chunked_fast_path": hidden["chunked"],
         "special_token_count": len(special),
         "special_tokens": special,
         "control_count": len(control),
@@ -106,15 +106,58 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
     }
 
 
+def _array_dtypes(vocab_size: int) -> str:
+    """The ids' dtype in each array format ("uint16" when all agree)."""
+    np = optional_numpy()
+    if np is None:
+        return "-"
+    by_dtype: Dict[str, List[str]] = {}
+    for fmt in ARRAY_FORMATS:
+        try:
+            name = array_dtype(vocab_size, fmt, np).name
+        except OutputError:
+            name = "none"
+        by_dtype.setdefault(name, []).append(fmt)
+    if len(by_dtype) == 1:
+        return next(iter(by_dtype))
+    return ", ".join(f"{name} ({', '.join(fmts)})" for name, fmts in by_dtype.items())
+
+
+def _not_yet_public(tok: Any) -> Dict[str, Any]:
+    """What the tokenizer does not expose publicly yet, read from its
+    private fields in this one place: whether byte fallback is on, whether
+    the exact chunked fast path applies (merges run chunk by chunk at the
+    boundaries before "▁", exact by construction), and whether a
+    sentencepiece normalizer stage runs. None when a field is not there."""
+    core = getattr(tok, "_core", None)
+    normalizers = getattr(tok, "_normalizers", None)
+    return {
+        "byte_fallback": getattr(core, "byte_fallback", None),
+        "chunked": getattr(core, "chunked", None),
+        "normalizer_runs": normalizers is not None,
+    }
+
+
+def _model_path(model: str) -> str:
+    """The file `model` names: a path, or a vocabulary bundled in the
+    package (spmbpe.load's names, BUNDLED_MODELS)."""
+    from .loading import BUNDLED_MODELS
+
+    if os.path.exists(model) or model not in BUNDLED_MODELS:
+        return model
+    import importlib.resources
+
+    return str(importlib.resources.files("spmbpe") / "data" / BUNDLED_MODELS[model])
+
+
 def _normalizer_description(model: str, tok: Any) -> str:
+    # The normalizer as the file spells it: the tokenizer keeps only what
+    # it runs, so the file is read again (for the reference that
+    # tok.reference names, not detected anew).
     reference = tok.reference
     if reference == "llama.cpp":
         return "none (llama.cpp normalizes nothing; spaces become '▁')"
-    import spmbpe.loading as loading
-
-    path = model
-    if not os.path.exists(path) and model in loading.BUNDLED_MODELS:
-        path = os.path.join(loading._DATA, loading.BUNDLED_MODELS[model])
+    path = _model_path(model)
     if reference == "tokenizers":
         json_path = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
         try:
@@ -131,7 +174,7 @@ def _normalizer_description(model: str, tok: Any) -> str:
     except (OSError, ValueError):
         return "unknown"
     name = getattr(spec, "name", "") or "(unnamed)"
-    runs = getattr(tok, "_normalizers", None) is not None
+    runs = _not_yet_public(tok)["normalizer_runs"]
     flags = [
         f"{flag}={bool(getattr(spec, flag))}"
         for flag in ("add_dummy_prefix", "remove_extra_whitespaces", "escape_whitespaces")

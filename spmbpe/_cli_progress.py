@@ -1,9 +1,15 @@
-"""The command line's progress line on standard error: documents, MB of
-input read (of the total when known), tokens and tokens per second.
+"""The command line's progress line and final summary on standard error:
+documents, MB of input read (of the total when known), tokens, and the
+rates documents/s, MB/s and tokens/s, as Megatron-LM's preprocessing tools
+log them (``Processed N documents (D docs/s, M MB/s)``).
 
 For gzip input the MB are those of the decompressed text, and the share of
 the total is that of the compressed files read (their sizes on disk are the
-total): ``12.3 MB of text (1.9/4.0 MB of input files, 48%)``."""
+total): ``12.3 MB of text (1.9/4.0 MB of input files, 48%)``.
+
+A resumed run counts from where it resumes: the documents and tokens of
+the shards it keeps and the input it skips are in the counts from the
+start, and the rates measure this run's own work."""
 
 from __future__ import annotations
 
@@ -15,9 +21,10 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Updated after every batch; prints at most every `interval` seconds.
-    On a terminal the line is redrawn in place, elsewhere (``--progress``
-    into a file) each update is a line of its own."""
+    """Updated after every batch. When `enabled`, prints a line at most
+    every `interval` seconds (redrawn in place on a terminal, a line of its
+    own elsewhere) and a final one; when only `summary`, prints the final
+    line alone."""
 
     def __init__(
         self,
@@ -25,8 +32,10 @@ class Progress:
         total_bytes: Optional[int] = None,
         stream: Optional[TextIO] = None,
         interval: float = 0.2,
+        summary: bool = False,
     ) -> None:
         self.enabled = enabled
+        self.summary = summary or enabled
         self.stream = stream if stream is not None else sys.stderr
         self.total_bytes = total_bytes
         self.tty = enabled and _isatty(self.stream)
@@ -34,11 +43,29 @@ class Progress:
         self.start = time.monotonic()
         self.last = 0.0
         self.documents = 0
-        self.bytes = 0  # of (decompressed) text
+        self.bytes = 0  # of (decompressed) input
         self.file_bytes = 0  # of the input files (compressed ones: compressed)
         self.compressed = False  # whether any input was gzip
         self.tokens = 0
+        # What a resumed run had done before (not in its rates).
+        self.base_documents = 0
+        self.base_bytes = 0
+        self.base_tokens = 0
         self.width = 0
+
+    def resume_from(self, documents: int, tokens: int) -> None:
+        """Counts start at the `documents` and `tokens` of the kept shards;
+        the input skipped meanwhile is counted as it is passed over."""
+        self.documents += documents
+        self.tokens += tokens
+        self.base_documents += documents
+        self.base_tokens += tokens
+
+    def skipped(self, nbytes: int, file_bytes: int) -> None:
+        """Input passed over (resume): in the totals, not in the rates."""
+        self.bytes += nbytes
+        self.file_bytes += file_bytes
+        self.base_bytes += nbytes
 
     def update(
         self,
@@ -48,7 +75,7 @@ class Progress:
         file_bytes: Optional[int] = None,
         compressed: bool = False,
     ) -> None:
-        """`nbytes` of text read, `file_bytes` of the input file (compressed
+        """`nbytes` of input read, `file_bytes` of the input file (compressed
         bytes when `compressed`; default `nbytes`)."""
         self.documents += documents
         self.bytes += nbytes
@@ -63,10 +90,10 @@ class Progress:
             self._draw(now, final=False)
 
     def finish(self) -> None:
-        if self.enabled:
+        if self.summary:
             self._draw(time.monotonic(), final=True)
 
-    def line(self, now: float) -> str:
+    def line(self, now: float, final: bool = False) -> str:
         elapsed = max(now - self.start, 1e-9)
         mb = self.bytes / 1e6
         if self.compressed:
@@ -81,13 +108,17 @@ class Progress:
             size = f"{mb:,.1f}/{self.total_bytes / 1e6:,.1f} MB ({100 * self.bytes / self.total_bytes:.0f}%)"
         else:
             size = f"{mb:,.1f} MB"
+        docs_rate = (self.documents - self.base_documents) / elapsed
+        mb_rate = (self.bytes - self.base_bytes) / 1e6 / elapsed
+        tokens_rate = (self.tokens - self.base_tokens) / elapsed
+        head = "spmbpe: done: " if final else "spmbpe: "
         return (
-            f"spmbpe: {self.documents:,} documents, {size}, {self.tokens:,} tokens, "
-            f"{self.tokens / elapsed:,.0f} tokens/s, {mb / elapsed:,.1f} MB/s, {_clock(elapsed)}"
+            f"{head}{self.documents:,} documents, {size}, {self.tokens:,} tokens in {_clock(elapsed)} "
+            f"({docs_rate:,.0f} documents/s, {mb_rate:,.1f} MB/s, {tokens_rate:,.0f} tokens/s)"
         )
 
     def _draw(self, now: float, final: bool) -> None:
-        text = self.line(now)
+        text = self.line(now, final)
         try:
             if self.tty:
                 pad = " " * max(0, self.width - len(text))
@@ -97,7 +128,7 @@ class Progress:
                 self.stream.write(text + "\n")
             self.stream.flush()
         except (OSError, ValueError):
-            self.enabled = False
+            self.enabled = self.summary = False
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -22,6 +22,7 @@ from ._cli_common import CliError
 
 __all__ = [
     "Batch",
+    "DOCUMENT_MODES",
     "DocumentReader",
     "InputStream",
     "GZIP_MAGIC",
@@ -86,6 +87,18 @@ class _Source:
             self._f.close()
 
 
+def _stdin() -> IO[bytes]:
+    """Standard input as an unbuffered file: the reader thread may be
+    blocked reading it when an interrupt ends the run, and a thread blocked
+    inside sys.stdin.buffer holds its lock, which the interpreter then
+    cannot take at exit (a fatal error, SIGABRT). A raw read holds none."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return sys.stdin.buffer  # replaced by a non-file stream (tests)
+    return open(fd, "rb", buffering=0, closefd=False)
+
+
 class InputStream(io.RawIOBase):
     """One input (a path, or ``-``: standard input), plain or gzip, as
     bytes: ``read1(n)`` returns up to `n` bytes, as soon as some are there
@@ -104,7 +117,7 @@ class InputStream(io.RawIOBase):
         self.label = "<stdin>" if path == "-" else path
         f: IO[bytes]
         if path == "-":
-            f = sys.stdin.buffer
+            f = _stdin()
         else:
             try:
                 f = open(path, "rb")
@@ -204,31 +217,60 @@ class InputStream(io.RawIOBase):
 class Batch:
     """Documents read together, from one input.
 
-    `records` is the number of input records (lines) read from the start of
-    the run up to the end of this batch; `doc_records[i]` the same count just
-    after document i (what a sharded run records to resume from)."""
+    `columns` holds the documents' texts, one list per JSONL key (one list
+    for text input and a single ``--field``), `column_records` the number of
+    input records read from the start of the run just after each of those
+    documents (what a sharded run records to resume from); `records` the
+    same count at the end of the batch. A record is a line, or a file with
+    ``documents="file"``.
+    `nbytes`: bytes of (decompressed) input this batch covers, of which
+    `skipped_bytes` were passed over unread (``--resume``)."""
 
-    __slots__ = ("source", "texts", "nbytes", "records", "doc_records", "file_bytes", "compressed")
+    __slots__ = (
+        "source", "columns", "column_records", "nbytes", "records", "file_bytes", "compressed",
+        "skipped_bytes",
+    )
 
     def __init__(
         self,
         source: str,
-        texts: List[str],
+        columns: List[List[str]],
         nbytes: int,
         records: int,
-        doc_records: Sequence[int],
+        column_records: List[List[int]],
         file_bytes: Optional[int] = None,
         compressed: bool = False,
+        skipped_bytes: int = 0,
     ) -> None:
         self.source = source
-        self.texts = texts
-        self.nbytes = nbytes  # bytes of (decompressed) text
+        self.columns = columns
+        self.column_records = column_records
+        self.nbytes = nbytes  # bytes of (decompressed) input
         self.records = records
-        self.doc_records = doc_records
         # Bytes of the input file read meanwhile: compressed bytes for gzip
         # input (`compressed`), else about `nbytes`.
         self.file_bytes = nbytes if file_bytes is None else file_bytes
         self.compressed = compressed
+        self.skipped_bytes = skipped_bytes
+
+    def text_bytes(self, column: int = 0) -> int:
+        """UTF-8 bytes of the text of a column's documents (no line ends,
+        JSON syntax or compression): measured when asked (count), not for
+        every batch."""
+        return len("".join(self.columns[column]).encode("utf-8"))
+
+    @property
+    def texts(self) -> List[str]:
+        """The documents of the first (or only) column."""
+        return self.columns[0]
+
+    @property
+    def doc_records(self) -> List[int]:
+        return self.column_records[0]
+
+
+#: How text input is cut into documents (``--documents``).
+DOCUMENT_MODES = ("line", "paragraph", "file")
 
 
 def input_format_of(name: str, requested: str) -> str:
@@ -258,10 +300,19 @@ class DocumentReader:
     """Documents of `paths` (``-`` or no path: standard input) in batches of
     about `batch_bytes` bytes of input, in input order.
 
+    Text input is cut into documents by `documents`: ``line`` (each line),
+    ``paragraph`` (runs of lines between blank or whitespace-only lines,
+    joined with "\\n"; a document never spans two inputs) or ``file`` (each
+    input whole, its text as is). JSONL input has a document per object:
+    its `fields` (one column of documents per field, in that order).
+    `skip_empty` leaves out documents whose text is empty (counted in
+    `empty`).
+
     `errors` says what invalid UTF-8 does: ``strict`` raises CliError naming
     the file and line, ``replace`` puts U+FFFD in its place, ``skip`` leaves
     the document out (counted in `skipped`). `skip_records` input records
-    (lines) are passed over unread first (``--resume``)."""
+    (lines; files with ``documents="file"``) are passed over unread first
+    (``--resume``)."""
 
     def __init__(
         self,
@@ -269,25 +320,48 @@ class DocumentReader:
         *,
         input_format: str = "auto",
         field: str = "text",
+        fields: Optional[Sequence[str]] = None,
         errors: str = "strict",
         batch_bytes: int = 2 << 20,
         skip_records: int = 0,
+        documents: str = "line",
+        skip_empty: bool = False,
     ) -> None:
+        if documents not in DOCUMENT_MODES:
+            raise ValueError(f"documents must be one of {DOCUMENT_MODES}, not {documents!r}")
         self.paths = list(paths) or ["-"]
         self.input_format = input_format
-        self.field = field
+        self.fields = list(fields) if fields else [field]
+        self.field = self.fields[0]
         self.errors = errors
         self.batch_bytes = max(1, batch_bytes)
         self.skip_records = skip_records
-        self.records = 0  # input records (lines) read so far, over all inputs
+        self.documents = documents
+        self.skip_empty = skip_empty
+        self.skipped_bytes = 0  # input bytes passed over (resume)
+        self._skipped_reported = 0  # of which handed out in batches
+        self.records = 0  # input records read so far, over all inputs
         self.skipped = 0  # documents left out (errors="skip")
+        self.empty = 0  # empty documents left out (skip_empty)
         self._file_base = 0  # records before the current input
         self._compressed = False  # whether the current input is gzip
+        self._paragraph: List[str] = []  # lines of the paragraph read so far
+        self._paragraph_bad = False  # one of them is not UTF-8 (errors="skip")
+        self._paragraph_end = 0  # the record of its last line
+
+    @property
+    def columns(self) -> int:
+        return len(self.fields)
 
     def check_inputs(self) -> None:
-        """Raises CliError for the first input that cannot be opened
-        (before any output is started)."""
+        """Raises CliError for the first input that cannot be opened, or
+        that `documents` does not apply to (before any output is started)."""
         for path in self.paths:
+            if self.documents != "line" and self._format(path) == "jsonl":
+                raise CliError(
+                    f"{path}: --documents {self.documents} applies to text input; JSONL input has a "
+                    f"document per object"
+                )
             if path == "-":
                 continue
             if os.path.isdir(path):
@@ -301,38 +375,105 @@ class DocumentReader:
                 raise CliError(f"cannot read {path}: {e.strerror}") from None
             if head and head != GZIP_MAGIC:
                 raise _not_gzip(path)
+        if self.columns > 1 and any(self._format(p) != "jsonl" for p in self.paths):
+            raise CliError("several JSONL keys need JSONL input (--input-format jsonl, or .jsonl files)", 2)
+
+    def _format(self, path: str) -> str:
+        return input_format_of("" if path == "-" else path, self.input_format)
 
     def __iter__(self) -> Iterator[Batch]:
         for path in self.paths:
             name = "<stdin>" if path == "-" else path
-            fmt = input_format_of("" if path == "-" else path, self.input_format)
+            fmt = self._format(path)
             self._file_base = self.records
+            if self.documents == "file" and self.skip_records:
+                # A file this run's earlier part encoded whole (resume).
+                self.skip_records -= 1
+                self.records += 1
+                self.skipped_bytes += input_size(path) or 0
+                continue
             stream = InputStream(path)
             try:
-                yield from self._batches(name, stream, fmt)
+                if self.documents == "file":
+                    yield self._whole_file(name, stream)
+                else:
+                    yield from self._batches(name, stream, fmt)
             finally:
                 stream.close()
 
     # ------------------------------------------------------------ internals
 
+    def _batch(
+        self, name: str, stream: InputStream, columns: List[Tuple[List[str], List[int]]], nbytes: int,
+        file_bytes: int,
+    ) -> Batch:
+        texts = [c[0] for c in columns]
+        records = [c[1] for c in columns]
+        if self.skip_empty:
+            for k, (docs, recs) in enumerate(columns):
+                if "" in docs:
+                    keep = [i for i, t in enumerate(docs) if t]
+                    self.empty += len(docs) - len(keep)
+                    texts[k] = [docs[i] for i in keep]
+                    records[k] = [recs[i] for i in keep]
+        skipped = self.skipped_bytes - self._skipped_reported
+        self._skipped_reported = self.skipped_bytes
+        return Batch(
+            name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed,
+            skipped,
+        )
+
     def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
-        texts: List[str] = []
-        doc_records: List[int] = []
+        columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
         nbytes = 0
-        split = self._jsonl_docs if fmt == "jsonl" else self._text_docs
         self._compressed = stream.compressed
         done = 0  # stream.position() at the last batch
         for data, line_no, offset in self._line_blocks(stream):
             nbytes += len(data)
-            got, recs = split(name, data, line_no, offset)
-            texts.extend(got)
-            doc_records.extend(range(line_no, line_no + len(got)) if recs is None else recs)
+            if fmt == "jsonl":
+                got = self._jsonl_docs(name, data, line_no, offset)
+            else:
+                got = [self._text_docs(name, data, line_no, offset)]
+            for (docs, recs), (new_docs, new_recs) in zip(columns, got):
+                docs.extend(new_docs)
+                recs.extend(new_recs)
             if nbytes >= self.batch_bytes:
                 position = stream.position()
-                yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
-                texts, doc_records, nbytes, done = [], [], 0, position
-        position = stream.position()
-        yield Batch(name, texts, nbytes, self.records, doc_records, position - done, stream.compressed)
+                yield self._batch(name, stream, columns, nbytes, position - done)
+                columns = [([], []) for _ in self.fields]
+                nbytes, done = 0, position
+        if fmt != "jsonl" and self.documents == "paragraph":
+            docs, recs = columns[0]
+            self._end_paragraph(docs, recs)  # the input's last paragraph
+        yield self._batch(name, stream, columns, nbytes, stream.position() - done)
+
+    def _whole_file(self, name: str, stream: InputStream) -> Batch:
+        """The one document of a file (``documents="file"``)."""
+        self._compressed = stream.compressed
+        parts = []
+        while True:
+            block = stream.read1(_BLOCK)
+            if not block:
+                break
+            parts.append(block)
+        data = b"".join(parts)
+        self.records += 1
+        docs: List[str] = []
+        recs: List[int] = []
+        try:
+            docs.append(data.decode("utf-8", "replace" if self.errors == "replace" else "strict"))
+            recs.append(self.records)
+        except UnicodeDecodeError as e:
+            if self.errors == "strict":
+                line = data.count(b"\n", 0, e.start) + 1
+                line_start = data.rfind(b"\n", 0, e.start) + 1
+                raise CliError(
+                    f"{name}, line {line}: invalid UTF-8 at byte {e.start - line_start} of the line"
+                    + (f", byte {e.start:,} of the decompressed data" if stream.compressed else "")
+                    + " (--errors replace or skip to go on)"
+                ) from None
+            self.skipped += 1
+        return self._batch(name, stream, [(docs, recs)], len(data), stream.position())
 
     def _line_blocks(self, stream: InputStream) -> Iterator[Tuple[bytes, int, int]]:
         """Blocks of whole lines (bytes, each line ending in "\\n"; the last
@@ -371,11 +512,13 @@ class DocumentReader:
             if n <= self.skip_records:
                 self.skip_records -= n
                 self.records += n
+                self.skipped_bytes += len(data)
                 return
             parts = data.split(b"\n", self.skip_records)
             self.records += self.skip_records
             self.skip_records = 0
             offset += len(data) - len(parts[-1])
+            self.skipped_bytes += len(data) - len(parts[-1])
             data = parts[-1]
             n = data.count(b"\n")
         line_no = self.records + 1
@@ -391,11 +534,43 @@ class DocumentReader:
             f"(--errors replace or skip to go on)"
         )
 
-    def _text_docs(
-        self, name: str, data: bytes, line_no: int, offset: int
-    ) -> Tuple[List[str], Optional[List[int]]]:
-        """Documents of a block of whole lines, and their record numbers
-        (None: every line is a document)."""
+    def _text_docs(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[str], List[int]]:
+        """Documents of a block of whole lines, and their record numbers."""
+        lines, clean = self._text_lines(name, data, line_no, offset)
+        if self.documents == "line":
+            if clean:
+                return lines, range(line_no, line_no + len(lines))  # type: ignore[return-value]
+            kept = [(s, line_no + i) for i, s in enumerate(lines) if s is not None]
+            self.skipped += len(lines) - len(kept)
+            return [s for s, _ in kept], [r for _, r in kept]
+        docs: List[str] = []
+        recs: List[int] = []
+        for i, line in enumerate(lines):
+            if line is not None and not line.strip():
+                self._end_paragraph(docs, recs)
+                continue
+            if line is None:
+                self._paragraph_bad = True
+            else:
+                self._paragraph.append(line)
+            self._paragraph_end = line_no + i
+        return docs, recs
+
+    def _end_paragraph(self, docs: List[str], recs: List[int]) -> None:
+        """Ends the paragraph read so far (at a blank line, or at the end of
+        an input): its text joins its lines with "\\n"."""
+        if self._paragraph_bad:
+            self.skipped += 1
+        elif self._paragraph:
+            docs.append("\n".join(self._paragraph))
+            recs.append(self._paragraph_end)
+        self._paragraph = []
+        self._paragraph_bad = False
+
+    def _text_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[Optional[str]], bool]:
+        """The lines of a block of whole lines, without their line ends,
+        and whether all are UTF-8; None for a line that is not
+        (errors="skip")."""
         errors = "replace" if self.errors == "replace" else "strict"
         try:
             text = data.decode("utf-8", errors)
@@ -404,36 +579,33 @@ class DocumentReader:
                 bad_line = line_no + data.count(b"\n", 0, e.start)
                 line_start = data.rfind(b"\n", 0, e.start) + 1
                 raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
-            return self._text_docs_skipping(data, line_no)
+            return self._text_lines_skipping(data), False
         lines = text.split("\n")
         lines.pop()  # after the last "\n"
         if "\r" in text:
             lines = [s[:-1] if s.endswith("\r") else s for s in lines]
-        return lines, None
+        return lines, True  # type: ignore[return-value]
 
-    def _text_docs_skipping(self, data: bytes, line_no: int) -> Tuple[List[str], List[int]]:
-        docs: List[str] = []
-        recs: List[int] = []
+    def _text_lines_skipping(self, data: bytes) -> List[Optional[str]]:
+        lines: List[Optional[str]] = []
         raw_lines = data.split(b"\n")
         raw_lines.pop()
-        for i, raw in enumerate(raw_lines):
+        for raw in raw_lines:
             try:
                 s = raw.decode("utf-8")
             except UnicodeDecodeError:
-                self.skipped += 1
+                lines.append(None)
                 continue
-            docs.append(s[:-1] if s.endswith("\r") else s)
-            recs.append(line_no + i)
-        return docs, recs
+            lines.append(s[:-1] if s.endswith("\r") else s)
+        return lines
 
     def _jsonl_docs(
         self, name: str, data: bytes, line_no: int, offset: int
-    ) -> Tuple[List[str], Optional[List[int]]]:
-        docs: List[str] = []
-        recs: List[int] = []
+    ) -> List[Tuple[List[str], List[int]]]:
+        """The documents of a block of JSONL lines: a column per field."""
+        columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
         raw_lines = data.split(b"\n")
         raw_lines.pop()
-        field = self.field
         for i, raw in enumerate(raw_lines):
             number = line_no + i
             try:
@@ -448,18 +620,31 @@ class DocumentReader:
                 line = raw.decode("utf-8", "replace")
             if not line.strip():
                 continue  # a blank line is no document
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                msg = getattr(e, "msg", str(e))
-                raise CliError(f"{self._location(name, number)}: not JSON ({msg})") from None
-            if not isinstance(obj, dict):
-                raise CliError(
-                    f"{self._location(name, number)}: a JSON {type(obj).__name__}, not an object "
-                    f"with a {field!r} field"
-                )
+            texts = self._json_texts(name, number, line)
+            if texts is None:
+                continue
+            for (docs, recs), text in zip(columns, texts):
+                docs.append(text)
+                recs.append(number)
+        return columns
+
+    def _json_texts(self, name: str, number: int, line: str) -> Optional[List[str]]:
+        """The texts of the fields of one JSONL line (None: left out)."""
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            msg = getattr(e, "msg", str(e))
+            raise CliError(f"{self._location(name, number)}: not JSON ({msg})") from None
+        if not isinstance(obj, dict):
+            raise CliError(
+                f"{self._location(name, number)}: a JSON {type(obj).__name__}, not an object "
+                f"with a {self.field!r} field"
+            )
+        texts = []
+        for field in self.fields:
             if field not in obj:
-                raise CliError(f"{self._location(name, number)}: the object has no {field!r} field (--field)")
+                option = "--json-keys" if len(self.fields) > 1 else "--field"
+                raise CliError(f"{self._location(name, number)}: the object has no {field!r} field ({option})")
             text = obj[field]
             if not isinstance(text, str):
                 raise CliError(
@@ -475,11 +660,10 @@ class DocumentReader:
                     )
                 if self.errors == "skip":
                     self.skipped += 1
-                    continue
+                    return None
                 text = _SURROGATE.sub("\ufffd", text)
-            docs.append(text)
-            recs.append(number)
-        return docs, recs
+            texts.append(text)
+        return texts
 
     def _location(self, name: str, record: int) -> str:
         """'file, line N' for a global record number (lines of earlier

@@ -1,71 +1,77 @@
-"""The spmbpe command line (also ``python -m spmbpe``).
+"""The spmbpe command line (also ``python -m spmbpe``); docs/cli.md is its
+reference.
 
-    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin)
+    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin, ds)
     spmbpe count [INPUT ...]      token totals per input and overall
-    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin)
+    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin, ds, an output by name)
     spmbpe info [MODEL]           what a tokenizer file holds
 
     echo "Hello world" | spmbpe encode              # bundled mistral-v1: 22557 1526
     spmbpe encode --model tokenizer.model --format npy --output corpus.npy a.txt b.jsonl
 
-Inputs are text files (one document per line), JSONL files (one document
-per object, its ``--field``) or standard input; gzip-compressed ones (a
+Inputs are text files (a document per line, per paragraph or per file:
+``--documents``), JSONL files (a document per object, its ``--field``, or
+one per ``--json-keys`` key) or standard input; gzip-compressed ones (a
 ``.gz`` name, or data starting with the gzip magic bytes, standard input
 too) are decompressed as they are read. Errors are one line on
 standard error, ``spmbpe: error: ...``, naming the file and line; exit code
 1 (2 for a bad option or model), 130/143 when interrupted.
+
+The layers: this module parses the arguments and turns every failure into
+one line; _cli_encode runs encode and count (_cli_read reads documents,
+_cli_progress reports), _cli_decode and _cli_info the other commands; the
+files themselves are written by _arrays (shared with spmbpe.ray) through
+_atomic, with _signals deciding where an interrupt takes effect.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import queue
-import signal
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import List, Optional
 
+from ._arrays import ARRAY_FORMATS
+from ._atomic import OutputError, discard_all
+from ._cli_common import CliError
 from ._cli_decode import cmd_decode
+from ._cli_encode import OUTPUT_FORMATS, TEXT_FORMATS, cmd_count, cmd_encode
 from ._cli_info import cmd_info
-from ._cli_progress import Progress
-from ._cli_common import CliError, load_model, need_numpy, optional_numpy
-from ._cli_read import Batch, DocumentReader, input_size
-from ._cli_write import (
-    ArrayOutput,
-    output_stream,
-    Interrupted,
-    on_signal,
-    discard_all,
-    meta_path,
-)
+from ._cli_read import DOCUMENT_MODES
+from ._signals import Interrupted, handling_signals
 
 __all__ = ["main"]
 
-_ARRAY_FORMATS = ("npy", "bin")
-_TEXT_FORMATS = ("txt", "jsonl")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    handlers = _catch_signals()
+    with handling_signals():
+        try:
+            return _run(args)
+        finally:
+            discard_all()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Runs the command; every failure is one line on standard error."""
     try:
         return int(args.run(args) or 0)
     except CliError as e:
         discard_all()
         _error(str(e))
         return e.code
-    except Interrupted as e:
+    except OutputError as e:
         discard_all()
-        _error("interrupted; no partial output was left", prefix="spmbpe")
-        return 128 + e.signum
-    except KeyboardInterrupt:
+        _error(str(e))
+        return 1
+    except (Interrupted, KeyboardInterrupt) as e:
         discard_all()
-        _error("interrupted; no partial output was left", prefix="spmbpe")
-        return 130
+        # A sharded run keeps its complete shards (_encode_arrays says so).
+        kept = getattr(e, "kept", None) or "no partial output was left"
+        _error(f"interrupted; {kept}", prefix="spmbpe")
+        return 128 + e.signum if isinstance(e, Interrupted) else 130
     except BrokenPipeError:
         discard_all()
         # The reader of standard output went away (| head): stop quietly.
@@ -84,9 +90,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         discard_all()
         _error("out of memory (try a smaller --batch-size)")
         return 1
-    finally:
-        discard_all()
-        _restore_signals(handlers)
 
 
 # ---------------------------------------------------------------- arguments
@@ -105,55 +108,66 @@ def _parser() -> argparse.ArgumentParser:
 
     encode = commands.add_parser(
         "encode",
-        help="token ids of each document (txt, jsonl, npy, bin)",
-        description="Token ids of each document of the inputs, in input order: text files (one "
-        "document per line), .jsonl files (one document per object) or standard input, each "
-        "possibly gzip-compressed.",
+        help="token ids of each document (txt, jsonl, npy, bin, ds)",
+        description="Token ids of each document of the inputs, in input order: text files (a "
+        "document per line, paragraph or file: --documents), .jsonl files (a document per object, "
+        "or per key: --json-keys) or standard input, each possibly gzip-compressed.",
     )
     _add_inputs(encode)
     _add_model(encode)
     _add_encoding(encode)
     encode.add_argument(
-        "--format", choices=_TEXT_FORMATS + _ARRAY_FORMATS, default=None,
+        "--format", choices=OUTPUT_FORMATS, default=None,
         help="txt: space-separated ids, a line per document; jsonl: a JSON array per document; "
-        "npy: one flat .npy array of all ids + OUT.docs.npy (document starts); bin: raw "
-        "little-endian ids + a Megatron .idx index (nanoGPT/Megatron). Default: from the "
-        "--output extension, else txt",
+        "npy: OUT.npy, one flat .npy array of all ids (uint16, or uint32 past 65,536 ids), + "
+        "OUT.docs.npy (int64 document starts and the total); bin: Megatron-LM's indexed dataset, "
+        "OUT.bin + OUT.idx, byte for byte as megatron-core's IndexedDatasetBuilder writes it "
+        "(uint16 below 65,500 ids, else int32, as its DType.optimal_dtype); the .bin alone is "
+        "nanoGPT's flat file (numpy.memmap(OUT.bin, dtype=numpy.uint16)); ds: datatrove's tokenized "
+        "files, OUT.ds + OUT.ds.index (uint64 document ends), as its TokenizedFile writes them. "
+        "Each array output has its metadata in OUT.EXT.meta.json. Default: from the --output "
+        "extension, else txt",
     )
     encode.add_argument(
         "--output", "-o", metavar="PATH",
-        help="output file (txt/jsonl: default standard output; npy/bin: required). Written under a "
+        help="output file (txt/jsonl: default standard output; npy/bin/ds: required). Its extension "
+        "names the format unless --format is given; another extension is an error. Written under a "
         "temporary name and renamed when complete",
     )
     encode.add_argument(
         "--shard-size", type=_size, metavar="TOKENS",
-        help="npy/bin: cut the output into shards of at most TOKENS tokens, at document "
-        "boundaries (suffixes K, M, G: 10^3, 10^6, 10^9): OUT-00000.npy, OUT-00001.npy, ...",
+        help="npy/bin/ds: cut the output into shards of at most TOKENS tokens, at document "
+        "boundaries (suffixes K, M, G: 10^3, 10^6, 10^9): OUT-00000.npy, OUT-00001.npy, ..., each "
+        "a data set of its own in its format (a longer document is a shard of its own)",
     )
     encode.add_argument(
         "--resume", action="store_true",
-        help="continue an interrupted sharded run from its last complete shard",
+        help="continue an interrupted sharded run from its last complete shard: the same command "
+        "with --resume checks that the settings, inputs and tokenizer are the run's, says what it "
+        "skips (shards, documents, input records) and counts progress from there",
     )
-    encode.set_defaults(run=_cmd_encode)
+    encode.set_defaults(run=cmd_encode)
 
     count = commands.add_parser(
         "count",
         help="token totals per input and overall",
-        description="Prints, for each input, its tokens, documents and bytes (of text: "
-        "decompressed, for gzip input), and a total line when there are several inputs.",
+        description="Prints, for each input, its tokens, documents and bytes (the UTF-8 bytes of "
+        "the documents' text: no line ends, JSON syntax or compression), and a total line when "
+        "there are several inputs.",
     )
     _add_inputs(count)
     _add_model(count)
     _add_encoding(count)
     count.add_argument("--json", action="store_true", help="print the counts as one JSON object")
-    count.set_defaults(run=_cmd_count)
+    count.set_defaults(run=cmd_count)
 
     decode = commands.add_parser(
         "decode",
         help="ids back to text",
         description="Text of token ids: txt (space-separated ids, a line per document), jsonl (a "
-        "JSON array per line), npy (with OUT.docs.npy beside it, else one document) or bin "
-        "(with its .idx). Prints a line per document.",
+        "JSON array per line), npy (with OUT.docs.npy beside it, else one document), bin (with "
+        "Megatron's .idx, else a flat nanoGPT file: one document), ds (with datatrove's .ds.index), "
+        "or an array output by its name or metadata file. Prints a line per document.",
     )
     decode.add_argument(
         "inputs", nargs="*", metavar="INPUT",
@@ -162,11 +176,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_model(decode)
     decode.add_argument(
-        "--input-format", choices=("auto", "txt", "jsonl", "npy", "bin"), default="auto",
-        help="how to read the inputs (default: from the extension, a .gz ending left out, else txt)",
+        "--input-format", choices=("auto", "txt", "jsonl") + ARRAY_FORMATS, default="auto",
+        help="how to read the inputs (default: from the extension, a .gz ending left out, else txt). "
+        "An array output is read by the name it was written under (OUT.npy, also when a sharded run "
+        "wrote OUT-00000.npy, ...) or by its metadata file (OUT.npy.meta.json): every shard it lists, "
+        "in order",
     )
     decode.add_argument(
-        "--format", choices=_TEXT_FORMATS, default="txt",
+        "--format", choices=TEXT_FORMATS, default="txt",
         help="txt: the text of each document on a line; jsonl: {FIELD: text} per line (safe for "
         "texts with newlines)",
     )
@@ -193,8 +210,8 @@ def _parser() -> argparse.ArgumentParser:
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "inputs", nargs="*", metavar="INPUT",
-        help="text files (one document per line) or .jsonl files (one object per line); none or "
-        "'-': standard input. Gzip input (a .gz name such as corpus.jsonl.gz, or any input, "
+        help="text files (a document per line, unless --documents says otherwise) or .jsonl "
+        "files (one object per line); none or '-': standard input. Gzip input (a .gz name such as corpus.jsonl.gz, or any input, "
         "standard input too, that starts with the gzip magic bytes) is decompressed as it is "
         "read, like zcat",
     )
@@ -214,7 +231,11 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         help="all: special tokens spelled in the text become their ids; none (default): text stays "
         "text, so a corpus containing '</s>' gives no control id",
     )
-    p.add_argument("--add-special-tokens", action="store_true", help="add BOS/EOS as the model says")
+    p.add_argument(
+        "--add-special-tokens", action="store_true",
+        help="add BOS/EOS around every document as the model says (encode(add_special_tokens=True)); "
+        "with --prepend-bos/--append-eod each id is added once",
+    )
     p.add_argument("--threads", type=int, default=None, metavar="N", help="encoding threads (default: all cores)")
     p.add_argument(
         "--input-format", choices=("auto", "txt", "jsonl"), default="auto",
@@ -222,6 +243,35 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         "anything else (and stdin) text",
     )
     p.add_argument("--field", default="text", help="JSONL: the field holding the text (default: text)")
+    p.add_argument(
+        "--json-keys", type=_keys, metavar="KEY,KEY", default=None,
+        help="JSONL: several fields, comma-separated, each a document of its own (Megatron's "
+        "--json-keys). encode writes an array output per key, named OUT_KEY.EXT (-o corpus.bin "
+        "--json-keys text,title: corpus_text.bin "
+        "+ .idx and corpus_title.bin + .idx; Megatron's preprocess_data names them "
+        "PREFIX_KEY_document); count prints a row per input and key. One key is --field",
+    )
+    p.add_argument(
+        "--documents", choices=DOCUMENT_MODES, default="line",
+        help="how text input is cut into documents: line (default): each line; paragraph: runs of "
+        "lines separated by blank (or whitespace-only) lines, joined with newlines; file: each input "
+        "file whole, its text as is. JSONL input has a document per object",
+    )
+    p.add_argument(
+        "--skip-empty", action="store_true",
+        help="leave out documents whose text is empty (a blank line is otherwise an empty document, "
+        "with no ids but BOS/EOS, and an entry in the index)",
+    )
+    p.add_argument(
+        "--append-eod", action="store_true",
+        help="the model's EOS id after every document, as an end-of-document marker (Megatron's "
+        "--append-eod, nanoGPT's EOT), whatever the model adds by itself; an empty document becomes "
+        "[EOS] (Megatron gives an empty one none: use --skip-empty too for its exact output)",
+    )
+    p.add_argument(
+        "--prepend-bos", action="store_true",
+        help="the model's BOS id before every document, whatever the model adds by itself",
+    )
     p.add_argument(
         "--errors", choices=("strict", "replace", "skip"), default="strict",
         help="invalid UTF-8: strict (default) stops naming the file and line; replace puts U+FFFD "
@@ -233,8 +283,19 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
-        help="a progress line on standard error (default: when it is a terminal)",
+        help="a progress line on standard error: documents, MB and tokens read, and documents/s, "
+        "MB/s and tokens/s (default: when standard error is a terminal). encode --output also "
+        "prints a final summary line of the same figures; --no-progress silences both",
     )
+
+
+def _keys(text: str) -> List[str]:
+    keys = text.split(",")
+    if not all(keys):
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of keys: {text!r}")
+    if len(set(keys)) != len(keys):
+        raise argparse.ArgumentTypeError(f"a key named twice: {text!r}")
+    return keys
 
 
 def _size(text: str) -> int:
@@ -256,24 +317,6 @@ def _size(text: str) -> int:
 # ---------------------------------------------------------------- helpers
 
 
-def _catch_signals() -> Dict[int, Any]:
-    old: Dict[int, Any] = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        try:
-            old[s] = signal.signal(s, on_signal)
-        except (ValueError, OSError):  # not the main thread
-            pass
-    return old
-
-
-def _restore_signals(old: Dict[int, Any]) -> None:
-    for s, handler in old.items():
-        try:
-            signal.signal(s, handler)
-        except (ValueError, OSError, TypeError):
-            pass
-
-
 def _error(message: str, prefix: str = "spmbpe: error") -> None:
     line = " ".join(message.split("\n"))
     try:
@@ -281,357 +324,3 @@ def _error(message: str, prefix: str = "spmbpe: error") -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-def _note(message: str) -> None:
-    sys.stderr.write(f"spmbpe: {message}\n")
-    sys.stderr.flush()
-
-
-def _check_threads(args: argparse.Namespace) -> None:
-    if args.threads is not None and args.threads < 1:
-        raise CliError("--threads must be at least 1", 2)
-
-
-def _progress(args: argparse.Namespace, paths: List[str]) -> Progress:
-    sizes = [input_size(p) for p in (paths or ["-"])]
-    total = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
-    enabled = args.progress if args.progress is not None else _isatty(sys.stderr)
-    return Progress(bool(enabled), total)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-# ---------------------------------------------------------------- encoding
-
-
-class _Encoder:
-    """Encodes one batch: ``(ids, offsets)`` as NumPy arrays (uint32 ids,
-    int64 starts + total) when NumPy is there, else ``(lists, None)``."""
-
-    def __init__(self, tok: Any, args: argparse.Namespace, np: Any) -> None:
-        self.tok = tok
-        self.special = args.special
-        self.threads = args.threads
-        self.np = np
-        self.add = bool(args.add_special_tokens)
-        self.bos = tok.bos_id if self.add and tok.add_bos else None
-        self.eos = tok.eos_id if self.add and tok.add_eos else None
-
-    def __call__(self, batch: Batch) -> Tuple[Any, Any]:
-        try:
-            return self._encode(batch.texts)
-        except ValueError as e:  # bad text (a bug would be another error)
-            raise CliError(f"{batch.source}: {e}") from None
-
-    def _encode(self, texts: List[str]) -> Tuple[Any, Any]:
-        np = self.np
-        if np is None:
-            lists = self.tok.encode_batch(
-                texts, special=self.special, add_special_tokens=self.add, num_threads=self.threads
-            )
-            return lists, None
-        if not texts:
-            return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
-        ids, offsets = self.tok.encode_batch(
-            texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
-        )
-        if self.bos is None and self.eos is None:
-            return ids, offsets
-        # BOS/EOS around every document, as encode(add_special_tokens=True),
-        # in a few vectorised passes.
-        extra = (self.bos is not None) + (self.eos is not None)
-        n = len(offsets) - 1
-        new_offsets = offsets + np.arange(n + 1, dtype=np.int64) * extra
-        out = np.empty(int(new_offsets[-1]), dtype=ids.dtype)
-        keep = np.ones(len(out), dtype=bool)
-        if self.bos is not None:
-            out[new_offsets[:-1]] = self.bos
-            keep[new_offsets[:-1]] = False
-        if self.eos is not None:
-            out[new_offsets[1:] - 1] = self.eos
-            keep[new_offsets[1:] - 1] = False
-        out[keep] = ids
-        return out, new_offsets
-
-
-def _pipeline(encoder: _Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, Any, Any]]:
-    """(batch, ids, offsets) in input order.
-
-    A reader thread reads and splits the input and hands each batch to the
-    encoding pool; up to two batches encode at once (so the threads have
-    work while one batch's last texts finish) and at most `workers + 1`
-    batches wait, which bounds memory. The caller writes in the meantime;
-    a pause in the input (a pipe) does not hold back what was read."""
-    workers = 1 if threads == 1 else 2
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="spmbpe-cli")
-    handoff: "queue.Queue[Tuple[Optional[Batch], Any]]" = queue.Queue(maxsize=workers + 1)
-    stop = threading.Event()
-
-    def put(item: Tuple[Optional[Batch], Any]) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for batch in reader:
-                if stop.is_set() or not put((batch, pool.submit(encoder, batch))):
-                    return
-        except BaseException as e:  # handed to the main thread, in order
-            put((None, e))
-            return
-        put((None, None))
-
-    thread = threading.Thread(target=produce, name="spmbpe-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            batch, item = handoff.get()
-            if batch is None:
-                if item is not None:
-                    raise item
-                break
-            yield (batch, *item.result())
-        thread.join()
-    finally:
-        stop.set()
-        while True:
-            try:
-                _, item = handoff.get_nowait()
-            except queue.Empty:
-                break
-            if hasattr(item, "cancel"):
-                item.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _TextFormatter:
-    """txt/jsonl lines of a batch; with NumPy, each id's decimal text comes
-    from a table (no int -> str conversion per token)."""
-
-    def __init__(self, fmt: str, vocab_size: int, np: Any) -> None:
-        self.fmt = fmt
-        self.table = np.array([str(i) for i in range(vocab_size)], dtype=object) if np is not None else None
-
-    def __call__(self, ids: Any, offsets: Any) -> bytes:
-        if offsets is None:
-            docs: Any = ([str(i) for i in doc] for doc in ids)
-        else:
-            assert self.table is not None
-            strs = self.table[ids].tolist()
-            off = offsets.tolist()
-            docs = (strs[off[i] : off[i + 1]] for i in range(len(off) - 1))
-        if self.fmt == "txt":
-            lines = [" ".join(doc) for doc in docs]
-        else:
-            lines = ["[" + ",".join(doc) + "]" for doc in docs]
-        if not lines:
-            return b""
-        lines.append("")
-        return "\n".join(lines).encode("ascii")
-
-
-def _n_tokens(ids: Any, offsets: Any) -> int:
-    return int(offsets[-1]) if offsets is not None else sum(map(len, ids))
-
-
-def _n_docs(ids: Any, offsets: Any) -> int:
-    return len(offsets) - 1 if offsets is not None else len(ids)
-
-
-def _cmd_encode(args: argparse.Namespace) -> int:
-    fmt = args.format
-    if fmt is None:
-        ext = os.path.splitext(args.output or "")[1].lower().lstrip(".")
-        fmt = ext if ext in _TEXT_FORMATS + _ARRAY_FORMATS else "txt"
-    _check_threads(args)
-    if fmt in _ARRAY_FORMATS:
-        if not args.output:
-            raise CliError(f"--format {fmt} needs --output PATH", 2)
-        np = need_numpy(f"--format {fmt}")
-    else:
-        if args.shard_size is not None:
-            raise CliError("--shard-size applies to --format npy and bin", 2)
-        np = optional_numpy()
-    if args.resume and (fmt not in _ARRAY_FORMATS or args.shard_size is None):
-        raise CliError("--resume continues a sharded run: it needs --format npy|bin and --shard-size", 2)
-    tok = load_model(args.model)
-    reader = DocumentReader(
-        args.inputs, input_format=args.input_format, field=args.field, errors=args.errors,
-        batch_bytes=args.batch_size,
-    )
-    reader.check_inputs()
-    encoder = _Encoder(tok, args, np)
-    if fmt in _ARRAY_FORMATS:
-        return _encode_arrays(args, fmt, tok, reader, encoder, np)
-
-    progress = _progress(args, args.inputs)
-    formatter = _TextFormatter(fmt, tok.vocab_size, np)
-    with output_stream(args.output) as out:
-        for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-            out.write(formatter(ids, offsets))
-            progress.update(
-                _n_docs(ids, offsets), batch.nbytes, _n_tokens(ids, offsets), batch.file_bytes, batch.compressed
-            )
-    progress.finish()
-    _report_skipped(reader)
-    return 0
-
-
-def _report_skipped(reader: DocumentReader) -> None:
-    if reader.skipped:
-        _note(f"skipped {reader.skipped:,} documents that are not valid UTF-8")
-
-
-def _array_metadata(
-    tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
-    inputs: List[Dict[str, Any]], shard_size: Optional[int],
-) -> Dict[str, Any]:
-    """The metadata written beside npy/bin arrays (OUT.npy.meta.json), by the
-    command line and by spmbpe.ray alike."""
-    import spmbpe
-
-    return {
-        "spmbpe_version": spmbpe.__version__,
-        "tokenizer_fingerprint": tok.fingerprint,
-        "model": model,
-        "vocab_size": tok.vocab_size,
-        "bos_id": tok.bos_id,
-        "eos_id": tok.eos_id,
-        "format": fmt,
-        "dtype": dtype.name,
-        "settings": settings,
-        "inputs": inputs,
-        "shard_size": shard_size,
-    }
-
-
-def _array_dtype(tok: Any, fmt: str, np: Any) -> Any:
-    if tok.vocab_size <= 1 << 16:
-        return np.dtype("<u2")
-    # Megatron's index has no uint32 code: int32 holds every id below 2^31.
-    if fmt == "bin":
-        if tok.vocab_size > 1 << 31:
-            raise CliError(f"a vocabulary of {tok.vocab_size} ids does not fit int32")
-        return np.dtype("<i4")
-    return np.dtype("<u4")
-
-
-def _encode_arrays(
-    args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: _Encoder, np: Any
-) -> int:
-    dtype = _array_dtype(tok, fmt, np)
-    meta = _array_metadata(
-        tok, args.model, fmt, dtype,
-        {
-            "special": args.special,
-            "add_special_tokens": bool(args.add_special_tokens),
-            "input_format": args.input_format,
-            "field": args.field,
-            "errors": args.errors,
-        },
-        [{"path": p, "bytes": input_size(p)} for p in (args.inputs or ["-"])],
-        args.shard_size,
-    )
-    resume = _resume_state(args, fmt, meta) if args.resume else None
-    if resume is not None and resume.get("complete"):
-        _note(f"{meta_path(args.output, fmt)}: that run is already complete; nothing to do")
-        return 0
-    if resume is not None and resume["shards"]:
-        reader.skip_records = int(resume["shards"][-1]["records"])
-    writer = ArrayOutput(args.output, fmt, dtype, args.shard_size, meta, np, resume)
-    progress = _progress(args, args.inputs)
-    try:
-        for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-            writer.write(ids, offsets, batch.doc_records, batch.records)
-            progress.update(len(offsets) - 1, batch.nbytes, int(offsets[-1]), batch.file_bytes, batch.compressed)
-        writer.close(reader.records)
-    finally:
-        writer.discard()
-    progress.finish()
-    if writer.replaced:
-        names = ", ".join(os.path.basename(p) for p in writer.replaced)
-        _note(f"replaced {len(writer.replaced)} files that an earlier run wrote under {args.output}: {names}")
-    _report_skipped(reader)
-    return 0
-
-
-_RESUME_KEYS = ("spmbpe_version", "tokenizer_fingerprint", "format", "dtype", "settings", "inputs", "shard_size")
-
-
-def _resume_state(args: argparse.Namespace, fmt: str, meta: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The metadata of the run to continue (None: there is none, start
-    afresh), checked against this run's settings and files."""
-    path = meta_path(args.output, fmt)
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            old: Dict[str, Any] = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise CliError(f"--resume: cannot read {path}: {e}") from None
-    for key in _RESUME_KEYS:
-        if old.get(key) != meta[key]:
-            raise CliError(
-                f"--resume: {path} was written with another {key} ({old.get(key)!r}, now "
-                f"{meta[key]!r}); run without --resume to start over"
-            )
-    folder = os.path.dirname(os.path.abspath(args.output))
-    for shard in old.get("shards", []):
-        for key in ("ids", "index"):
-            if not os.path.isfile(os.path.join(folder, shard[key])):
-                raise CliError(f"--resume: shard file {shard[key]} listed in {path} is missing")
-    return old
-
-
-# ---------------------------------------------------------------- count
-
-
-def _cmd_count(args: argparse.Namespace) -> int:
-    _check_threads(args)
-    np = optional_numpy()
-    tok = load_model(args.model)
-    reader = DocumentReader(
-        args.inputs, input_format=args.input_format, field=args.field, errors=args.errors,
-        batch_bytes=args.batch_size,
-    )
-    reader.check_inputs()
-    encoder = _Encoder(tok, args, np)
-    progress = _progress(args, args.inputs)
-    rows: Dict[str, List[int]] = {}
-    for batch, ids, offsets in _pipeline(encoder, reader, args.threads):
-        tokens, docs = _n_tokens(ids, offsets), _n_docs(ids, offsets)
-        row = rows.setdefault(batch.source, [0, 0, 0])
-        row[0] += tokens
-        row[1] += docs
-        row[2] += batch.nbytes
-        progress.update(docs, batch.nbytes, tokens, batch.file_bytes, batch.compressed)
-    progress.finish()
-    total = [sum(r[i] for r in rows.values()) for i in range(3)]
-    if args.json:
-        obj = {
-            "inputs": [{"name": k, "tokens": r[0], "documents": r[1], "bytes": r[2]} for k, r in rows.items()],
-            "total": {"tokens": total[0], "documents": total[1], "bytes": total[2]},
-        }
-        sys.stdout.write(json.dumps(obj) + "\n")
-    else:
-        lines = [(["tokens", "documents", "bytes"], "input")]
-        lines += [([str(v) for v in r], k) for k, r in rows.items()]
-        if len(rows) > 1:
-            lines.append(([str(v) for v in total], "total"))
-        width = [max(len(r[i]) for r, _ in lines) for i in range(3)]
-        for r, name in lines:
-            sys.stdout.write(" ".join(r[i].rjust(width[i]) for i in range(3)) + f"  {name}\n")
-    sys.stdout.flush()
-    _report_skipped(reader)
-    return 0

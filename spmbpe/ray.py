@@ -15,8 +15,8 @@ pool unpickles it in its constructor and encodes every batch it gets with
 built from the flat ids and offsets, with no Python int per token.
 
 ``write_arrays`` tokenizes the same way, gathers the documents on the driver
-in dataset order and writes them with the command line's own writer (``spmbpe/_cli_write.py``), so
-the files are byte for byte those of ``spmbpe encode --format npy|bin``
+in dataset order and writes them with the command line's own writer (``spmbpe/_arrays.py``), so
+the files are byte for byte those of ``spmbpe encode --format npy|bin|ds``
 on the same documents and options; ``tokenize`` alone returns a Ray Dataset
 any Ray writer takes (``write_parquet`` to shared storage, ...).
 """
@@ -133,11 +133,12 @@ def write_arrays(
     num_threads: int = 1,
 ) -> Dict[str, int]:
     """Tokenizes `column` of `ds` on the workers (:func:`tokenize`) and
-    writes the ids as ``spmbpe encode --format npy|bin --output OUTPUT``
+    writes the ids as ``spmbpe encode --format npy|bin|ds --output OUTPUT``
     does: ``OUTPUT`` (all ids, ``uint16`` when the vocabulary fits),
-    ``OUTPUT.docs.npy`` (npy) or Megatron's ``.idx`` (bin), and
-    ``OUTPUT.npy.meta.json`` or ``OUTPUT.bin.meta.json`` (tokenizer
-    fingerprint, settings, counts), replacing whatever an earlier run wrote
+    ``OUTPUT.docs.npy`` (npy), Megatron's ``.idx`` (bin) or datatrove's
+    ``.ds.index`` (ds), and ``OUTPUT.npy.meta.json`` (``.bin.meta.json``,
+    ``.ds.meta.json``: tokenizer fingerprint, settings, counts), replacing
+    whatever an earlier run wrote
     under that name; with `shard_size`, shards of at most that many tokens
     at document boundaries.
     The documents are gathered on the driver in the order of `ds`. `fmt`
@@ -146,17 +147,19 @@ def write_arrays(
     """
     import numpy as np
 
-    from ._cli_write import ArrayOutput
-    from .cli import _array_dtype, _array_metadata
+    from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata
 
     tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
     output = os.fspath(output)
     if fmt is None:
         fmt = os.path.splitext(output)[1].lstrip(".").lower()
-    if fmt not in ("npy", "bin"):
-        raise ValueError(f"fmt must be 'npy' or 'bin' (or the extension of output), not {fmt!r}")
-    dtype = _array_dtype(tok, fmt, np)
-    meta = _array_metadata(
+    if fmt not in ARRAY_FORMATS:
+        raise ValueError(
+            f"fmt must be one of {', '.join(map(repr, ARRAY_FORMATS))} (or the extension of output), "
+            f"not {fmt!r}"
+        )
+    dtype = array_dtype(tok.vocab_size, fmt, np)
+    meta = array_metadata(
         tok, None if isinstance(tokenizer, SpmTokenizer) else os.fspath(tokenizer), fmt, dtype,
         {
             "special": special if isinstance(special, str) else sorted(special),

@@ -331,6 +331,13 @@ def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
     assert b"interrupted" in err and b"Traceback" not in err
     meta = json.loads(meta_file.read_text())
     assert meta["complete"] is False and len(meta["shards"]) >= 2
+    # It says what it kept, and how to go on (not "no partial output").
+    kept_docs = sum(s["documents"] for s in meta["shards"])
+    assert err.decode().splitlines()[-1] == (
+        f"spmbpe: interrupted; kept {len(meta['shards'])} complete shards ({kept_docs:,} documents) in "
+        f"{meta_file}; run the same command with --resume to continue"
+    )
+    kept_shards, kept_records = len(meta["shards"]), meta["shards"][-1]["records"]
     # Only complete shards remain: no temporary file, every shard listed.
     names = sorted(p.name for p in tmp_path.iterdir())
     assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")], names
@@ -342,6 +349,15 @@ def test_resume_after_sigterm_continues_from_the_last_shard(tmp_path, v1):
     assert resumed.returncode == 0, resumed.stderr
     meta = json.loads(meta_file.read_text())
     assert meta["complete"] is True and meta["documents"] == len(docs)
+    # What it skipped, and counts that start from there: the summary's
+    # documents and tokens are the whole output's, the MB all of the input.
+    notes = resumed.stderr.decode().splitlines()
+    assert notes[0] == (
+        f"spmbpe: --resume: skipping {kept_shards} complete shards ({kept_docs:,} documents, "
+        f"{kept_records:,} input records) of {meta_file}; continuing with shard {kept_shards}"
+    )
+    assert notes[-1].startswith(f"spmbpe: done: {len(docs):,} documents, {len(data) / 1e6:,.1f} MB, "
+                                f"{meta['tokens']:,} tokens in "), notes[-1]
     got = []
     for shard in meta["shards"]:
         got.extend(split(*read_npy_output(tmp_path / shard["ids"][:-4])))
@@ -499,6 +515,7 @@ def test_an_interrupted_run_leaves_no_output(tmp_path, signum, code):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert list(tmp_path.iterdir()) == []
+    assert err.decode().splitlines()[-1] == "spmbpe: interrupted; no partial output was left"
 
 
 # ------------------------------------------------------------------ bad input
@@ -574,6 +591,20 @@ def test_bad_options_are_one_line_errors(capsysbinary, monkeypatch):
     one_line_error(result, "--shard-size")
 
 
+def test_an_unknown_output_extension_is_an_error(tmp_path, capsysbinary, monkeypatch):
+    def here(args):
+        return run_here(args, b"x\n", capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+
+    for name in ("out.npz", "out", "out.NPZ.gz"):
+        result = here(["encode", "-o", tmp_path / name])
+        assert result.returncode == 2
+        one_line_error(result, "unknown output extension", ".txt, .jsonl, .npy, .bin, .ds", "--format")
+    assert list(tmp_path.iterdir()) == []
+    # --format says what to write whatever the name.
+    result = here(["encode", "--format", "txt", "-o", tmp_path / "out.npz"])
+    assert result.returncode == 0 and (tmp_path / "out.npz").read_bytes() == b"1318\n"
+
+
 # ------------------------------------------------------------------ count, decode, info
 
 
@@ -587,7 +618,10 @@ def test_count_per_file_and_total(corpus_inputs, v1):
     for row, docs, path in zip(counts["inputs"], per_file, inputs):
         assert row["name"] == path and row["documents"] == len(docs)
         assert row["tokens"] == sum(len(v1.encode(d, special="none")) for d in docs)
-        assert row["bytes"] == os.path.getsize(path)
+        # The UTF-8 bytes of the documents' text, not the file's size (the
+        # JSONL file's escapes, keys and line ends are not text).
+        assert row["bytes"] == sum(len(d.encode("utf-8")) for d in docs)
+    assert counts["inputs"][1]["bytes"] < os.path.getsize(inputs[1])
     assert counts["total"]["tokens"] == sum(r["tokens"] for r in counts["inputs"])
     table = run(["count", "--field", "body", "--add-special-tokens", *inputs])
     rows = [line.split() for line in table.stdout.decode().splitlines()]
@@ -646,3 +680,29 @@ def test_progress_goes_to_stderr_when_asked():
     last = result.stderr.decode().splitlines()[-1]
     assert "4,288 documents" in last and "0.3/0.3 MB (100%)" in last and "tokens/s" in last
     assert result.stdout.count(b"\n") == 4288
+
+
+def test_the_summary_gives_documents_mb_and_tokens_per_second(tmp_path, v1):
+    import re
+
+    path = CORPUS / "en_botchan.txt"
+    tokens = sum(len(v1.encode(d)) for d in lines_of(path))
+    size = os.path.getsize(path) / 1e6
+    for fmt in ("npy", "txt"):
+        result = run(["encode", "-o", tmp_path / f"b.{fmt}", path])
+        assert result.returncode == 0, result.stderr
+        # Output to a file: a final summary line even without --progress.
+        (line,) = result.stderr.decode().splitlines()
+        found = re.fullmatch(
+            rf"spmbpe: done: 4,288 documents, {size:.1f}/{size:.1f} MB \(100%\), {tokens:,} tokens in "
+            r"(\d+):(\d\d):(\d\d) \(([\d,]+) documents/s, ([\d.,]+) MB/s, ([\d,]+) tokens/s\)",
+            line,
+        )
+        assert found, line
+        docs_rate, mb_rate, tokens_rate = (float(g.replace(",", "")) for g in found.groups()[3:])
+        assert docs_rate > 0 and mb_rate > 0 and tokens_rate > docs_rate
+        # The rates are of one elapsed time: tokens/s over documents/s is
+        # tokens per document (to the rounding of the printed rates).
+        assert abs(tokens_rate / docs_rate - tokens / 4288) < 0.01 * tokens / 4288 + 1
+    quiet = run(["encode", "--no-progress", "-o", tmp_path / "q.npy", path])
+    assert quiet.returncode == 0 and quiet.stderr == b""

@@ -137,7 +137,12 @@ def test_every_output_format_and_count_from_gzip(inputs, here, tmp_path):
     assert [{k: r[k] for k in ("tokens", "documents", "bytes")} for r in counted["inputs"]] == [
         {k: r[k] for k in ("tokens", "documents", "bytes")} for r in plain["inputs"]
     ]
-    assert counted["inputs"][0]["bytes"] == len(files["ref.txt"])
+    # bytes: the UTF-8 bytes of the documents' text (not of the file, and
+    # not of the line ends or the JSON around the texts).
+    ref_docs = files["ref.txt"].decode("utf-8").split("\n")[:-1]
+    assert counted["inputs"][0]["bytes"] == sum(len(d.encode("utf-8")) for d in ref_docs)
+    ja_docs = [json.loads(line)["body"] for line in files["ja.jsonl"].decode("utf-8").splitlines()]
+    assert counted["inputs"][1]["bytes"] == sum(len(d.encode("utf-8")) for d in ja_docs)
 
 
 def test_gzip_is_told_by_its_magic_bytes_and_input_format_still_applies(inputs, here, tmp_path):

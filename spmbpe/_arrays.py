@@ -1,29 +1,36 @@
-"""Writing the command line's outputs without ever leaving a half-written
-file: every file is written under a temporary name in its own folder and
-renamed (``os.replace``) once complete, with SIGINT/SIGTERM held off while
-the names change.
+"""Token arrays on disk, in the layouts training code reads as is: written
+by ``spmbpe encode --format npy|bin|ds`` and by ``spmbpe.ray.write_arrays``
+alike (one writer, so both give the same bytes).
 
-Array outputs (``--format npy|bin``), for ``--output OUT.npy`` / ``OUT.bin``:
+For ``--output OUT.npy`` / ``OUT.bin`` / ``OUT.ds``:
 
-- ``OUT.npy``: every id of every document in input order, one flat ``.npy``
-  array (``uint16`` when the vocabulary has at most 65,536 ids, else
-  ``uint32``); ``OUT.docs.npy``: ``int64``, the start of each document in it
-  plus the total (documents + 1 values).
-- ``OUT.bin``: the same ids as raw little-endian integers (``uint16``, else
-  ``int32``: Megatron has no ``uint32`` code), what nanoGPT reads with
-  ``numpy.memmap(path, dtype=numpy.uint16)``; ``OUT.idx``: Megatron-LM's
-  ``MMIDIDX`` index (see write_megatron_index).
-- ``OUT.npy.meta.json`` / ``OUT.bin.meta.json``: spmbpe version, tokenizer
-  fingerprint, settings, dtype, document and token counts, the shards and
-  whether the run is complete. It is named after the output itself, so that
-  ``OUT.npy`` and ``OUT.bin`` in one folder each keep their own.
+- ``npy``: ``OUT.npy``, every id of every document in input order, one
+  flat ``.npy`` array (``uint16`` when the vocabulary has at most 65,536
+  ids, else ``uint32``); ``OUT.docs.npy``: ``int64``, the start of each
+  document in it plus the total (documents + 1 values).
+- ``bin``: Megatron-LM's indexed dataset, byte for byte as megatron-core's
+  ``IndexedDatasetBuilder`` writes it with ``add_item`` + ``end_document``
+  per document (what ``tools/preprocess_data.py`` does): ``OUT.bin``, the
+  ids as raw little-endian integers in ``DType.optimal_dtype(vocab_size)``
+  (``uint16`` below 65,500 ids, else ``int32``), and ``OUT.idx`` (see
+  write_megatron_index). The ``.bin`` alone is also nanoGPT's flat file
+  (``numpy.memmap(path, dtype=numpy.uint16, mode="r")``).
+- ``ds``: datatrove's tokenized files, as its ``TokenizedFile`` writes
+  them: ``OUT.ds``, the ids as little-endian ``uint16`` (``uint32`` past
+  65,536 ids), and ``OUT.ds.index``, the ``uint64`` end of each document
+  (in tokens), which ``DatatroveFolderDataset`` reads.
+- ``OUT.npy.meta.json`` / ``OUT.bin.meta.json`` / ``OUT.ds.meta.json``:
+  spmbpe version, tokenizer fingerprint, settings, dtype, document and
+  token counts, the shards and whether the run is complete; named after
+  the output itself, so that outputs of several formats in one folder each
+  keep their own.
 
-With ``--shard-size N`` the arrays are cut at document boundaries into
-shards of at most N tokens (a longer document is a shard of its own):
+With a shard size the arrays are cut at document boundaries into shards of
+at most that many tokens (a longer document is a shard of its own):
 ``OUT-00000.npy`` + ``OUT-00000.docs.npy``, ``OUT-00001.npy``, ... (or
-``.bin`` + ``.idx``); the metadata file is rewritten after every shard, so
-an interrupted run keeps its complete shards and ``--resume`` goes on from
-there.
+``.bin`` + ``.idx``, ``.ds`` + ``.ds.index``); the metadata file is
+rewritten after every shard, so an interrupted run keeps its complete
+shards and a resumed run goes on from there.
 
 A new run under an output name replaces everything an earlier run wrote
 under it (the files its metadata lists, and any file named as this module
@@ -40,26 +47,42 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import struct
-import sys
-from contextlib import contextmanager
-from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ._cli_common import CliError
+from ._atomic import AtomicFile, OutputError, write_json_atomically
+from ._signals import signals_held
 
 __all__ = [
-    "Interrupted",
-    "on_signal",
-    "signals_held",
-    "AtomicFile",
+    "ARRAY_FORMATS",
     "ArrayOutput",
+    "array_dtype",
+    "array_metadata",
+    "earlier_output_files",
+    "meta_path",
     "output_paths",
-    "write_megatron_index",
+    "output_stem",
     "read_megatron_index",
     "read_npy_header",
+    "write_megatron_index",
+    "MEGATRON_DTYPE_CODES",
     "NPY_HEADER_BYTES",
 ]
+
+
+class _Layout(NamedTuple):
+    ids: str  # suffix of the ids file
+    docs: str  # suffix of the document index beside it
+
+
+_LAYOUTS = {
+    "npy": _Layout(".npy", ".docs.npy"),
+    "bin": _Layout(".bin", ".idx"),
+    "ds": _Layout(".ds", ".ds.index"),
+}
+
+#: The array formats, by name (the ``--format`` and the output's extension).
+ARRAY_FORMATS = tuple(_LAYOUTS)
 
 #: Bytes reserved for a streamed .npy header (magic, version, length, dict).
 NPY_HEADER_BYTES = 128
@@ -84,138 +107,63 @@ _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 _COPY = 1 << 20  # items per step when copying a spooled array
 
 
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived (`signum`); exit code 128 + signum."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-_held = 0  # depth of signals_held blocks
-_pending: Optional[int] = None  # a signal that arrived inside one
-
-
-def on_signal(signum: int, frame: object) -> None:
-    """SIGINT/SIGTERM handler: raises Interrupted, or once the current
-    signals_held block is over. Later signals are ignored, so that the
-    cleanup that follows is not cut short."""
-    global _pending
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, signal.SIG_IGN)
-    if _held:
-        _pending = signum
-        return
-    raise Interrupted(signum)
+def array_dtype(vocab_size: int, fmt: str, np: Any) -> Any:
+    """The dtype of the ids of an array output: what the format's own
+    writer picks for a vocabulary of `vocab_size` ids."""
+    if fmt == "bin":
+        # megatron-core's DType.optimal_dtype: uint16 below 65,500 ids, else
+        # int32 (its index has no uint32 code), what preprocess_data.py uses.
+        if vocab_size < 65500:
+            return np.dtype("<u2")
+        if vocab_size > 1 << 31:
+            raise OutputError(f"a vocabulary of {vocab_size} ids does not fit Megatron's int32")
+        return np.dtype("<i4")
+    if fmt not in _LAYOUTS:
+        raise ValueError(f"unknown array format {fmt!r} (known: {', '.join(ARRAY_FORMATS)})")
+    # npy, and datatrove's token_size: 2 bytes while the ids fit uint16.
+    return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
 
 
-@contextmanager
-def signals_held() -> Iterator[None]:
-    """A block that SIGINT/SIGTERM do not cut short (the renames that
-    complete an output are then all done or none): a signal that arrives
-    meanwhile takes effect at its end."""
-    global _held, _pending
-    _held += 1
-    try:
-        yield
-    finally:
-        _held -= 1
-        if not _held and _pending is not None:
-            signum, _pending = _pending, None
-            raise Interrupted(signum)
+def array_metadata(
+    tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
+    inputs: List[Dict[str, Any]], shard_size: Optional[int],
+) -> Dict[str, Any]:
+    """The metadata written beside an array output (OUT.npy.meta.json), but
+    for the counts and shards that ArrayOutput adds."""
+    import spmbpe
 
-
-class AtomicFile:
-    """A file written under a temporary name beside `path`; ``commit``
-    renames it to `path`, ``discard`` removes it."""
-
-    def __init__(self, path: str, mode: str = "wb") -> None:
-        self.path = path
-        folder, name = os.path.split(os.path.abspath(path))
-        self.tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-        try:
-            self.file: IO[Any] = open(self.tmp, mode)
-        except OSError as e:
-            raise CliError(f"cannot write {path}: {e.strerror}") from None
-        _live.add(self)
-
-    def finish(self) -> None:
-        """Flushes to disk; the file stays under its temporary name."""
-        if not self.file.closed:
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
-
-    def commit(self) -> None:
-        self.finish()
-        with signals_held():
-            os.replace(self.tmp, self.path)
-            _live.discard(self)
-
-    def discard(self) -> None:
-        try:
-            self.file.close()
-        except OSError:
-            pass
-        try:
-            os.unlink(self.tmp)
-        except FileNotFoundError:
-            pass
-        _live.discard(self)
-
-
-_live: "set[AtomicFile]" = set()
-
-
-@contextmanager
-def output_stream(path: Optional[str]) -> Iterator[IO[bytes]]:
-    """Where a text command writes: standard output, or `path` through an
-    AtomicFile that is renamed into place only when the block completes
-    (removed otherwise: no half-written output)."""
-    if not path:
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    sink = AtomicFile(path)
-    try:
-        yield sink.file
-        sink.commit()
-    finally:
-        sink.discard()
-
-
-def discard_all() -> None:
-    """Removes every temporary file not yet committed (on any error or
-    interruption)."""
-    for f in list(_live):
-        f.discard()
-
-
-def write_json_atomically(path: str, obj: object) -> None:
-    f = AtomicFile(path, "w")
-    json.dump(obj, f.file, indent=1)
-    f.file.write("\n")
-    f.commit()
-
-
-def output_paths(output: str, fmt: str, shard: Optional[int]) -> Tuple[str, str]:
-    """(ids file, boundaries/index file) of `output` (shard number or None)."""
-    stem = output_stem(output, fmt)
-    base = stem if shard is None else f"{stem}-{shard:05d}"
-    if fmt == "npy":
-        return base + ".npy", base + ".docs.npy"
-    return base + ".bin", base + ".idx"
+    return {
+        "spmbpe_version": spmbpe.__version__,
+        "tokenizer_fingerprint": tok.fingerprint,
+        "model": model,
+        "vocab_size": tok.vocab_size,
+        "bos_id": tok.bos_id,
+        "eos_id": tok.eos_id,
+        "format": fmt,
+        "dtype": dtype.name,
+        "settings": settings,
+        "inputs": inputs,
+        "shard_size": shard_size,
+    }
 
 
 def output_stem(output: str, fmt: str) -> str:
-    ext = "." + fmt
+    ext = _LAYOUTS[fmt].ids
     return output[: -len(ext)] if output.endswith(ext) else output
+
+
+def output_paths(output: str, fmt: str, shard: Optional[int]) -> Tuple[str, str]:
+    """(ids file, document index file) of `output` (shard number or None)."""
+    stem = output_stem(output, fmt)
+    base = stem if shard is None else f"{stem}-{shard:05d}"
+    layout = _LAYOUTS[fmt]
+    return base + layout.ids, base + layout.docs
 
 
 def meta_path(output: str, fmt: str) -> str:
     """The metadata file of an output: named after the output itself
     (``OUT.npy.meta.json``), so that each output in a folder has its own."""
-    return output_stem(output, fmt) + f".{fmt}.meta.json"
+    return output_stem(output, fmt) + f"{_LAYOUTS[fmt].ids}.meta.json"
 
 
 def _shared_meta_path(output: str, fmt: str) -> str:
@@ -228,11 +176,10 @@ def _shared_meta_path(output: str, fmt: str) -> str:
 def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
     """The names (in the output's folder) of every file a run writes under
     `stem`: ids and index, unsharded or of any shard, and the metadata."""
-    ids, index = ("npy", "docs\\.npy") if fmt == "npy" else ("bin", "idx")
+    layout = _LAYOUTS[fmt]
+    ids, index = re.escape(layout.ids), re.escape(layout.docs)
     name = re.escape(stem)
-    return re.compile(
-        rf"{name}(?:-[0-9]{{5,}})?\.(?:{ids}|{index})|{name}\.{fmt}\.meta\.json"
-    )
+    return re.compile(rf"{name}(?:-[0-9]{{5,}})?(?:{ids}|{index})|{name}{ids}\.meta\.json")
 
 
 def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> List[str]:
@@ -290,84 +237,6 @@ def read_npy_header(f: IO[bytes]) -> Tuple[str, int, int]:
     return dtype.str, shape[0], f.tell()
 
 
-class _Shard:
-    """One shard being written: ids, and the boundaries (npy) or the
-    per-document lengths to index (bin) spooled beside them."""
-
-    def __init__(self, output: str, fmt: str, number: Optional[int], np: Any, dtype: Any) -> None:
-        self.np = np
-        self.fmt = fmt
-        self.dtype = dtype
-        self.number = number
-        self.ids_path, self.index_path = output_paths(output, fmt, number)
-        self.ids = AtomicFile(self.ids_path)
-        self.index = AtomicFile(self.index_path)
-        self.tokens = 0
-        self.documents = 0
-        self.records = 0
-        if fmt == "npy":
-            self.ids.file.write(bytes(NPY_HEADER_BYTES))
-            self.index.file.write(bytes(NPY_HEADER_BYTES))
-            self.index.file.write(np.zeros(1, dtype="<i8").tobytes())
-            self.lengths: Optional[AtomicFile] = None
-        else:
-            # Document lengths wait in a spool file until the index header
-            # (which needs the counts first) can be written.
-            self.lengths = AtomicFile(self.index_path + ".lengths")
-
-    def add(self, ids: Any, offsets: Any, records: int) -> None:
-        """Documents whose ids are `ids`, starting at `offsets` (n + 1)."""
-        np = self.np
-        n = len(offsets) - 1
-        ids.astype(self.dtype, copy=False).tofile(self.ids.file)
-        if self.fmt == "npy":
-            (offsets[1:] - offsets[0] + self.tokens).astype("<i8", copy=False).tofile(self.index.file)
-        else:
-            lengths = np.diff(offsets)
-            if n and int(lengths.max()) > 0x7FFFFFFF:
-                raise CliError("a document of more than 2^31-1 tokens does not fit Megatron's index")
-            lengths.astype("<i4").tofile(self.lengths.file)  # type: ignore[union-attr]
-        self.tokens += int(offsets[-1] - offsets[0])
-        self.documents += n
-        self.records = records
-
-    def finish(self) -> None:
-        """Completes the files under their temporary names."""
-        np = self.np
-        if self.fmt == "npy":
-            self.ids.file.seek(0)
-            self.ids.file.write(npy_header(np.dtype(self.dtype).str, self.tokens))
-            self.index.file.seek(0)
-            self.index.file.write(npy_header("<i8", self.documents + 1))
-        else:
-            assert self.lengths is not None
-            self.lengths.finish()
-            write_megatron_index(
-                self.index.file, self.lengths.tmp, self.documents, np.dtype(self.dtype).name, np
-            )
-            self.lengths.discard()
-        self.ids.finish()
-        self.index.finish()
-
-    def commit(self) -> None:
-        self.ids.commit()
-        self.index.commit()
-
-    def discard(self) -> None:
-        for f in (self.ids, self.index, self.lengths):
-            if f is not None:
-                f.discard()
-
-    def entry(self) -> Dict[str, Any]:
-        return {
-            "ids": os.path.basename(self.ids_path),
-            "index": os.path.basename(self.index_path),
-            "documents": self.documents,
-            "tokens": self.tokens,
-            "records": self.records,
-        }
-
-
 def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype_name: str, np: Any) -> None:
     """Megatron's .idx for `n` documents of one sequence each, whose int32
     lengths are in the file `lengths_path` (layout: see MEGATRON_MAGIC)."""
@@ -416,14 +285,95 @@ def read_megatron_index(path: str) -> Dict[str, Any]:
     return {"dtype": names[code], "lengths": lengths, "pointers": pointers, "document_index": doc_idx}
 
 
-class ArrayOutput:
-    """``--format npy|bin`` output: shards of whole documents, each
-    committed when complete, and the metadata file rewritten after each.
+class _Shard:
+    """One shard being written: the ids, and the document index beside
+    them (Megatron's per-document lengths are spooled until the counts that
+    its header needs are known)."""
 
-    `meta` holds everything but the counts and shards; `resume` (the
-    metadata of an earlier incomplete run) continues its shard list.
-    Whatever else earlier runs left under the output name (`replaced`) is
-    removed when the first shard is committed (see the module's text)."""
+    def __init__(self, output: str, fmt: str, number: Optional[int], np: Any, dtype: Any) -> None:
+        self.np = np
+        self.fmt = fmt
+        self.dtype = dtype
+        self.number = number
+        self.ids_path, self.index_path = output_paths(output, fmt, number)
+        self.ids = AtomicFile(self.ids_path)
+        self.index = AtomicFile(self.index_path)
+        self.tokens = 0
+        self.documents = 0
+        self.records = 0
+        self.lengths: Optional[AtomicFile] = None
+        if fmt == "npy":
+            self.ids.file.write(bytes(NPY_HEADER_BYTES))
+            self.index.file.write(bytes(NPY_HEADER_BYTES))
+            self.index.file.write(np.zeros(1, dtype="<i8").tobytes())
+        elif fmt == "bin":
+            self.lengths = AtomicFile(self.index_path + ".lengths")
+
+    def add(self, ids: Any, offsets: Any, records: int) -> None:
+        """Documents whose ids are `ids`, starting at `offsets` (n + 1)."""
+        np = self.np
+        n = len(offsets) - 1
+        ids.astype(self.dtype, copy=False).tofile(self.ids.file)
+        if self.fmt == "bin":
+            lengths = np.diff(offsets)
+            if n and int(lengths.max()) > 0x7FFFFFFF:
+                raise OutputError("a document of more than 2^31-1 tokens does not fit Megatron's index")
+            lengths.astype("<i4").tofile(self.lengths.file)  # type: ignore[union-attr]
+        else:
+            # npy: the start of each next document; datatrove: each
+            # document's end (the same numbers, int64 and uint64).
+            index_dtype = "<i8" if self.fmt == "npy" else "<u8"
+            (offsets[1:] - offsets[0] + self.tokens).astype(index_dtype, copy=False).tofile(self.index.file)
+        self.tokens += int(offsets[-1] - offsets[0])
+        self.documents += n
+        self.records = records
+
+    def finish(self) -> None:
+        """Completes the files under their temporary names."""
+        np = self.np
+        if self.fmt == "npy":
+            self.ids.file.seek(0)
+            self.ids.file.write(npy_header(np.dtype(self.dtype).str, self.tokens))
+            self.index.file.seek(0)
+            self.index.file.write(npy_header("<i8", self.documents + 1))
+        elif self.fmt == "bin":
+            assert self.lengths is not None
+            self.lengths.finish()
+            write_megatron_index(
+                self.index.file, self.lengths.tmp, self.documents, np.dtype(self.dtype).name, np
+            )
+            self.lengths.discard()
+        self.ids.finish()
+        self.index.finish()
+
+    def commit(self) -> None:
+        self.ids.commit()
+        self.index.commit()
+
+    def discard(self) -> None:
+        for f in (self.ids, self.index, self.lengths):
+            if f is not None:
+                f.discard()
+
+    def entry(self) -> Dict[str, Any]:
+        return {
+            "ids": os.path.basename(self.ids_path),
+            "index": os.path.basename(self.index_path),
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "records": self.records,
+        }
+
+
+class ArrayOutput:
+    """An array output (see the module's text): shards of whole documents,
+    each committed when complete, and the metadata file rewritten after
+    each.
+
+    `meta` holds everything but the counts and shards (array_metadata);
+    `resume` (the metadata of an earlier incomplete run) continues its shard
+    list. Whatever else earlier runs left under the output name (`replaced`)
+    is removed when the first shard is committed."""
 
     def __init__(
         self,
@@ -465,12 +415,18 @@ class ArrayOutput:
         done: int = sum(s["tokens"] for s in self.shards)
         return done + (self.current.tokens if self.current else 0)
 
+    @property
+    def committed_documents(self) -> int:
+        """Documents in the shards committed so far (what an interrupted
+        run keeps)."""
+        return sum(int(s["documents"]) for s in self.shards)
+
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
         """Documents of one batch: flat `ids`, `offsets` (n + 1 starts),
         and the input record count after each document."""
         np = self.np
         if len(ids) and int(ids.max()) > self.limit:
-            raise CliError(f"token id {int(ids.max())} does not fit {np.dtype(self.dtype).name}")
+            raise OutputError(f"token id {int(ids.max())} does not fit {np.dtype(self.dtype).name}")
         n = len(offsets) - 1
         i = 0
         while i < n:
@@ -540,7 +496,7 @@ class ArrayOutput:
             except FileNotFoundError:
                 pass
             except OSError as e:
-                raise CliError(f"cannot remove {self._stale[-1]} of an earlier run: {e.strerror}") from None
+                raise OutputError(f"cannot remove {self._stale[-1]} of an earlier run: {e.strerror}") from None
             self._stale.pop()
 
     def discard(self) -> None:

@@ -1,0 +1,307 @@
+"""What a document is on the command line (issue 23, item 5): a line, a
+paragraph or a file of text input, one or several JSONL fields, empty ones
+left out or kept, with BOS/EOD around them; each run's ids compared with
+the API's ``encode`` of the documents as the test cuts them itself, and
+each setting recorded in the metadata and checked by --resume."""
+
+import gzip
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import spmbpe
+from spmbpe.cli import main
+
+DATA = Path(__file__).parent / "data"
+CORPUS = DATA / "corpus"
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def here(capsysbinary, monkeypatch):
+    """main() in this process, on `stdin`."""
+
+    def call(args, stdin=b""):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        code = main([str(a) for a in args])
+        out, err = capsysbinary.readouterr()
+        return Result(code, out, err)
+
+    return call
+
+
+def ok(result):
+    assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def one_line_error(result, *parts):
+    err = result.stderr.decode()
+    assert result.returncode != 0
+    assert err.startswith("spmbpe: error: ") and err.count("\n") == 1, err
+    for part in parts:
+        assert part in err, err
+
+
+@pytest.fixture(scope="module")
+def v1():
+    return spmbpe.load("mistral-v1")
+
+
+def docs_of(stdout):
+    return [json.loads(line) for line in stdout.decode().splitlines()]
+
+
+def npy_docs(stem):
+    ids, starts = np.load(f"{stem}.npy"), np.load(f"{stem}.docs.npy").tolist()
+    return [ids[a:b].tolist() for a, b in zip(starts[:-1], starts[1:])]
+
+
+def paragraphs(text):
+    """Paragraphs as the test reads them: runs of lines between lines that
+    are empty or only whitespace, joined with "\\n" (line ends without \\r)."""
+    lines = [s[:-1] if s.endswith("\r") else s for s in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    out, current = [], []
+    for line in lines:
+        if line.strip():
+            current.append(line)
+        elif current:
+            out.append("\n".join(current))
+            current = []
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+# ------------------------------------------------------------------ empty documents
+
+
+def test_skip_empty_leaves_out_empty_documents_only(here, v1, tmp_path):
+    stdin = b"a\n\nb c\n   \n\r\nlast"
+    kept = ok(here(["encode", "--format", "jsonl", "--skip-empty"], stdin))
+    # "   " is not empty (its spaces are tokens); "" and "\r\n" lines are.
+    assert docs_of(kept.stdout) == [v1.encode(t) for t in ("a", "b c", "   ", "last")]
+    assert kept.stderr.decode() == "spmbpe: left out 2 empty documents (--skip-empty)\n"
+    every = ok(here(["encode", "--format", "jsonl"], stdin))
+    assert docs_of(every.stdout) == [v1.encode(t) for t in ("a", "", "b c", "   ", "", "last")]
+
+    ok(here(["encode", "--skip-empty", "-o", tmp_path / "e.npy"], stdin))
+    assert npy_docs(tmp_path / "e") == [v1.encode(t) for t in ("a", "b c", "   ", "last")]
+    meta = json.loads((tmp_path / "e.npy.meta.json").read_text())
+    assert meta["settings"]["skip_empty"] is True and meta["documents"] == 4
+
+    jsonl = b'{"text": "x"}\n{"text": ""}\n{"text": "y"}\n'
+    got = ok(here(["encode", "--format", "jsonl", "--input-format", "jsonl", "--skip-empty"], jsonl))
+    assert docs_of(got.stdout) == [v1.encode("x"), v1.encode("y")]
+    counted = json.loads(ok(here(["count", "--json", "--skip-empty"], stdin)).stdout)
+    assert counted["total"]["documents"] == 4
+
+
+# ------------------------------------------------------------------ paragraphs and files
+
+
+def test_paragraphs_are_runs_of_lines_between_blank_lines(here, v1, tmp_path):
+    lines = (CORPUS / "en_botchan.txt").read_text(encoding="utf-8").split("\n")[:600]
+    # Blank lines (empty, spaces, several in a row) after every few lines.
+    blanks = ["", "  ", "\t", ""]
+    text = "".join(line + "\n" + ("\n".join(blanks[: i % 4 + 1]) + "\n" if i % 3 == 2 else "")
+                   for i, line in enumerate(lines))[:30000]
+    first = tmp_path / "a.txt"
+    first.write_text(text, encoding="utf-8", newline="")
+    second = tmp_path / "b.txt.gz"  # gzip, CRLF, blank lines of spaces, no final newline
+    tail = "para one\r\nstill one\r\n \t \r\n\r\npara two\r\n\r\n\r\nthree"
+    second.write_bytes(gzip.compress(tail.encode()))
+    expected = paragraphs(text) + ["para one\nstill one", "para two", "three"]
+    assert len(expected) > 50
+    got = ok(here(["encode", "--documents", "paragraph", "--format", "jsonl", "--batch-size", "4K", first, second]))
+    assert docs_of(got.stdout) == [v1.encode(p) for p in expected]
+    # A paragraph does not run on into the next input.
+    joined = ok(here(["encode", "--documents", "paragraph", "--format", "jsonl", first, first]))
+    assert len(docs_of(joined.stdout)) == 2 * len(paragraphs(text))
+
+
+def test_a_paragraph_with_invalid_utf8_is_left_out_whole(here, v1):
+    stdin = b"one\ntwo\n\nbad \xff here\nsame para\n\nfour\n"
+    got = ok(here(["encode", "--documents", "paragraph", "--format", "jsonl", "--errors", "skip"], stdin))
+    assert docs_of(got.stdout) == [v1.encode("one\ntwo"), v1.encode("four")]
+    assert b"skipped 1 documents" in got.stderr
+    one_line_error(here(["encode", "--documents", "paragraph"], stdin), "<stdin>, line 4", "invalid UTF-8")
+
+
+def test_one_document_per_file(here, v1, tmp_path):
+    files = []
+    for i, name in enumerate(("en_botchan.txt", "multi_ja.txt", "code_py.txt")):
+        data = (CORPUS / name).read_bytes()[: 5000 + 3000 * i]
+        data = data[: data.rfind(b"\n") - 3]  # the text as is: no final newline here
+        path = tmp_path / f"{i}.txt"
+        path.write_bytes(data)
+        files.append(path)
+    packed = tmp_path / "3.txt.gz"
+    packed.write_bytes(gzip.compress(b"gzip\r\ntext\n"))
+    empty = tmp_path / "4.txt"
+    empty.write_bytes(b"")
+    files += [packed, empty]
+    texts = [p.read_bytes().decode("utf-8") for p in files[:3]] + ["gzip\r\ntext\n", ""]
+    got = ok(here(["encode", "--documents", "file", "--format", "jsonl", *files]))
+    assert docs_of(got.stdout) == [v1.encode(t) for t in texts]
+    skipped = ok(here(["encode", "--documents", "file", "--skip-empty", "-o", tmp_path / "f.npy", *files]))
+    assert npy_docs(tmp_path / "f") == [v1.encode(t) for t in texts[:4]], skipped.stderr
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nfine\nbad \xc3( here\n")
+    one_line_error(here(["encode", "--documents", "file", files[0], bad]), f"{bad}, line 3", "invalid UTF-8")
+    got = ok(here(["encode", "--documents", "file", "--errors", "skip", "--format", "jsonl", bad, files[2]]))
+    assert docs_of(got.stdout) == [v1.encode(texts[2])]
+    jsonl = tmp_path / "x.jsonl"
+    jsonl.write_text('{"text": "a"}\n')
+    one_line_error(here(["encode", "--documents", "file", jsonl]), "--documents file", "JSONL")
+
+
+# ------------------------------------------------------------------ several JSONL keys
+
+
+def test_several_json_keys_write_an_output_per_key(here, v1, tmp_path):
+    ja = (CORPUS / "multi_ja.txt").read_text(encoding="utf-8").split("\n")[:300]
+    rows = [{"id": i, "text": t, "title": f"title {i}", "extra": 1} for i, t in enumerate(ja)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    for fmt, layout in (("npy", None), ("bin", None)):
+        ok(here(["encode", "--json-keys", "text,title", "--format", fmt, "-o", tmp_path / f"c.{fmt}", src]))
+    # Megatron's preprocess_data writes PREFIX_KEY_document.bin/.idx per key;
+    # spmbpe OUT_KEY.EXT.
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("c"))
+    assert names == sorted(
+        [f"c_{k}{s}" for k in ("text", "title") for s in (".npy", ".docs.npy", ".npy.meta.json")]
+        + [f"c_{k}{s}" for k in ("text", "title") for s in (".bin", ".idx", ".bin.meta.json")]
+    )
+    for key in ("text", "title"):
+        assert npy_docs(tmp_path / f"c_{key}") == [v1.encode(r[key]) for r in rows]
+        meta = json.loads((tmp_path / f"c_{key}.npy.meta.json").read_text())
+        assert meta["settings"]["json_key"] == key and meta["settings"]["json_keys"] == ["text", "title"]
+        flat = np.fromfile(tmp_path / f"c_{key}.bin", dtype="<u2").tolist()
+        assert flat == [i for r in rows for i in v1.encode(r[key])]
+    counted = json.loads(ok(here(["count", "--json", "--json-keys", "text,title", src])).stdout)
+    assert [r["name"] for r in counted["inputs"]] == [f"{src} [text]", f"{src} [title]"]
+    assert counted["inputs"][1]["tokens"] == sum(len(v1.encode(r["title"])) for r in rows)
+    assert counted["inputs"][1]["bytes"] == sum(len(r["title"].encode()) for r in rows)
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a", "title": "b"}\n{"text": "a"}\n')
+    one_line_error(here(["encode", "--json-keys", "text,title", "-o", tmp_path / "x.npy", bad]),
+                   f"{bad}, line 2", "no 'title' field", "--json-keys")
+    one_line_error(here(["encode", "--json-keys", "text,title", src]), "--json-keys", "an output per key")
+    one_line_error(here(["encode", "--json-keys", "text,title", "--resume", "--shard-size", "1K",
+                         "-o", tmp_path / "x.npy", src]), "--resume", "--json-keys")
+    assert not list(tmp_path.glob("x*"))
+
+
+# ------------------------------------------------------------------ BOS and EOD
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "npy", "bin", "ds"])
+def test_append_eod_and_prepend_bos(here, v1, tmp_path, fmt):
+    texts = ["Hello world", "", "a</s>b"]
+    stdin = ("\n".join(texts) + "\n").encode()
+    bos, eos = v1.bos_id, v1.eos_id
+    cases = {
+        ("--append-eod",): [v1.encode(t) + [eos] for t in texts],
+        ("--prepend-bos",): [[bos] + v1.encode(t) for t in texts],
+        ("--prepend-bos", "--append-eod"): [[bos] + v1.encode(t) + [eos] for t in texts],
+        # mistral-v1 adds BOS by itself: --add-special-tokens + --prepend-bos adds it once.
+        ("--add-special-tokens", "--prepend-bos", "--append-eod"): [[bos] + v1.encode(t) + [eos] for t in texts],
+        ("--append-eod", "--skip-empty"): [v1.encode(t) + [eos] for t in texts if t],
+    }
+    for flags, expected in cases.items():
+        if fmt == "jsonl":
+            got = docs_of(ok(here(["encode", "--format", "jsonl", *flags], stdin)).stdout)
+        else:
+            out = tmp_path / f"o.{fmt}"
+            ok(here(["encode", *flags, "-o", out], stdin))
+            got = _array_docs(out, fmt)
+            meta = json.loads((tmp_path / f"o.{fmt}.meta.json").read_text())
+            assert meta["settings"]["append_eod"] == ("--append-eod" in flags)
+            assert meta["settings"]["prepend_bos"] == ("--prepend-bos" in flags)
+        assert got == expected, flags
+
+
+def _array_docs(out, fmt):
+    stem = str(out)[: -len(fmt) - 1]
+    if fmt == "npy":
+        return npy_docs(stem)
+    if fmt == "bin":
+        raw = Path(stem + ".idx").read_bytes()
+        n = int.from_bytes(raw[18:26], "little")
+        lengths = np.frombuffer(raw, "<i4", n, 34)
+        pointers = np.frombuffer(raw, "<i8", n, 34 + 4 * n)
+        data = np.fromfile(out, dtype="<u2")
+        return [data[p // 2 : p // 2 + m].tolist() for p, m in zip(pointers, lengths)]
+    ids = np.fromfile(out, dtype="<u2")
+    ends = np.fromfile(stem + ".ds.index", dtype="<u8").tolist()
+    return [ids[a:b].tolist() for a, b in zip([0] + ends[:-1], ends)]
+
+
+# ------------------------------------------------------------------ resume
+
+
+def _cut_after(folder, stem, fmt, keep):
+    """Makes a complete sharded run look interrupted after `keep` shards:
+    its metadata as the run rewrote it then, the later shards gone."""
+    meta_file = folder / f"{stem}.{fmt}.meta.json"
+    meta = json.loads(meta_file.read_text())
+    assert len(meta["shards"]) > keep + 1
+    for shard in meta["shards"][keep:]:
+        (folder / shard["ids"]).unlink()
+        (folder / shard["index"]).unlink()
+    meta["shards"] = meta["shards"][:keep]
+    meta["documents"] = sum(s["documents"] for s in meta["shards"])
+    meta["tokens"] = sum(s["tokens"] for s in meta["shards"])
+    meta["complete"] = False
+    meta_file.write_text(json.dumps(meta))
+    return meta
+
+
+@pytest.mark.parametrize("mode", ["paragraph", "file", "line"])
+def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    text = (CORPUS / "multi_de.txt").read_text(encoding="utf-8")[:60000]
+    text = text.replace(". ", ".\n\n", 200)  # paragraphs of a few lines
+    inputs = []
+    for i in range(6):
+        path = folder / f"{i}.txt"
+        path.write_text(text[i * 10000 : (i + 1) * 10000], encoding="utf-8")
+        inputs.append(path)
+    flags = ["--documents", mode, "--skip-empty", "--append-eod", "--shard-size", "1500", "--batch-size", "2K",
+             "--format", "ds"]
+    whole = tmp_path / "whole"
+    cut = tmp_path / "cut"
+    whole.mkdir()
+    cut.mkdir()
+    ok(here(["encode", *flags, "-o", whole / "o.ds", *inputs]))
+    ok(here(["encode", *flags, "-o", cut / "o.ds", *inputs]))
+    meta = _cut_after(cut, "o", "ds", 3)
+    resumed = ok(here(["encode", *flags, "--resume", "-o", cut / "o.ds", *inputs]))
+    records = meta["shards"][-1]["records"]
+    assert resumed.stderr.decode().splitlines()[0] == (
+        f"spmbpe: --resume: skipping 3 complete shards ({meta['documents']:,} documents, {records:,} "
+        f"input records) of {cut / 'o.ds.meta.json'}; continuing with shard 3"
+    )
+    assert sorted(p.name for p in cut.iterdir()) == sorted(p.name for p in whole.iterdir())
+    for p in whole.iterdir():
+        if not p.name.endswith(".meta.json"):
+            assert (cut / p.name).read_bytes() == p.read_bytes(), p.name
+    # Another document definition is another run: --resume refuses it.
+    changed = [f for f in flags if f != "--skip-empty"]
+    _cut_after(cut, "o", "ds", 2)
+    one_line_error(here(["encode", *changed, "--resume", "-o", cut / "o.ds", *inputs]), "--resume", "settings")

@@ -1,0 +1,173 @@
+"""Array outputs in the layouts training code reads as is (issue 23, item
+6), byte for byte against files that the tools' own writers wrote:
+megatron-core's ``IndexedDatasetBuilder`` (.bin + .idx) and datatrove's
+``TokenizedFile`` (.ds + .ds.index), in tests/data/formats/ (written by
+tools/make_format_references.py; see VERSIONS there; the tests need
+neither package). nanoGPT's flat file is
+read the way its train.py reads it, with ``numpy.memmap``. Where
+megatron-core or datatrove is importable, their readers read spmbpe's
+files too. ``spmbpe decode`` reads every output back by the name it was
+written under."""
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import spmbpe
+from spmbpe.cli import main
+
+ROOT = Path(__file__).parent.parent
+FORMATS = Path(__file__).parent / "data" / "formats"
+CASES = json.loads((FORMATS / "cases.json").read_text(encoding="utf-8"))
+
+
+def _wide_model(folder):
+    """mistral-v1's tokenizer.json grown past 65,536 ids with a special token
+    70000 (as tests/test_cli.py and tools/make_format_references.py build it)."""
+    spec = json.loads((ROOT / "tests" / "data" / "mistral-v1.tokenizer.json").read_text(encoding="utf-8"))
+    for i in range(32000, 70000):
+        spec["model"]["vocab"][f"zzq{i}"] = i
+    spec["added_tokens"].append({"id": 70000, "content": "<|big|>", "single_word": False, "lstrip": False,
+                                 "rstrip": False, "normalized": False, "special": True})
+    path = folder / "wide.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def here(capsysbinary, monkeypatch):
+    def call(args, stdin=b""):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        code = main([str(a) for a in args])
+        out, err = capsysbinary.readouterr()
+        assert code == 0, err.decode()
+        return out
+
+    return call
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    return {
+        name: _wide_model(folder) if case["model"] == "wide" else str(ROOT / case["model"])
+        for name, case in CASES.items()
+    }
+
+
+def _documents(name, model):
+    """The case's documents' ids, from the API (BOS/EOD as its flags say)."""
+    case = CASES[name]
+    tok = spmbpe.load(model)
+    lines = (FORMATS / case["input"]).read_text(encoding="utf-8").split("\n")[:-1]
+    flags = case["flags"]
+    special = flags[flags.index("--special") + 1] if "--special" in flags else "none"
+    add = "--add-special-tokens" in flags
+    docs = []
+    for line in lines:
+        if "--skip-empty" in flags and not line:
+            continue
+        ids = tok.encode(line, special=special, add_special_tokens=add)
+        docs.append(ids + [tok.eos_id] if "--append-eod" in flags else ids)
+    return tok, docs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("fmt, suffixes", [("bin", (".bin", ".idx")), ("ds", (".ds", ".ds.index"))])
+def test_the_bytes_of_the_training_tools_own_writers(here, models, tmp_path, name, fmt, suffixes):
+    case = CASES[name]
+    here(["encode", "--model", models[name], *case["flags"], "-o", tmp_path / f"{name}.{fmt}", FORMATS / case["input"]])
+    for suffix in suffixes:
+        ours = (tmp_path / f"{name}{suffix}").read_bytes()
+        assert ours == (FORMATS / f"{name}{suffix}").read_bytes(), suffix
+    # And the references hold the documents' ids (not only the same bytes).
+    tok, docs = _documents(name, models[name])
+    dtype = np.dtype(json.loads((tmp_path / f"{name}.{fmt}.meta.json").read_text())["dtype"]).newbyteorder("<")
+    flat = np.fromfile(FORMATS / f"{name}{suffixes[0]}", dtype=dtype).tolist()
+    assert flat == [i for d in docs for i in d]
+    assert dtype.itemsize == (2 if tok.vocab_size < 65500 else 4)
+    # decode reads it back by the name it was written under.
+    text = here(["decode", "--model", models[name], "--format", "jsonl", tmp_path / f"{name}.{fmt}"])
+    assert [json.loads(line)["text"] for line in text.decode().splitlines()] == [tok.decode(d) for d in docs]
+
+
+def test_nanogpt_reads_the_bin_file_with_numpy_memmap(here, tmp_path):
+    # nanoGPT's data/openwebtext/prepare.py writes each document's ids and
+    # then the EOT id into one flat uint16 file; train.py reads it with
+    # np.memmap(path, dtype=np.uint16, mode="r").
+    tok = spmbpe.load("mistral-v1")
+    lines = (FORMATS / "botchan.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    here(["encode", "--append-eod", "-o", tmp_path / "train.bin", FORMATS / "botchan.txt"])
+    data = np.memmap(tmp_path / "train.bin", dtype=np.uint16, mode="r")
+    assert data.tolist() == [i for line in lines for i in tok.encode(line) + [tok.eos_id]]
+    # get_batch's windows: x = data[i:i+block], y = data[i+1:i+1+block].
+    block = 64
+    x, y = data[10 : 10 + block].astype(np.int64), data[11 : 11 + block].astype(np.int64)
+    assert (x[1:] == y[:-1]).all()
+
+
+def test_sharded_outputs_read_back_by_the_name_they_were_written_under(here, tmp_path):
+    tok = spmbpe.load("mistral-v1")
+    lines = (FORMATS / "botchan.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    for fmt in ("npy", "bin", "ds"):
+        out = tmp_path / f"s.{fmt}"
+        here(["encode", "--shard-size", "60", "-o", out, FORMATS / "botchan.txt"])
+        meta = json.loads((tmp_path / f"s.{fmt}.meta.json").read_text())
+        assert len(meta["shards"]) > 5 and not out.exists()
+        for name in (out, tmp_path / f"s.{fmt}.meta.json"):
+            text = here(["decode", "--format", "jsonl", name])
+            assert [json.loads(line)["text"] for line in text.decode().splitlines()] == lines, (fmt, name)
+        # Each shard is a data set of its own in its format.
+        first = here(["decode", "--format", "jsonl", tmp_path / meta["shards"][0]["ids"]])
+        assert len(first.decode().splitlines()) == meta["shards"][0]["documents"]
+
+
+def test_decode_of_a_missing_or_foreign_output_is_a_one_line_error(capsysbinary, monkeypatch, tmp_path):
+    bad = tmp_path / "x.npy.meta.json"
+    bad.write_text('{"format": "zip"}')
+    for args, part in ((["decode", tmp_path / "nope.npy"], "no such file"),
+                       (["decode", bad], "not the metadata of an spmbpe array output")):
+        code = main([str(a) for a in args])
+        err = capsysbinary.readouterr().err.decode()
+        assert code == 1 and err.startswith("spmbpe: error: ") and part in err and err.count("\n") == 1, err
+
+
+# ------------------------------------------------------------------ the tools' own readers, when installed
+
+
+def test_megatron_core_reads_the_bin_output(here, tmp_path):
+    pytest.importorskip("torch")
+    indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset")
+    tok, docs = _documents("eod", "mistral-v1")
+    here(["encode", "--append-eod", "--skip-empty", "-o", tmp_path / "m.bin", FORMATS / "botchan.txt"])
+    dataset = indexed.IndexedDataset(str(tmp_path / "m"))
+    assert len(dataset) == len(docs)
+    assert [dataset[i].tolist() for i in range(len(dataset))] == docs
+    assert dataset.document_indices.tolist() == list(range(len(docs) + 1))
+
+
+def test_datatrove_reads_the_ds_output(here, tmp_path):
+    pytest.importorskip("torch")
+    dataset_module = pytest.importorskip("datatrove.utils.dataset")
+    tok, docs = _documents("eod", "mistral-v1")
+    here(["encode", "--append-eod", "--skip-empty", "-o", tmp_path / "d.ds", FORMATS / "botchan.txt"])
+    seq_len = 31
+    dataset = dataset_module.DatatroveFileDataset(str(tmp_path / "d.ds"), seq_len, token_size=2, return_positions=True)
+    flat = [i for d in docs for i in d]
+    starts = set(np.cumsum([0] + [len(d) for d in docs]).tolist())
+    assert len(dataset) == len(flat) // (seq_len + 1) > 5
+    for item in range(len(dataset)):
+        first = item * (seq_len + 1)
+        got = dataset[item]
+        assert got["input_ids"].tolist() == flat[first : first + seq_len + 1]
+        # datatrove's positions: from 0 at the window's start, and again
+        # after each document end it reads from the .ds.index.
+        expected, at = [], first
+        for g in range(first, first + seq_len + 1):
+            at = g if g in starts else at
+            expected.append(g - at)
+        assert got["positions"].tolist() == expected, item
