@@ -1,7 +1,7 @@
 """Corpus-scale throughput: a large corpus read once, spmbpe in every format beside the peers.
 
     python benchmarks/scale.py [--corpus DIR] [--files a.txt,b.txt] [--limit-mb N]
-                               [--modes line,batch,batch1,numpy,doc,warm,cli] [--repeat N]
+                               [--modes line,batch,batch1,numpy,doc,pieces,warm,cli] [--repeat N]
                                [--threads N] [--sample-lines N] [--columns SUBSTR,...]
                                [--python PATH ...] [--markdown] [--json OUT.json]
 
@@ -21,6 +21,8 @@ Modes (MB/s of UTF-8 input, best of --repeat runs):
   numpy   the lines in one batch call into one flat array (spmbpe's
           encode_batch(return_numpy=True); a peer's own flat output)
   doc     spmbpe: the whole file as one text (one document against its lines)
+  pieces  spmbpe: the file cut at line ends into 10 KB documents, one call each
+          (a document's speed per MB against a small one's)
   warm    spmbpe: per line on the file's first 256 KB, encoded again and
           again by one tokenizer (the small-text speed the cache gives)
   cli     spmbpe: `python -m spmbpe encode --model M -o OUT.bin` on the lines,
@@ -87,10 +89,11 @@ sys.path.insert(0, str(HERE))
 from _common import corpus_lines, load_line, machine_line, timed, usable_cores, utf8_len  # noqa: E402
 import _peers  # noqa: E402
 
-MODES = ("line", "batch", "batch1", "numpy", "doc", "warm", "cli")
+MODES = ("line", "batch", "batch1", "numpy", "doc", "pieces", "warm", "cli")
 TITLES = {"line": "per line", "batch": "batch {n}t", "batch1": "batch 1t", "numpy": "numpy {n}t",
-          "doc": "document", "warm": "warm", "cli": "CLI .bin"}
-SPMBPE_ONLY = {"batch1", "doc", "warm", "cli"}
+          "doc": "document", "pieces": "10 KB docs", "warm": "warm", "cli": "CLI .bin"}
+SPMBPE_ONLY = {"batch1", "doc", "pieces", "warm", "cli"}
+PIECE_BYTES = 10_000
 WARM_BYTES = 256_000
 DOC_SAMPLE_BYTES = 256_000
 
@@ -142,6 +145,20 @@ def sample_of(lines: List[str], n: int) -> List[str]:
         return list(lines)
     step = len(lines) / n
     return [lines[int(i * step)] for i in range(n)]
+
+
+def pieces_of(text: str, size: int) -> List[str]:
+    """The text cut at line ends into documents of about `size` bytes."""
+    out, cur, n = [], [], 0
+    for x in text.splitlines(keepends=True):
+        cur.append(x)
+        n += len(x.encode("utf-8"))
+        if n >= size:
+            out.append("".join(cur))
+            cur, n = [], 0
+    if cur:
+        out.append("".join(cur))
+    return out
 
 
 def head_lines(lines: List[str], size: int) -> List[str]:
@@ -240,7 +257,7 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         for mode in spec["modes"]:
             skip = col.reads_specials.get(mode, ())
             tok = col.make()
-            if mode in ("line", "warm"):
+            if mode in ("line", "warm", "pieces"):  # (pieces: the same call as line)
                 mine = [col.modes["line"](tok, x) for x in sample]
             elif mode == "doc":
                 mine = [col.modes["line"](tok, doc)]
@@ -266,9 +283,15 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         return _cli_time(spec, lines)
     data: Any = text if mode == "doc" else lines
     size = len(text.encode("utf-8")) if mode == "doc" else utf8_len(lines)
+    if mode == "pieces":
+        data = pieces_of(text, PIECE_BYTES)
+        size = utf8_len(data)
     if mode == "warm":
         data = head_lines(lines, WARM_BYTES)
         size = utf8_len(data)
+    # NumPy imported outside the timing (spmbpe imports it on the first
+    # return_numpy call; some peers on their own import).
+    _peers._import("numpy")
     _trim()
     _reset_hwm()
     base = _rss()
@@ -281,11 +304,12 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
                 line(tok, x)  # ids dropped: what stays is the tokenizer's
     elif mode == "doc":
         run = lambda: line(tok, data)  # noqa: E731
-    elif mode == "warm":
+    elif mode in ("warm", "pieces"):
         def run():
             for x in data:
                 line(tok, x)
-        run()  # the pass that fills the cache, untimed
+        if mode == "warm":
+            run()  # the pass that fills the cache, untimed
     elif mode == "batch1":
         run = lambda: col.modes["batch"](tok, data, 1)  # noqa: E731
     else:
@@ -682,6 +706,9 @@ def _summary(args, report, keys, modes) -> None:
         if "doc" in modes and "line" in modes:
             add("one document / its lines (spmbpe model)",
                 _ratio(fr, ("spmbpe model", "doc"), [("spmbpe model", "line")]), TARGET_DOC)
+        if "doc" in modes and "pieces" in modes:
+            add("one document / the same text as 10 KB documents (spmbpe model)",
+                _ratio(fr, ("spmbpe model", "doc"), [("spmbpe model", "pieces")]), TARGET_DOC)
         peer_batches = [(k, m) for k in peers for m in ("batch", "numpy") if m in modes]
         for m in ("batch", "numpy"):
             if m in modes:
