@@ -256,17 +256,23 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         results = {}
         for mode in spec["modes"]:
             skip = col.reads_specials.get(mode, ())
-            tok = col.make()
-            if mode in ("line", "warm", "pieces"):  # (pieces: the same call as line)
-                mine = [col.modes["line"](tok, x) for x in sample]
-            elif mode == "doc":
-                mine = [col.modes["line"](tok, doc)]
-            elif mode == "cli":
-                mine = [_cli_check(spec, sample)]
-            elif mode == "batch1":
-                mine = _as_rows("batch", col.modes["batch"](tok, sample, 1))
-            else:
-                mine = _as_rows(mode, col.modes[mode](tok, sample, n))
+            try:
+                tok = col.make()
+                if mode in ("line", "warm", "pieces"):  # (pieces: the same call as line)
+                    mine = [col.modes["line"](tok, x) for x in sample]
+                elif mode == "doc":
+                    mine = [col.modes["line"](tok, doc)]
+                elif mode == "cli":
+                    mine = [_cli_check(spec, sample)]
+                elif mode == "batch1":
+                    mine = _as_rows("batch", col.modes["batch"](tok, sample, 1))
+                else:
+                    mine = _as_rows(mode, col.modes[mode](tok, sample, n))
+            except Exception as e:  # noqa: BLE001 - a call that fails is reported like one that differs
+                detail = e.stderr.decode("utf-8", "replace").strip()[-300:] if getattr(e, "stderr", None) else e
+                results[mode] = {"differing": 1, "left_out": 0, "total": 1, "skip": list(skip),
+                                 "example": f"the call raised {type(e).__name__}: {detail}"}
+                continue
             if mode == "doc":
                 texts, expect = [doc], [ref["doc"]]
             elif mode == "cli":
@@ -541,8 +547,13 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
                 cm = col_modes(key)
                 family = columns[key]["family"]
                 ref_key = refs[family]
-                res = runner.call(columns[key]["python"], dict(base, task="check", column=key, modes=cm,
-                                                               reference=str(ref_paths[family])))["check"]
+                try:
+                    res = runner.call(columns[key]["python"], dict(base, task="check", column=key, modes=cm,
+                                                                   reference=str(ref_paths[family])))["check"]
+                except RuntimeError as e:  # the worker died (a crash): every mode fails
+                    last = str(e).strip().splitlines()[-1][:300]
+                    res = {m: {"differing": 1, "left_out": 0, "total": 1, "skip": [],
+                               "example": f"the worker failed: {last}"} for m in cm}
                 fr["checks"][key] = res
                 ok[key] = []
                 for m, r in res.items():
@@ -563,7 +574,18 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
             entries = [k for k in keys if mode in ok[k]]
             for r in range(args.repeat):
                 for key in (entries if r % 2 == 0 else list(reversed(entries))):
-                    res = runner.call(columns[key]["python"], dict(base, task="time", column=key, mode=mode))
+                    try:
+                        res = runner.call(columns[key]["python"], dict(base, task="time", column=key, mode=mode))
+                    except RuntimeError as e:
+                        # (Agreed on the sample, failed on the file: reported, never a figure.)
+                        check = fr["checks"][key][mode]
+                        if "failed" not in check:
+                            check["failed"] = str(e).strip().splitlines()[-1][:300]
+                            footnotes.append(f"[{len(footnotes) + 1}] {name} {mode}: {key} failed on the "
+                                             f"file: {check['failed']}")
+                            check["note"] = len(footnotes)
+                            bad_spmbpe += columns[key]["spmbpe"]
+                        continue
                     fr["runs"].setdefault(f"{key}|{mode}", []).append(res)
         _print_file(args, name, fr, keys, modes, columns, col_modes)
     if footnotes:
@@ -574,7 +596,7 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
     if args.json:
         args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     if bad_spmbpe:
-        print(f"\n{bad_spmbpe} spmbpe column/mode(s) differ from their reference: a bug", file=sys.stderr)
+        print(f"\n{bad_spmbpe} spmbpe column/mode(s) differ from their reference or failed: a bug", file=sys.stderr)
         return 1
     return 0
 
@@ -626,6 +648,8 @@ def _print_file(args, name, fr, keys, modes, columns, col_modes) -> None:
                 cells.append("-")
             elif c["differing"]:
                 cells.append(f"differs[{c['note']}]")
+            elif c.get("failed"):
+                cells.append(f"failed[{c['note']}]")
             else:
                 cell = _fmt(rate(fr, key, m))
                 cells.append(cell + (f"[{c['note']}]" if c.get("note") else ""))
