@@ -21,6 +21,7 @@ counted, and every other text must agree.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -49,6 +50,9 @@ class Column:
     # (texts holding one are left out of its id check).
     reads_specials: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     spmbpe: bool = False
+    # tok -> the line call as one callable of the text, without a Python
+    # frame of ours around it (a bound method): what the per-line loops time.
+    bind: Optional[Callable] = None
     # Whose ids it must give: "spm" (sentencepiece's, for the .model and what
     # is converted from it) or "json" (tokenizers', for the tokenizer.json,
     # whose merges split a run of spaces otherwise: "  You" is
@@ -91,13 +95,14 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
     import spmbpe
 
     if call == "ordinary":
-        line = lambda t, x: t.encode_ordinary(x)  # noqa: E731
+        bind = lambda t: t.encode_ordinary  # noqa: E731
     elif call == "default":
-        line = lambda t, x: t.encode(x)  # noqa: E731
+        bind = lambda t: t.encode  # noqa: E731
     else:
-        line = lambda t, x: t.encode(x, special="all")  # noqa: E731
+        bind = lambda t: functools.partial(t.encode, special="all")  # noqa: E731
     col = Column(spmbpe_key(fmt, call), "spmbpe", spmbpe.__version__, lambda: spmbpe.load(path),
-                 {"line": line}, spmbpe=True, family="json" if fmt == "json" else "spm")
+                 {"line": lambda t, x: bind(t)(x)}, spmbpe=True, family="json" if fmt == "json" else "spm",
+                 bind=bind)
     if call == "ordinary":
         col.modes["batch"] = lambda t, xs, n: t.encode_batch(xs, special="none", num_threads=n)
         col.modes["numpy"] = lambda t, xs, n: t.encode_batch(xs, special="none", num_threads=n,
@@ -177,7 +182,8 @@ def _sentencepiece(spm, np) -> Column:
     model = str(MODEL)
     return Column(f"sentencepiece {v}", "sentencepiece", v, lambda: spm.SentencePieceProcessor(model_file=model),
                   {"line": lambda t, x: t.encode(x),
-                   "batch": lambda t, xs, n: t.encode(xs, num_threads=n)})
+                   "batch": lambda t, xs, n: t.encode(xs, num_threads=n)},
+                  bind=lambda t: t.encode)
 
 
 def _splintr(splintr, np) -> Column:
@@ -185,7 +191,8 @@ def _splintr(splintr, np) -> Column:
     # Its bundled copy of mistral-v1 (the same pieces and scores).
     col = Column(f"splintr-rs {v}", "splintr-rs", v, lambda: splintr.Tokenizer.from_pretrained("mistral_v1"),
                  {"line": lambda t, x: t.encode_ordinary(x),
-                  "batch": lambda t, xs, n: t.encode_batch(xs)})
+                  "batch": lambda t, xs, n: t.encode_batch(xs)},
+                 bind=lambda t: t.encode_ordinary)
     if np is not None:
         col.modes["numpy"] = lambda t, xs, n: _flat_from_bytes(np, *t.encode_batch_flat(xs))
     # Its batch calls have no plain-text form: they match special tokens.
@@ -199,7 +206,8 @@ def _kitoken(kitoken, np) -> Column:
     return Column(f"kitoken {v}", "kitoken", v, lambda: kitoken.Kitoken.from_sentencepiece_file(model),
                   # encode_specials defaults to False: spellings stay text.
                   {"line": lambda t, x: t.encode(x),
-                   "batch": lambda t, xs, n: t.encode_all(xs)})
+                   "batch": lambda t, xs, n: t.encode_all(xs)},
+                  bind=lambda t: t.encode)
 
 
 def _tokie(tokie, np) -> Column:
@@ -284,7 +292,8 @@ def _gigatoken_column(gigatoken, model: str, np) -> Column:
                  # encode returns a NumPy array per text.
                  {"line": lambda t, x: t.encode(x),
                   "batch": lambda t, xs, n: t.encode_batch_list(xs),
-                  "numpy": flat})
+                  "numpy": flat},
+                 bind=lambda t: t.encode)
     # gigatoken matches the control pieces' spellings in every call, with no
     # option to read them as text.
     col.reads_specials = {m: MISTRAL_SPECIALS for m in col.modes}

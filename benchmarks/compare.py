@@ -67,6 +67,7 @@ steadier figure from run to run.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -149,10 +150,12 @@ def peer_column(dist: str, key: str, title: str, baseline: str, threads: int) ->
         return None
     peer = built[0]
     line, batch = peer.modes["line"], peer.modes.get("batch")
-    run: Dict[str, Callable] = {
-        "line": lambda t, lines: [line(t, x) for x in lines],
-        "doc": lambda t, doc: line(t, doc),
-    }
+
+    def per_line(t, lines):
+        call = peer.bind(t) if peer.bind is not None else functools.partial(line, t)
+        return [call(x) for x in lines]
+
+    run: Dict[str, Callable] = {"line": per_line, "doc": lambda t, doc: line(t, doc)}
     if batch is not None:
         run["batch"] = lambda t, lines: batch(t, lines, threads)
     specials = dict(peer.reads_specials)

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -303,17 +304,17 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     base = _rss()
     tok = col.make()
     loaded = _rss() - base
-    line = col.modes["line"]
+    call = col.bind(tok) if col.bind else functools.partial(col.modes["line"], tok)
     if mode == "line":
         def run():
             for x in lines:
-                line(tok, x)  # ids dropped: what stays is the tokenizer's
+                call(x)  # ids dropped: what stays is the tokenizer's
     elif mode == "doc":
-        run = lambda: line(tok, data)  # noqa: E731
+        run = lambda: call(data)  # noqa: E731
     elif mode in ("warm", "pieces"):
         def run():
             for x in data:
-                line(tok, x)
+                call(x)
         if mode == "warm":
             run()  # the pass that fills the cache, untimed
     elif mode == "batch1":
@@ -485,6 +486,7 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
             notes.append(f"not importable in {python} (Python {probe['python']}): {', '.join(probe['missing'])}")
     if "gguf" not in runner.formats:
         notes.append("spmbpe gguf left out: writing the GGUF needs the gguf and sentencepiece packages")
+    everything = dict(columns)  # (a reference need not be a column of the table)
     if args.columns:
         subs = [s.strip() for s in args.columns.split(",") if s.strip()]
         columns = {k: v for k, v in columns.items() if k == "spmbpe model" or any(s in k for s in subs)}
@@ -495,7 +497,7 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
     refs: Dict[str, str] = {}
     for family, lib, fallback in (("spm", "sentencepiece ", "spmbpe model"), ("json", "tokenizers ", "spmbpe json")):
         if any(columns[k]["family"] == family for k in keys):
-            refs[family] = next((k for k in keys if k.startswith(lib)), fallback)
+            refs[family] = next((k for k in everything if k.startswith(lib)), fallback)
             if refs[family] == fallback:
                 notes.append(f"{lib.strip()} is not installed: the ids of the {family} columns are checked "
                              f"against {fallback}")
@@ -540,7 +542,7 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
         try:
             for family, ref_key in refs.items():
                 ref_paths[family] = Path(tempfile.mkstemp(prefix="spmbpe-scale-ref-", suffix=".json")[1])
-                ref = runner.call(columns[ref_key]["python"], dict(base, task="reference", column=ref_key))
+                ref = runner.call(everything[ref_key]["python"], dict(base, task="reference", column=ref_key))
                 ref_paths[family].write_text(json.dumps(ref), encoding="utf-8")
             ok: Dict[str, List[str]] = {}
             for key in keys:
