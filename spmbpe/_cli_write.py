@@ -451,7 +451,9 @@ class ArrayOutput:
         #: Files of earlier runs that this run replaces (removed with its
         #: first commit).
         self.replaced: List[str] = earlier_output_files(output, fmt, kept)
-        self._stale = list(self.replaced)
+        # The metadata file itself is not removed: this run's own replaces it
+        # (os.replace) right after, so a reader always finds one.
+        self._stale = [p for p in self.replaced if os.path.abspath(p) != os.path.abspath(self.meta_path)]
 
     @property
     def documents(self) -> int:

@@ -2124,85 +2124,364 @@ cdef class SpmCore:
         prev_unknown[0] = True
         return self.push(w, self.unk_id, start, start + n)
 
-    # ------------------------------------------------------------ decoding
 
-    def decode_bytes(self, ids, const uint8_t[::1] skip, bint strip_prefix):
-        """The bytes of `ids`, each id rendered as llama.cpp's token_to_piece
-        and sentencepiece's decoder do: a BYTE piece ``<0xNN>`` as its byte;
-        CONTROL, UNKNOWN and USER_DEFINED pieces as spelled; every other
-        piece with U+2581 as a space.
+# ---------------------------------------------------------------- decoding
+#
+# How each reference renders ids as text (spmbpe/_decoding.py chooses the
+# rules per reference; the fields below are those rules' encoding, in order):
+#   control, unknown, unused, user_defined: RENDER_* for pieces of that type;
+#   strip: which leading space comes off (STRIP_*), with strip_count;
+#   byte_runs: how <0xNN> runs that are not valid UTF-8 become text (BYTES_*);
+#   marker_in_special: U+2581 in rendered control/unknown/user-defined text
+#   becomes a space too (tokenizers' Replace decoder runs on every token).
+cdef enum:
+    RENDER_TEXT = 0        # the piece as spelled (U+2581 kept, but see marker_in_special)
+    RENDER_NOTHING = 1
+    RENDER_SURFACE = 2     # the reference's unknown surface (sentencepiece: " \u2047 ")
+    RENDER_NORMAL = 3      # as a NORMAL piece: U+2581 as a space, stripped as one
+cdef enum:
+    STRIP_NONE = 0
+    STRIP_FIRST_ID = 1        # llama.cpp detokenize: the first id, rendered or not, loses one space
+    STRIP_FIRST_RENDERED = 2  # the first piece rendered loses one leading space
+    STRIP_WHILE_EMPTY = 3     # sentencepiece: a leading U+2581 of the pieces decoded while the text is empty
+    STRIP_OUTPUT = 4          # tokenizers' Strip decoder: up to strip_count spaces off the whole text
+cdef enum:
+    BYTES_RAW = 0          # the bytes as they are; the caller decodes them (errors=)
+    BYTES_EACH = 1         # sentencepiece: each byte of an invalid sequence is U+FFFD
+    BYTES_RUN = 2          # tokenizers' ByteFallback: a run that is not valid UTF-8 is U+FFFD per byte
+cdef enum:
+    RULES_SIZE = 9
 
-        Ids whose `skip` byte is nonzero are left out (`skip` None: none
-        are).  With `strip_prefix`,
-        one leading space of the first rendered piece is removed: the dummy
-        prefix the encoder added.  (Rendered on the fly rather than from a
-        table: a second copy of the vocabulary would cost memory.)
-        """
-        cdef const char *arena = PyBytes_AS_STRING(self.table.arena)
-        cdef const int32_t *offsets = self.table.offsets
-        cdef const uint8_t[::1] kinds = self.types
-        cdef char *buf = NULL
+cdef struct DecodeRules:
+    uint8_t control
+    uint8_t unknown
+    uint8_t unused
+    uint8_t user_defined
+    uint8_t strip
+    uint8_t strip_count
+    uint8_t byte_runs
+    uint8_t marker_in_special
+    uint8_t remove_extra_whitespaces   # sentencepiece: keep stripping while the text is empty
+
+cdef const char *REPLACEMENT = b"\xef\xbf\xbd"  # U+FFFD in UTF-8
+
+
+cdef inline Py_ssize_t utf8_sequence(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """Length of the valid UTF-8 character at `s` (n bytes available): > 0
+    valid, 0 a valid but incomplete prefix, -1 invalid (RFC 3629: no
+    overlong forms, surrogates or code points past U+10FFFF)."""
+    cdef uint8_t c = s[0]
+    cdef Py_ssize_t need, i
+    cdef uint8_t lo = 0x80, hi = 0xBF
+    if c < 0x80:
+        return 1
+    if 0xC2 <= c <= 0xDF:
+        need = 2
+    elif 0xE0 <= c <= 0xEF:
+        need = 3
+        if c == 0xE0:
+            lo = 0xA0
+        elif c == 0xED:
+            hi = 0x9F
+    elif 0xF0 <= c <= 0xF4:
+        need = 4
+        if c == 0xF0:
+            lo = 0x90
+        elif c == 0xF4:
+            hi = 0x8F
+    else:
+        return -1
+    for i in range(1, need):
+        if i >= n:
+            return 0
+        if not (lo <= s[i] <= hi):
+            return -1
+        lo = 0x80
+        hi = 0xBF
+    return need
+
+
+cdef class IdDecoder:
+    """Renders ids as text by one reference's rules (DecodeRules), keeping
+    what a streaming decoder needs between calls: whether the leading space
+    is still to strip, and a byte run whose text is not settled yet.
+    ``feed(ids)`` returns the bytes settled so far, ``finish()`` the rest.
+    """
+    cdef SpmCore core
+    cdef DecodeRules rules
+    cdef const uint8_t[::1] skip
+    cdef bint skipping
+    cdef bytes surface
+    # state
+    cdef bint first
+    cdef bint bos_ws
+    cdef bint bos_ws_seen
+    cdef bint text_empty
+    cdef int strip_left
+    cdef uint8_t *run
+    cdef Py_ssize_t run_len, run_cap, run_valid
+    cdef bint run_bad
+    cdef char *out
+    cdef Py_ssize_t out_len, out_cap
+
+    def __cinit__(self, SpmCore core not None, const uint8_t[::1] rules not None, skip, bytes surface not None):
+        if rules.shape[0] != RULES_SIZE:
+            raise ValueError("decode rules have the wrong size")
+        self.core = core
+        memcpy(&self.rules, &rules[0], RULES_SIZE)
+        self.skipping = skip is not None
+        if self.skipping:
+            self.skip = skip
+            if self.skip.shape[0] < core.n_pieces:
+                raise ValueError("the skip table is shorter than the vocabulary")
+        self.surface = surface
+        self.run = NULL
+        self.out = NULL
+        self.reset()
+
+    def __dealloc__(self):
+        free(self.run)
+        free(self.out)
+
+    cpdef reset(self):
+        """A fresh sequence: the next id is a first one."""
+        self.first = True
+        self.bos_ws = True
+        self.bos_ws_seen = False
+        self.text_empty = True
+        self.strip_left = self.rules.strip_count if self.rules.strip == STRIP_OUTPUT else 0
+        self.run_len = 0
+        self.run_valid = 0
+        self.run_bad = False
+        self.out_len = 0
+
+    cdef int reserve(self, Py_ssize_t more) except -1:
+        cdef Py_ssize_t want = self.out_len + more
         cdef char *grown
-        cdef size_t length = 0, cap = 0, want
-        cdef int64_t a, e
-        cdef Py_ssize_t token_id
-        cdef bint first = True
-        cdef uint8_t kind
+        if want > self.out_cap:
+            want = want * 2 if want > 64 else 128
+            grown = <char *>realloc(self.out, want)
+            if grown == NULL:
+                raise MemoryError()
+            self.out = grown
+            self.out_cap = want
+        return 0
+
+    cdef int emit(self, const char *s, Py_ssize_t n) except -1:
+        # tokenizers' Strip decoder takes spaces off the text as a whole.
+        while self.strip_left > 0 and n > 0 and s[0] == c' ':
+            s += 1
+            n -= 1
+            self.strip_left -= 1
+        if n > 0:
+            self.strip_left = 0
+            self.text_empty = False
+            self.reserve(n)
+            memcpy(self.out + self.out_len, s, n)
+            self.out_len += n
+        return 0
+
+    cdef int emit_piece(self, const char *s, Py_ssize_t n, bint unescape, bint strip) except -1:
+        """A piece's text, U+2581 as a space when `unescape`, one leading
+        space (or U+2581) off when `strip`."""
+        cdef Py_ssize_t i = 0, start
+        if strip and n > 0:
+            if s[0] == c' ':
+                i = 1
+            elif unescape and n >= 3 and memcmp(s, MARKER, 3) == 0:
+                i = 3
+        if not unescape:
+            return self.emit(s + i, n - i)
+        start = i
+        while i < n:
+            if n - i >= 3 and memcmp(s + i, MARKER, 3) == 0:
+                self.emit(s + start, i - start)
+                self.emit(b" ", 1)
+                i += 3
+                start = i
+            else:
+                i += 1
+        return self.emit(s + start, n - start)
+
+    cdef int settle_run(self, bint final) except -1:
+        """Turns the pending byte run into text as far as it is settled
+        (all of it when `final`: the run has ended)."""
+        cdef Py_ssize_t i = 0, k
+        if self.run_len == 0:
+            if final:
+                self.run_bad = False
+            return 0
+        if self.rules.byte_runs == BYTES_EACH:
+            # sentencepiece decodes the run character by character; a byte
+            # that starts no valid character is U+FFFD on its own.
+            while i < self.run_len:
+                k = utf8_sequence(self.run + i, self.run_len - i)
+                if k > 0:
+                    self.emit(<const char *>self.run + i, k)
+                    i += k
+                elif k == 0 and not final:
+                    break
+                else:
+                    self.emit(REPLACEMENT, 3)
+                    i += 1
+            memmove(self.run, self.run + i, self.run_len - i)
+            self.run_len -= i
+            return 0
+        # BYTES_RUN: tokenizers' ByteFallback: the whole run is its text when
+        # it is valid UTF-8, else every byte of it is U+FFFD. run_valid: the
+        # run's prefix already checked to be whole, valid characters.
+        i = self.run_valid
+        while not self.run_bad and i < self.run_len:
+            k = utf8_sequence(self.run + i, self.run_len - i)
+            if k > 0:
+                i += k
+            elif k == 0 and not final:
+                break
+            else:
+                self.run_bad = True
+        self.run_valid = i
+        if self.run_bad:
+            for k in range(self.run_len):
+                self.emit(REPLACEMENT, 3)
+            self.run_len = 0
+            self.run_valid = 0
+        elif final:
+            self.emit(<const char *>self.run, self.run_len)
+            self.run_len = 0
+            self.run_valid = 0
+        if final:
+            self.run_bad = False
+        return 0
+
+    cdef int push_byte(self, uint8_t b) except -1:
+        cdef uint8_t *grown
+        cdef Py_ssize_t want
+        if self.rules.byte_runs == BYTES_RAW:
+            if self.first and (self.rules.strip == STRIP_FIRST_ID or self.rules.strip == STRIP_FIRST_RENDERED):
+                self.first = False
+                if b == 0x20:
+                    return 0
+            self.first = False
+            return self.emit(<const char *>&b, 1)
+        self.first = False
+        if self.run_len == self.run_cap:
+            want = self.run_cap * 2 if self.run_cap else 16
+            grown = <uint8_t *>realloc(self.run, want)
+            if grown == NULL:
+                raise MemoryError()
+            self.run = grown
+            self.run_cap = want
+        self.run[self.run_len] = b
+        self.run_len += 1
+        return self.settle_run(False)
+
+    cdef int render(self, Py_ssize_t token_id) except -1:
+        cdef SpmCore core = self.core
+        cdef const char *arena = PyBytes_AS_STRING(core.table.arena)
+        cdef int64_t a = core.table.offsets[token_id]
+        cdef int64_t e = core.table.offsets[token_id + 1]
+        cdef uint8_t kind = core.types[token_id]
+        cdef uint8_t how
         cdef int hi, lo
-        cdef bint skipping = skip is not None
-        try:
-            for item in ids:
-                token_id = _as_id(item, self.n_pieces)
-                if skipping and skip[token_id]:
-                    continue
-                a = offsets[token_id]
-                e = offsets[token_id + 1]
-                want = length + <size_t>(e - a)
-                if want > cap:
-                    cap = want * 2 if want > 64 else 128
-                    grown = <char *>realloc(buf, cap)
-                    if grown == NULL:
-                        raise MemoryError()
-                    buf = grown
-                kind = kinds[token_id]
-                if kind == TYPE_BYTE and e - a == 6 and memcmp(arena + a, b"<0x", 3) == 0 and arena[a + 5] == c'>':
-                    hi = hex_value(arena[a + 3])
-                    lo = hex_value(arena[a + 4])
-                    if hi >= 0 and lo >= 0:
-                        if first:
-                            first = False
-                            if strip_prefix and hi * 16 + lo == 0x20:
-                                continue
-                        buf[length] = <char>(hi * 16 + lo)
-                        length += 1
-                        continue
-                if kind == TYPE_CONTROL or kind == TYPE_UNKNOWN or kind == TYPE_USER_DEFINED:
-                    if first:
-                        first = False
-                        if strip_prefix and e > a and arena[a] == c' ':
-                            a += 1
-                    memcpy(buf + length, arena + a, e - a)
-                    length += e - a
-                    continue
-                if first:
-                    first = False
-                    if strip_prefix and e > a:
-                        if arena[a] == c' ':
-                            a += 1
-                        elif e - a >= 3 and memcmp(arena + a, MARKER, 3) == 0:
-                            a += 3
-                while a < e:
-                    if e - a >= 3 and memcmp(arena + a, MARKER, 3) == 0:
-                        buf[length] = c' '
-                        length += 1
-                        a += 3
-                    else:
-                        buf[length] = arena[a]
-                        length += 1
-                        a += 1
-            return PyBytes_FromStringAndSize(buf, length)
-        finally:
-            free(buf)
+        cdef bint strip
+        if self.skipping and self.skip[token_id]:
+            if self.rules.strip == STRIP_FIRST_ID:
+                self.first = False
+            return 0
+        if kind == TYPE_BYTE and e - a == 6 and memcmp(arena + a, b"<0x", 3) == 0 and arena[a + 5] == c'>':
+            hi = hex_value(arena[a + 3])
+            lo = hex_value(arena[a + 4])
+            if hi >= 0 and lo >= 0:
+                return self.push_byte(<uint8_t>(hi * 16 + lo))
+        # Any other piece ends a byte run.
+        self.settle_run(True)
+        if kind == TYPE_CONTROL:
+            how = self.rules.control
+        elif kind == TYPE_UNKNOWN:
+            how = self.rules.unknown
+        elif kind == TYPE_USER_DEFINED:
+            how = self.rules.user_defined
+        elif kind == TYPE_UNUSED:
+            how = self.rules.unused
+        else:
+            how = RENDER_NORMAL
+        if self.rules.strip == STRIP_WHILE_EMPTY:
+            return self.render_sentencepiece(how, arena + a, e - a)
+        if how == RENDER_NOTHING:
+            if self.rules.strip == STRIP_FIRST_ID:
+                self.first = False
+            return 0
+        if how == RENDER_SURFACE:
+            self.first = False
+            return self.emit(PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
+        strip = self.first and (self.rules.strip == STRIP_FIRST_ID or self.rules.strip == STRIP_FIRST_RENDERED)
+        self.first = False
+        if how == RENDER_NORMAL:
+            return self.emit_piece(arena + a, e - a, True, strip)
+        return self.emit_piece(arena + a, e - a, self.rules.marker_in_special, strip)
+
+    cdef int render_sentencepiece(self, uint8_t how, const char *s, Py_ssize_t n) except -1:
+        # sentencepiece's DecodeSentencePiece: while nothing has been
+        # decoded, the leading U+2581 of a piece comes off (once; again and
+        # again with remove_extra_whitespaces); control pieces are nothing,
+        # unknown ones its unk_surface.
+        cdef bint stripped = False
+        if self.bos_ws_seen or not self.text_empty:
+            self.bos_ws = False
+        if how == RENDER_NOTHING:
+            self.bos_ws_seen = False
+            return 0
+        if how == RENDER_SURFACE:
+            self.bos_ws_seen = False
+            return self.emit(PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
+        if how == RENDER_TEXT:
+            self.bos_ws_seen = False
+            return self.emit_piece(s, n, self.rules.marker_in_special, False)
+        if self.bos_ws and n >= 3 and memcmp(s, MARKER, 3) == 0:
+            s += 3
+            n -= 3
+            stripped = not self.rules.remove_extra_whitespaces
+        self.bos_ws_seen = stripped
+        return self.emit_piece(s, n, True, False)
+
+    cdef bytes take(self):
+        cdef bytes data = PyBytes_FromStringAndSize(self.out, self.out_len)
+        self.out_len = 0
+        return data
+
+    def feed(self, ids):
+        """The bytes that `ids` settle (a byte run may wait for its end)."""
+        cdef int32_t n = self.core.n_pieces
+        for item in ids:
+            self.render(_as_id(item, n))
+        return self.take()
+
+    def finish(self):
+        """The rest (a pending byte run), then a fresh sequence."""
+        self.settle_run(True)
+        data = self.take()
+        self.reset()
+        return data
+
+
+def decode_ids(SpmCore core not None, ids, const uint8_t[::1] rules not None, skip, bytes surface not None):
+    """The bytes of `ids` rendered by `rules` (one whole sequence)."""
+    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface)
+    cdef bytes head = decoder.feed(ids)
+    cdef bytes tail = decoder.finish()
+    return head + tail if tail else head
+
+# The decode rules' values, for spmbpe/_decoding.py (the one place that
+# chooses them per reference).
+DECODE_CONSTANTS = {
+    "RENDER_TEXT": RENDER_TEXT, "RENDER_NOTHING": RENDER_NOTHING,
+    "RENDER_SURFACE": RENDER_SURFACE, "RENDER_NORMAL": RENDER_NORMAL,
+    "STRIP_NONE": STRIP_NONE, "STRIP_FIRST_ID": STRIP_FIRST_ID,
+    "STRIP_FIRST_RENDERED": STRIP_FIRST_RENDERED, "STRIP_WHILE_EMPTY": STRIP_WHILE_EMPTY,
+    "STRIP_OUTPUT": STRIP_OUTPUT,
+    "BYTES_RAW": BYTES_RAW, "BYTES_EACH": BYTES_EACH, "BYTES_RUN": BYTES_RUN,
+    "RULES_SIZE": RULES_SIZE,
+}
 
 
 cdef str _part_text(list batch, Py_ssize_t index):

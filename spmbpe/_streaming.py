@@ -5,6 +5,8 @@ from __future__ import annotations
 import codecs
 from typing import TYPE_CHECKING, List
 
+from ._core import IdDecoder
+
 if TYPE_CHECKING:
     from .tokenizer import SpmTokenizer
 
@@ -31,29 +33,30 @@ class StreamingDecoder:
     (['Hello', ' world'], '')
     """
 
-    __slots__ = ("_core", "_skip", "_strip", "_errors", "_utf8", "_started", "_held", "_denormalizer")
+    __slots__ = ("_decoder", "_errors", "_utf8", "_held", "_denormalizer")
 
-    def __init__(self, tokenizer: "SpmTokenizer", *, skip_special: bool = False, errors: str = "replace") -> None:
+    def __init__(
+        self,
+        tokenizer: "SpmTokenizer",
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
+    ) -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
-        self._core = tokenizer._core
-        self._skip = tokenizer._skip_special if skip_special else tokenizer._skip_none
-        self._strip = tokenizer._strip_prefix_on_decode
+        skip = tokenizer._skip_special if skip_special else tokenizer._skip_none
+        rules = tokenizer._decoding[special_as_text]
+        # The compiled decoder keeps the reference's state between ids: the
+        # leading space still to strip, a byte run not yet settled.
+        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface)
         self._errors = errors
         self._denormalizer = tokenizer._denormalizer
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
-        self._started = False
         self._held: List[str] = []
 
     def add_token(self, id: int) -> str:
         """The text `id` completes (``""`` while a character is incomplete)."""
-        if self._started:
-            data = self._core.decode_bytes((id,), self._skip, False)
-        else:
-            data = self._core.decode_bytes((id,), self._skip, self._strip)
-            # decode strips the prefix from the first piece it renders: a
-            # skipped id (skip_special) is not rendered.
-            self._started = self._skip is None or not self._skip[id]
-        text = self._utf8.decode(data)
+        text = self._utf8.decode(self._decoder.feed((id,)))
         if self._denormalizer is not None:
             self._held.append(text)
             return ""
@@ -61,10 +64,9 @@ class StreamingDecoder:
 
     def flush(self) -> str:
         """The rest of the text, then a fresh start (the next id is a first piece)."""
-        text = self._utf8.decode(b"", final=True)
+        text = self._utf8.decode(self._decoder.finish(), final=True)
         if self._denormalizer is not None:
             text = self._denormalizer.normalize("".join(self._held) + text)
         self._utf8.reset()
-        self._started = False
         self._held = []
         return text

@@ -24,7 +24,8 @@ from typing import (
 )
 
 from ._added import AddedTokenMatcher, TokenAt
-from ._core import BatchJob, PieceTable, SpmCore, TokenizerBase, batch_slices
+from ._core import BatchJob, PieceTable, SpmCore, TokenizerBase, batch_slices, decode_ids
+from ._decoding import decode_rules
 from ._state import Recipe, restore
 from .errors import DisallowedSpecialError, InvalidTokenIdError, VocabularyError
 from .tokens import AddedToken, TokenType
@@ -279,6 +280,14 @@ class SpmTokenizer(TokenizerBase):
                 skip[token.id] = 1
         self._skip_special = bytes(skip)
         self._skip_none = None  # (decode_bytes: skip nothing)
+        remove_ws = normalizers is not None and normalizers[True].remove_extra_whitespaces
+        self._decoding = {
+            as_text: decode_rules(
+                reference, add_prefix_space=self._add_prefix_space, escape_spaces=escape_spaces,
+                remove_extra_whitespaces=remove_ws, special_as_text=as_text,
+            )
+            for as_text in (False, True)
+        }
 
     def _collect_added(
         self, added_tokens: Union[Mapping[str, int], Iterable[AddedToken], None]
@@ -1058,10 +1067,13 @@ class SpmTokenizer(TokenizerBase):
 
     # ------------------------------------------------------------ decoding
 
-    def streaming_decoder(self, *, skip_special: bool = False, errors: str = "replace") -> "StreamingDecoder":
+    def streaming_decoder(
+        self, *, skip_special: bool = False, errors: str = "replace", special_as_text: bool = False
+    ) -> "StreamingDecoder":
         """A decoder fed one id at a time: ``add_token(id)`` returns the text
         completed so far (whole characters only), ``flush()`` the rest; the
-        pieces joined equal ``decode(ids, skip_special=..., errors=...)``.
+        pieces joined equal ``decode(ids, skip_special=..., errors=...,
+        special_as_text=...)``.
 
         >>> d = tok.streaming_decoder()                              # doctest: +SKIP
         >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
@@ -1069,27 +1081,46 @@ class SpmTokenizer(TokenizerBase):
         """
         from ._streaming import StreamingDecoder
 
-        return StreamingDecoder(self, skip_special=skip_special, errors=errors)
+        return StreamingDecoder(
+            self, skip_special=skip_special, errors=errors, special_as_text=special_as_text
+        )
 
-    def decode_bytes(self, ids: Iterable[int], *, skip_special: bool = False) -> bytes:
-        """The UTF-8 bytes `ids` stand for (byte pieces may split a character)."""
+    def decode_bytes(
+        self, ids: Iterable[int], *, skip_special: bool = False, special_as_text: bool = False
+    ) -> bytes:
+        """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
+        (byte pieces may split a character where the reference leaves bytes
+        as they are: llama.cpp, transformers 4)."""
         skip = self._skip_special if skip_special else self._skip_none
-        return self._core.decode_bytes(ids, skip, self._strip_prefix_on_decode)
+        rules = self._decoding[special_as_text]
+        return decode_ids(self._core, ids, rules.packed, skip, rules.surface)
 
     def decode(
-        self, ids: Iterable[int], *, skip_special: bool = False, errors: str = "replace"
+        self,
+        ids: Iterable[int],
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
     ) -> str:
-        """The text of `ids`.
+        """The text of `ids`, as the tokenizer's reference decodes them
+        (``spmbpe/_decoding.py``): llama.cpp's ``llama_detokenize`` for a
+        GGUF, sentencepiece's ``decode`` for a ``.model`` (control pieces are
+        nothing, unknown ones `` ⁇ ``), the ``tokenizer.json``'s decoder as
+        the tokenizers library runs it, transformers' for a model folder.
 
-        ``▁`` becomes a space, ``<0xNN>`` pieces their byte, and exactly one
-        leading space (the dummy prefix) comes off the first piece when the
-        tokenizer adds one.  `skip_special` leaves out control and unknown
-        ids.  Bytes that are not valid UTF-8 follow `errors` (``str.decode``).
+        `skip_special` leaves out control and unknown ids and special added
+        tokens; `special_as_text` renders control and unknown pieces as their
+        text whatever the reference does. Bytes that are not valid UTF-8
+        follow `errors` (``str.decode``) where the reference leaves them as
+        they are; sentencepiece and tokenizers put U+FFFD for each.
 
         >>> tok.decode([15043, 3186])                            # doctest: +SKIP
         'Hello world'
         """
-        text = self.decode_bytes(ids, skip_special=skip_special).decode("utf-8", errors)
+        text = self.decode_bytes(ids, skip_special=skip_special, special_as_text=special_as_text).decode(
+            "utf-8", errors
+        )
         if self._denormalizer is not None:
             # sentencepiece's denormalizer_spec, applied to the decoded text.
             text = self._denormalizer.normalize(text)

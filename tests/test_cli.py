@@ -617,6 +617,10 @@ def test_decode_errors_name_the_line(capsysbinary, monkeypatch):
     one_line_error(here(["decode"], b"22557 1526\n\n99999\n"), "<stdin>, line 3", "99999")
     one_line_error(here(["decode", "--input-format", "jsonl"], b"[1, 2]\n{}\n"), "<stdin>, line 2", "array")
     result = here(["decode", "--skip-special", "--model", GGUF], b"1 15043 3186 2\n")
+    # llama.cpp's llama_detokenize(remove_special=true): removing the leading
+    # BOS also keeps the next piece's space (its remove_space = false).
+    assert result.returncode == 0 and result.stdout == b" Hello world\n"
+    result = here(["decode", "--skip-special", "--model", GGUF], b"15043 3186 2\n")
     assert result.returncode == 0 and result.stdout == b"Hello world\n"
 
 
