@@ -63,7 +63,8 @@ over warm; one document over its lines; the CLI over in-process numpy; the
 two-thread batch over one; memory against sentencepiece's.  The columns of a
 mode are timed in turn, one run of each per round, the order reversed every
 other round; with --repeat > 1 each ratio is also given as the median of the
-rounds' ratios ("paired").
+rounds' ratios ("paired"; between two modes, whose rounds are minutes apart,
+it steadies less).
 """
 
 from __future__ import annotations
