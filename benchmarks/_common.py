@@ -27,6 +27,9 @@ LIBRARIES = [
     ("sentencepiece", "sentencepiece"),
     ("tokenizers", "tokenizers"),
     ("splintr-rs", "splintr"),
+    ("kitoken", "kitoken"),
+    ("gigatoken", "gigatoken"),
+    ("tokie", "tokie"),
     ("llama-cpp-python", "llama_cpp"),
 ]
 

@@ -22,13 +22,21 @@ Columns, each reference beside spmbpe on the same vocabulary:
   splintr-rs          splintr.Tokenizer.from_pretrained("mistral_v1"), its bundled copy
   spmbpe (json)       spmbpe.load(tests/data/mistral-v1.tokenizer.json)
   tokenizers          tokenizers.Tokenizer.from_file on that file
+  kitoken             kitoken.Kitoken.from_sentencepiece_file on the .model
+  gigatoken           gigatoken.Tokenizer.from_sentencepiece on the .model
+  tokie               tokie.Tokenizer.from_json on the tokenizer.json
   spmbpe (gguf)       spmbpe.load(tests/data/ggml-vocab-llama-spm.gguf)
   llama.cpp           llama_cpp.Llama(..., vocab_only=True).tokenize on that file
+
+(kitoken, gigatoken and tokie are built as benchmarks/scale.py builds them,
+from benchmarks/_peers.py; `pip install "spmbpe[bench]"` installs them.)
 
 Every call encodes plain text: no BOS/EOS, special-token spellings are text
 (spmbpe encode_ordinary / special="none"; tokenizers add_special_tokens=False
 with encode_special_tokens=True; llama.cpp special=False; splintr-rs
-encode_ordinary, but its encode_batch always matches special tokens).
+encode_ordinary, but its encode_batch always matches special tokens;
+gigatoken and tokie have no call that reads a special token's spelling as
+text, which is a known disagreement on a text that holds one).
 
 Before timing, each reference's ids are compared with spmbpe's on the same
 file (per line for line/batch, whole for doc).  When they differ the cell
@@ -44,7 +52,8 @@ conditions.  A reference that is not importable is left out; --site DIR (or
 SPMBPE_BENCH_SITE) appends a directory such as another virtual environment's
 site-packages to sys.path, e.g. for a locally built llama-cpp-python.
 
-At the end: spmbpe (.model) / max(sentencepiece, splintr-rs) per file in the
+At the end: spmbpe (.model) / the fastest of sentencepiece, splintr-rs,
+kitoken and gigatoken (those installed) per file in the
 single-thread modes, against the project's targets, and the batch scaling of
 spmbpe (.model) with --threads threads over its own one-thread encode_batch
 (timed in turn with the row's columns).  Each ratio is given twice: of the
@@ -58,6 +67,7 @@ steadier figure from run to run.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -68,6 +78,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _peers  # noqa: E402
 from _common import (  # noqa: E402
     CORPUS, GGUF, JSON, MODEL, add_site_dirs, corpus_lines, load_line, machine_line, optional_import,
     quiet_stderr, timed, usable_cores, utf8_len, versions_line,
@@ -131,6 +142,38 @@ def _plain_text_tokenizers(tok):
     return tok
 
 
+def peer_column(dist: str, key: str, title: str, baseline: str, threads: int) -> Optional[Column]:
+    """A peer of benchmarks/_peers.py as a column here, or None when its
+    library is not importable."""
+    built, _ = _peers.peer_columns(dist)
+    if not built:
+        return None
+    peer = built[0]
+    line, batch = peer.modes["line"], peer.modes.get("batch")
+
+    def per_line(t, lines):
+        call = peer.bind(t) if peer.bind is not None else functools.partial(line, t)
+        return [call(x) for x in lines]
+
+    run: Dict[str, Callable] = {"line": per_line, "doc": lambda t, doc: line(t, doc)}
+    if batch is not None:
+        run["batch"] = lambda t, lines: batch(t, lines, threads)
+    specials = dict(peer.reads_specials)
+    if "line" in specials:
+        specials["doc"] = specials["line"]  # the document goes through the same call
+
+    def known(mode: str, text: str) -> Optional[str]:
+        spellings = specials.get(mode, ())
+        if any(s in text for s in spellings):
+            return (f"{peer.library} has no plain-text form of this call: it turns the spellings of "
+                    f"{', '.join(spellings)} into their ids, which sentencepiece reads as text")
+        return None
+
+    # Their batch calls run on Rayon pools (or one like it) that spin after returning.
+    return Column(key, title, peer.make, run,
+                  baseline=baseline, known=known, spins=True)
+
+
 def build_columns(threads: int) -> Tuple[List[Column], List[str]]:
     """The columns whose libraries are importable, and notes on the others."""
     cols: List[Column] = []
@@ -172,6 +215,11 @@ def build_columns(threads: int) -> Tuple[List[Column], List[str]]:
             baseline="spmbpe.model", known=splintr_known, spins=True,
         ))
 
+    for dist, key in (("kitoken", "kitoken"), ("gigatoken", "gigatoken")):
+        col = peer_column(dist, key, dist, "spmbpe.model", threads)
+        if col is not None:
+            cols.append(col)
+
     cols.append(spmbpe_column("spmbpe.json", "spmbpe (json)", JSON, threads))
     tokenizers = optional_import("tokenizers")
     if tokenizers is not None:
@@ -185,6 +233,9 @@ def build_columns(threads: int) -> Tuple[List[Column], List[str]]:
             },
             baseline="spmbpe.json", spins=True,
         ))
+    col = peer_column("tokie", "tokie", "tokie", "spmbpe.json", threads)
+    if col is not None:
+        cols.append(col)
 
     cols.append(spmbpe_column("spmbpe.gguf", "spmbpe (gguf)", GGUF, threads))
     llama_cpp = optional_import("llama_cpp")
@@ -459,12 +510,12 @@ def by_title(col: Column) -> str:
 
 
 def _summary(files, modes, rates, runs, scaling, threads, markdown, keys) -> None:
-    refs = [k for k in ("sentencepiece", "splintr") if k in keys]
+    refs = [k for k in ("sentencepiece", "splintr", "kitoken", "gigatoken") if k in keys]
     single = [m for m in modes if m in ("line", "doc")]
     if refs and single:
-        names = " and ".join({"sentencepiece": "sentencepiece", "splintr": "splintr-rs"}[k] for k in refs)
+        names = ", ".join({"sentencepiece": "sentencepiece", "splintr": "splintr-rs"}.get(k, k) for k in refs)
         print()
-        print(f"Single thread: spmbpe (.model) / the faster of {names}, same run "
+        print(f"Single thread: spmbpe (.model) / the fastest of {names}, same run "
               f"(target: >= 10x on en_botchan.txt and code_py.txt, >= 3x on multi_*.txt); "
               f"of the best runs, and the median of the rounds' ratios (paired)")
         titles = [t for m in single for t in (MODE_TITLES[m], f"{MODE_TITLES[m]} (paired)")]
