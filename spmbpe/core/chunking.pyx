@@ -388,6 +388,9 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     cdef int32_t k
     cdef uint64_t key, memo
     cdef int rc
+    # (A local: stores into the workspace could alias t as far as the
+    # compiler knows, and it would load t.cache again at every use.)
+    cdef spm_cache *cache = t.cache
     if not t.rules.chunked or m < 8 or w.alpha > 0.0:
         # (Sampling merges whole segments, as sentencepiece does, and
         # never caches.)
@@ -400,7 +403,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     begin = 0
     # Each chunk's hash is taken one chunk ahead and its slot prefetched,
     # so that the cache miss overlaps the chunk before.
-    next_cached = t.cache != NULL and cacheable_chunk(text, 0, w.bounds[0])
+    next_cached = cache != NULL and cacheable_chunk(text, 0, w.bounds[0])
     if next_cached:
         next_h = spm_hash_bytes(text, <size_t>w.bounds[0])
     for b in range(nb):
@@ -410,12 +413,12 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
         single = utf8_len(<uint8_t>text[begin]) >= end - begin
         use_cache = next_cached
         h = next_h
-        next_cached = t.cache != NULL and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1])
+        next_cached = cache != NULL and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1])
         if next_cached:
             next_h = spm_hash_bytes(text + end, <size_t>(w.bounds[b + 1] - end))
-            spm_cache_prefetch(t.cache, next_h)
+            spm_cache_prefetch(cache, next_h)
         if use_cache:
-            hit = spm_cache_get(t.cache, text + begin, <size_t>(end - begin), h)
+            hit = spm_cache_get(cache, text + begin, <size_t>(end - begin), h)
             if hit != NULL:
                 rc = spans_of_hit(t, w, spm_cache_ids(hit), hit.ids_len, begin, end) \
                     if w.want_spans else OK
@@ -451,7 +454,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
         if rc != OK:
             return rc
         if use_cache:
-            spm_cache_put(t.cache, &w.cache_writer, text + begin, <size_t>(end - begin), h,
+            spm_cache_put(cache, &w.cache_writer, text + begin, <size_t>(end - begin), h,
                           w.ids + mark, w.ids_len - mark)
         begin = end
     return OK

@@ -342,10 +342,13 @@ cdef class SpmCore:
 
     cdef list encode_text(self, str text, bint prefix):
         cdef Py_ssize_t n
+        cdef int rc
         cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
         cdef Workspace *w = self.acquire()
         try:
-            check_rc(segment(&self.t, w, src, n, prefix), &self.t, w, text)
+            rc = segment(&self.t, w, src, n, prefix)
+            if rc != OK:
+                check_rc(rc, &self.t, w, text)
             return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
