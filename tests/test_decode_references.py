@@ -1,6 +1,7 @@
 """decode as each reference decodes (issue 22): live sentencepiece for
 ``.model`` files, live tokenizers for a ``tokenizer.json``, llama.cpp's own
-output for a GGUF, and the streaming decoder and
+output for a GGUF (``tests/data/llama-spm.decode.jsonl.gz``, from
+``tools/make_decode_goldens.py``), and the streaming decoder and
 ``decode_bytes`` agreeing with ``decode`` on every one.
 
 The id lists mix what decoding meets in model output and what encoding never
@@ -11,6 +12,7 @@ pieces, and ids from anywhere in the vocabulary.
 
 from __future__ import annotations
 
+import gzip
 import json
 import pathlib
 
@@ -168,3 +170,32 @@ def test_tokenizer_json_decode_equals_tokenizers(json_pair):
         assert _stream(tok, ids, skip_special=skip) == expected
 
     check()
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+
+def _llama_goldens():
+    with gzip.open(DATA / "llama-spm.decode.jsonl.gz", "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_gguf_decode_equals_llama_cpp():
+    tok = spmbpe.load(DATA / "ggml-vocab-llama-spm.gguf")
+    rows = _llama_goldens()
+    assert len(rows) > 2000
+    for row in rows:
+        ids = row["ids"]
+        # common_detokenize(special=true): llama_detokenize(remove_special=false, unparse_special=true)
+        text = bytes.fromhex(row["text_special_hex"]).decode("utf-8", "replace")
+        assert tok.decode(ids) == text, ids
+        assert _stream(tok, ids) == text, ids
+        assert tok.decode_bytes(ids).hex() == row["text_special_hex"], ids
+        # llama_detokenize(remove_special=true, unparse_special=false)
+        skipped = bytes.fromhex(row["text_removed_hex"])
+        assert tok.decode_bytes(ids, skip_special=True) == skipped, ids
+        assert tok.decode(ids, skip_special=True) == skipped.decode("utf-8", "replace"), ids
+        assert _stream(tok, ids, skip_special=True) == skipped.decode("utf-8", "replace"), ids
+        # llama_detokenize(remove_special=false, unparse_special=false) gives
+        # the same text: a BOS rendered as nothing also keeps the next space.
+        assert row["text_plain_hex"] == row["text_removed_hex"] or ids[-1:] == [2], ids

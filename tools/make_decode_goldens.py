@@ -1,4 +1,4 @@
-"""Regenerate tests/data/llama-spm.decode.jsonl: llama.cpp's text for id lists
+"""Regenerate tests/data/llama-spm.decode.jsonl.gz: llama.cpp's text for id lists
 of the Llama 2 vocabulary (tests/data/ggml-vocab-llama-spm.gguf).
 
     python tools/make_decode_goldens.py [--out PATH] [--check]
@@ -26,9 +26,11 @@ object per id list:
 
 (hex: the texts are raw bytes, which may split a UTF-8 character).
 
-The id lists: the three encodings of every row of
-tests/data/llama-spm.gguf.jsonl, each also with EOS appended, and random lists
-(fixed seed) of control, unknown, byte and "▁" pieces among others.
+The id lists: of every other row of tests/data/llama-spm.gguf.jsonl, its
+encodings without and with BOS (the first 48 ids, so that some lists end
+inside a character spelled in byte pieces), each also with EOS appended; and
+random lists (fixed seed) of control, unknown, byte and "▁" pieces among
+others. The file is gzip-compressed JSONL.
 ``--check`` recomputes the texts of the existing file and compares.
 """
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gzip
 import json
 import pathlib
 import random
@@ -46,7 +49,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 GGUF = DATA / "ggml-vocab-llama-spm.gguf"
 ENCODE_GOLDENS = DATA / "llama-spm.gguf.jsonl"
-OUT = DATA / "llama-spm.decode.jsonl"
+OUT = DATA / "llama-spm.decode.jsonl.gz"
+MAX_IDS = 48
 N_RANDOM = 600
 SEED = 20261202
 
@@ -76,11 +80,13 @@ def _detokenizer() -> Any:
 def id_lists() -> List[List[int]]:
     lists: List[List[int]] = []
     with open(ENCODE_GOLDENS, encoding="utf-8") as f:
-        for line in f:
+        for k, line in enumerate(f):
+            if k % 2:
+                continue
             row = json.loads(line)
-            for key in ("ids", "ids_special", "ids_bos_special"):
-                lists.append(row[key])
-                lists.append(row[key] + [2])
+            for key in ("ids", "ids_bos_special"):
+                lists.append(row[key][:MAX_IDS])
+                lists.append(row[key][:MAX_IDS] + [2])
     rng = random.Random(SEED)
     special = [0, 1, 2]
     byte_ids = list(range(3, 259))
@@ -120,16 +126,17 @@ def main(argv: Any = None) -> int:
     args = parser.parse_args(argv)
     detokenize = _detokenizer()
     if args.check:
-        with open(args.out, encoding="utf-8") as f:
+        with gzip.open(args.out, "rt", encoding="utf-8") as f:
             old = [json.loads(line) for line in f]
         new = rows(detokenize, [r["ids"] for r in old])
         bad = [o["ids"] for o, n in zip(old, new) if o != n]
         print(f"{len(old) - len(bad)} of {len(old)} rows agree")
         return 1 if bad else 0
     out = rows(detokenize, id_lists())
-    with open(args.out, "w", encoding="utf-8") as f:
+    # mtime 0: the same rows give the same bytes.
+    with gzip.GzipFile(args.out, "wb", mtime=0) as f:
         for row in out:
-            f.write(json.dumps(row) + "\n")
+            f.write((json.dumps(row) + "\n").encode("utf-8"))
     print(f"wrote {len(out)} rows to {args.out}")
     return 0
 
