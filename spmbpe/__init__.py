@@ -18,6 +18,7 @@ from .errors import (
 from ._hf_call import BatchEncoding
 from ._streaming import StreamingDecoder
 from .loading import load
+from ._threads import get_num_threads, set_num_threads
 from .tokenizer import PREFIX_SCHEMES, SpmTokenizer
 from .tokens import NEVER_MERGE, AddedToken, TokenType
 
@@ -30,6 +31,8 @@ __all__ = [
     "AddedToken",
     "TokenType",
     "load",
+    "set_num_threads",
+    "get_num_threads",
     "NEVER_MERGE",
     "PREFIX_SCHEMES",
     "SpmbpeError",

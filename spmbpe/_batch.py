@@ -8,15 +8,14 @@ which reference is planned.
 
 from __future__ import annotations
 
-import os
-import threading
 from array import array
-from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 from ._core import BatchJob, SpmCore, batch_slices
 from ._policy import check_surrogates, check_text, text_seed
+from ._threads import worker_pool
+from .errors import DisallowedSpecialError
 from .planners import Part
 
 __all__ = ["run_batch", "join_lists", "join_numpy", "numpy_dtype"]
@@ -38,22 +37,6 @@ _UNITS_PER_THREAD = 16
 # on the same threads.  None is shut down while the process lives (another
 # thread may be using it).  A forked child inherits the pools but not their
 # threads, nor a usable lock: it starts afresh.
-_POOLS: Dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-_POOLS_PID = os.getpid()
-
-
-def _executor(threads: int) -> ThreadPoolExecutor:
-    global _POOLS, _POOLS_LOCK, _POOLS_PID
-    if _POOLS_PID != os.getpid():
-        _POOLS, _POOLS_LOCK, _POOLS_PID = {}, threading.Lock(), os.getpid()
-    with _POOLS_LOCK:
-        pool = _POOLS.get(threads)
-        if pool is None:
-            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe")
-        return pool
-
-
 def run_batch(
     core: SpmCore,
     plan: PlanFunction,
@@ -101,7 +84,8 @@ def run_batch(
             results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix)]
             owners = None if owners is None else [list(indices)]
         else:
-            results = list(_executor(min(threads, len(groups))).map(encode_group, range(len(groups))))
+            with worker_pool(min(threads, len(groups))) as pool:
+                results = list(pool.map(encode_group, range(len(groups))))
     except UnicodeEncodeError:
         for t in texts:
             check_surrogates(t)
@@ -135,15 +119,15 @@ def _encode_job(
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
     included, sharing one BatchJob."""
     job = BatchJob(core)
-    try:
-        # (The helpers wake while this thread gathers the texts.)
-        pool = _executor(threads - 1)
-        for _ in range(threads - 1):
-            pool.submit(job.work)
-        job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
-        result = job.lead(flat)
-    finally:
-        job.close()
+    with worker_pool(threads - 1) as pool:
+        try:
+            # (The helpers wake while this thread gathers the texts.)
+            for _ in range(threads - 1):
+                pool.submit(job.work)
+            job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
+            result = job.lead(flat)
+        finally:
+            job.close()
     if result is None:
         # A text failed: the one-thread call raises the error it would.
         result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
@@ -266,3 +250,19 @@ def join_numpy(
     offsets = np.zeros(n_texts + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return flat.astype(dtype, copy=False), offsets
+
+
+def text_error(texts: List[Any], error: Exception) -> Exception:
+    """The error of a batch call, naming the index of the text at fault:
+    the first that is not a str or holds a lone surrogate (`error` itself
+    when no text is at fault, or when it names one already)."""
+    if isinstance(error, DisallowedSpecialError):
+        return error
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            return TypeError(f"texts[{index}] must be str, not {type(text).__name__}")
+        try:
+            check_surrogates(text)
+        except ValueError as bad:
+            return ValueError(f"texts[{index}]: {bad}")
+    return error

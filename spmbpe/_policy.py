@@ -12,7 +12,6 @@ __all__ = [
     "check_text",
     "surrogate_error",
     "check_surrogates",
-    "thread_count",
     "sampling",
     "text_seed",
 ]
@@ -66,14 +65,6 @@ def check_surrogates(text: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise surrogate_error(text) from None
-
-
-def thread_count(num_threads: Optional[int]) -> int:
-    if num_threads is None:
-        return os.cpu_count() or 1
-    if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer, not {num_threads!r}")
-    return num_threads
 
 
 def sampling(alpha: float, seed: Optional[int]) -> Tuple[float, int]:

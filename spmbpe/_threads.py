@@ -21,7 +21,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Optional
 
 __all__ = ["available_cpus", "default_threads", "get_num_threads", "set_num_threads", "thread_count", "worker_pool"]
 
@@ -120,14 +120,14 @@ def _shared_pool(threads: int) -> ThreadPoolExecutor:
 
 
 @contextmanager
-def worker_pool(threads: int) -> Iterator[Tuple[ThreadPoolExecutor, int]]:
-    """A pool with room for `threads` workers, and that count: the shared
-    pool up to the available CPUs, else one for this call only."""
+def worker_pool(threads: int) -> Iterator[ThreadPoolExecutor]:
+    """A pool with room for `threads` workers: the shared pool up to the
+    available CPUs, else one for this call only, shut down at the end."""
     if threads <= available_cpus():
-        yield _shared_pool(threads), threads
+        yield _shared_pool(threads)
         return
     pool = ThreadPoolExecutor(threads, thread_name_prefix="spmbpe-call")
     try:
-        yield pool, threads
+        yield pool
     finally:
         pool.shutdown(wait=True)

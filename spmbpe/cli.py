@@ -236,7 +236,7 @@ def _add_encoding(p: argparse.ArgumentParser) -> None:
         help="add BOS/EOS around every document as the model says (encode(add_special_tokens=True)); "
         "with --prepend-bos/--append-eod each id is added once",
     )
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="encoding threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="encoding threads (default: the CPUs this process may use, or SPMBPE_NUM_THREADS)")
     p.add_argument(
         "--input-format", choices=("auto", "txt", "jsonl"), default="auto",
         help="auto (default): .jsonl/.ndjson files (also .jsonl.gz, .ndjson.gz) are JSONL, "

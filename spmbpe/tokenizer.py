@@ -27,7 +27,8 @@ from . import _batch
 from ._added import AddedTokenMatcher
 from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids
 from ._decoding import decode_rules
-from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error, thread_count
+from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
+from ._threads import thread_count
 from ._state import fingerprint, register_builder, restore, state_bytes
 from ._vocab import SPECIAL_TYPES
 from .errors import InvalidTokenIdError, VocabularyError
@@ -382,7 +383,9 @@ class SpmTokenizer(TokenizerBase):
         seed: Optional[int] = None,
     ) -> Any:
         """``[encode(t, ...) for t in texts]``, merged on `num_threads`
-        threads (default: the machine's cores) with the GIL released.
+        threads (default: spmbpe.get_num_threads(): the CPUs this process
+        may use -- its affinity and cgroup quota -- or SPMBPE_NUM_THREADS or
+        spmbpe.set_num_threads) with the GIL released.
 
         With ``return_numpy=True`` (NumPy needed), returns ``(ids, offsets)``:
         every id of every text in one flat ``uint32`` array (``dtype=
@@ -397,22 +400,31 @@ class SpmTokenizer(TokenizerBase):
         array([3186], dtype=uint32)
         """
         include, allowed = special_policy(special)
+        if isinstance(texts, (str, bytes, bytearray)):
+            # A str is iterable, but its characters are not a batch.
+            raise TypeError(
+                f"encode_batch takes a list of texts, not a {type(texts).__name__}; "
+                f"for one text use encode"
+            )
         texts = texts if type(texts) is list else list(texts)
         # Nothing to split out or normalize: each text is one segment, and
         # the core checks that it is a str.
         plain = (self.plain_core is not None and allowed is None) or (
             self.ordinary_core is not None and not include
         )
-        if not plain:
-            texts = [check_text(t) for t in texts]
         threads = thread_count(num_threads)
         if return_numpy:
             np, dtype = _batch.numpy_dtype(dtype, len(self._table))
         sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
-        results, owners = _batch.run_batch(
-            self._core, self._plan, plain, texts, include, allowed, threads, bool(return_numpy),
-            sample_alpha, sample_seed, self._add_prefix_space,
-        )
+        try:
+            if not plain:
+                texts = [check_text(t) for t in texts]
+            results, owners = _batch.run_batch(
+                self._core, self._plan, plain, texts, include, allowed, threads, bool(return_numpy),
+                sample_alpha, sample_seed, self._add_prefix_space,
+            )
+        except (TypeError, ValueError) as e:
+            raise _batch.text_error(texts, e) from None
         if return_numpy:
             bos = self._bos_id if add_special_tokens and self._add_bos else None
             eos = self._eos_id if add_special_tokens and self._add_eos else None
