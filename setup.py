@@ -26,18 +26,21 @@ C files together):
 before packing, so the sdist always contains up-to-date generated C files.
 """
 
-import glob
 import os
 import sys
 from importlib.util import find_spec
 
+# setuptools runs this file from the project directory; be robust anyway.
+HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.abspath(os.getcwd()) != HERE:
+    os.chdir(HERE)
+
+# The Cython modules and the rule for when Cython runs live beside the build
+# backend, which asks for Cython by the same rule (build_backend/backend.py).
+sys.path.insert(0, os.path.join(HERE, "build_backend"))
+from backend import MODULES, cython_inputs, cython_reason  # noqa: E402
+
 PKG = "spmbpe"
-# The Cython modules: extension name -> path stem of its .pyx / generated .c.
-MODULES = (
-    ("spmbpe._core", "spmbpe/_core"),
-    ("spmbpe._normalizer", "spmbpe/_normalizer"),
-    ("spmbpe._testing", "spmbpe/_testing"),
-)
 # The csrc/*.c files each extension links (the rest of csrc/ is headers).
 CSRC_OF = {
     "spmbpe._core": ["spm_pairs.c", "spm_vocab.c"],
@@ -48,11 +51,6 @@ PYXS = [stem + ".pyx" for _, stem in MODULES]
 C_FILES = [stem + ".c" for _, stem in MODULES]
 CSRC = "csrc"
 
-# setuptools runs this file from the project directory; be robust anyway.
-HERE = os.path.dirname(os.path.abspath(__file__))
-if os.path.abspath(os.getcwd()) != HERE:
-    os.chdir(HERE)
-
 
 def _log(msg):
     print("spmbpe: " + msg, flush=True)
@@ -60,41 +58,22 @@ def _log(msg):
 
 def _cython_inputs():
     """Files whose change means the generated C files must be re-generated."""
-    return sorted(
-        glob.glob(os.path.join(PKG, "*.pyx"))
-        + glob.glob(os.path.join(PKG, "*.pxd"))
-        + glob.glob(os.path.join(PKG, "core", "*.pyx"))
-        + glob.glob(os.path.join(PKG, "core", "*.pxd"))
-        + glob.glob(os.path.join(CSRC, "*.h"))
-    )
-
-
-def _newer_inputs():
-    """(input, C file) pairs where the input is newer than the C file."""
-    return [
-        (p, c)
-        for c in C_FILES
-        for p in _cython_inputs()
-        if os.path.getmtime(p) > os.path.getmtime(c)
-    ]
+    return [os.path.relpath(p, HERE) for p in cython_inputs(HERE)]
 
 
 def _decide():
     """Return (use_cython, reason)."""
-    if os.environ.get("SPMBPE_CYTHONIZE", "") == "1":
-        return True, "SPMBPE_CYTHONIZE=1"
-    for c_file in C_FILES:
-        if not os.path.exists(c_file):
-            return True, c_file + " does not exist"
-    newer = _newer_inputs()
-    if newer:
-        # find_spec on a top-level name does not import the package.
-        if find_spec("Cython") is not None:
-            return True, "%s is newer than %s" % newer[0]
-        _log(
-            "WARNING: %s is newer than %s but Cython is not installed; "
-            "compiling the existing C files, which may be out of date" % newer[0]
-        )
+    reason, required = cython_reason(HERE)
+    if reason is None or required:
+        return reason is not None, reason
+    # A stale C file: regenerate it when Cython is there (find_spec on a
+    # top-level name does not import the package).
+    if find_spec("Cython") is not None:
+        return True, reason
+    _log(
+        "WARNING: %s but Cython is not installed; "
+        "compiling the existing C files, which may be out of date" % reason
+    )
     return False, None
 
 

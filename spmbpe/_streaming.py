@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import codecs
-from typing import Dict, List, NamedTuple, Optional, Protocol
+from typing import Dict, List, Optional, Protocol
 
 from ._core import IdDecoder, SpmCore
+from ._decoding import DecodeRules
 
 __all__ = ["StreamingDecoder"]
 
 
 class _Normalizer(Protocol):
     def normalize(self, text: str) -> str: ...
-
-
-class _Rules(NamedTuple):
-    packed: bytes
-    surface: bytes
 
 
 class _Tokenizer(Protocol):
@@ -29,7 +25,7 @@ class _Tokenizer(Protocol):
     @property
     def _skip_none(self) -> Optional[bytes]: ...
     @property
-    def _decoding(self) -> Dict[bool, _Rules]: ...
+    def _decoding(self) -> Dict[bool, DecodeRules]: ...
     @property
     def _denormalizer(self) -> Optional[_Normalizer]: ...
 

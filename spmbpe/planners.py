@@ -80,7 +80,7 @@ class Planner:
             cls.public_name = cls.name
 
     @classmethod
-    def matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
+    def make_matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
         """The matcher that splits the added tokens out of a text."""
         return AddedTokenMatcher(tokens)
 
@@ -473,7 +473,7 @@ class Transformers5Planner(TokenizersPlanner):
     decoder = "tokenizers"
 
     @classmethod
-    def matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
+    def make_matcher(cls, tokens: List[AddedToken], spec: "TokenizerSpec") -> AddedTokenMatcher:
         if len(spec.front_end) > 3:
             single_word, normalized = spec.front_end[3], spec.front_end[4]
             return TokenizersMatcher(tokens, cast(Iterable[str], single_word), cast(Iterable[str], normalized))

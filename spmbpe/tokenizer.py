@@ -153,7 +153,7 @@ class SpmTokenizer(TokenizerBase):
         if not spec.escape_spaces:
             core.set_escape_spaces(False)
 
-        self._matcher = planner_cls.matcher(_added_tokens(spec, planner_cls), spec)
+        self._matcher = planner_cls.make_matcher(_added_tokens(spec, planner_cls), spec)
         self._sentinel_ids: FrozenSet[int] = frozenset(
             i for i in (self._bos_id, self._eos_id, self._unk_id) if i is not None
         )

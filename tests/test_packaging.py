@@ -143,6 +143,7 @@ def test_sdist_contents(sdist):
 
     required = {
         "setup.py",
+        "build_backend/backend.py",
         "pyproject.toml",
         "MANIFEST.in",
         "LICENSE",
@@ -225,3 +226,25 @@ def test_sdist_builds_without_cython(sdist, tmp_path):
     )
     out = _run([py, "-I", "-c", check], cwd=tmp_path)
     assert "ok " in out
+
+
+_REQUIRES = (
+    "import sys; sys.path.insert(0, 'build_backend'); import backend; "
+    "print(backend.get_requires_for_build_wheel(), backend.get_requires_for_build_editable(), "
+    "backend.get_requires_for_build_sdist())"
+)
+
+
+def test_an_sdist_build_asks_for_no_cython(sdist, tmp_path):
+    # pip installs what get_requires_for_build_* return into the isolated
+    # build environment: for an sdist (generated C included) no Cython.
+    with tarfile.open(str(sdist)) as tar:
+        tar.extractall(str(tmp_path))
+    (top,) = list(tmp_path.iterdir())
+    out = _run([sys.executable, "-c", _REQUIRES], cwd=top)
+    assert "Cython" not in out, out
+    # A fresh clone has no generated C: there the build needs Cython.
+    clone = tmp_path / "clone"
+    shutil.copytree(str(ROOT), str(clone), ignore=shutil.ignore_patterns(*_ARTEFACTS, "data"))
+    out = _run([sys.executable, "-c", _REQUIRES], cwd=clone)
+    assert out.count("Cython>=3.0") == 3, out
