@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate
-from typing import Any, Callable, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple, cast
 
 from ._core import BatchJob, SpmCore, batch_slices
 from ._policy import check_surrogates, check_text, text_seed
@@ -211,10 +211,11 @@ def numpy_dtype(dtype: object, vocab_size: int) -> Tuple[Any, Any]:
     import numpy as np
 
     dtype = np.dtype(np.uint32 if dtype is None else dtype)  # type: ignore[call-overload]  # any object: np.dtype rejects a non-dtype
-    if dtype not in (np.dtype(np.uint32), np.dtype(np.uint16)):
-        raise ValueError(f"dtype must be numpy.uint32 or numpy.uint16, not {dtype}")
-    if dtype == np.dtype(np.uint16) and vocab_size > 65536:
-        raise ValueError(f"a vocabulary of {vocab_size} ids does not fit numpy.uint16")
+    allowed = [np.dtype(t) for t in (np.uint32, np.uint16, np.int32, np.int64, np.uint64)]
+    if dtype not in allowed:
+        raise ValueError(f"dtype must be one of numpy.uint32, uint16, int32, int64, uint64, not {dtype}")
+    if vocab_size - 1 > np.iinfo(cast(Any, dtype)).max:
+        raise ValueError(f"a vocabulary of {vocab_size} ids does not fit numpy.{dtype}")
     return np, dtype
 
 

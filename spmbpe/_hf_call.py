@@ -114,8 +114,16 @@ def call(
     for name, side in (("padding_side", padding_side), ("truncation_side", truncation_side)):
         if side not in ("right", "left"):
             raise ValueError(f"{name} must be 'right' or 'left', not {side!r}")
-    if return_tensors not in (None, "np"):
-        raise ValueError(f"return_tensors must be None or 'np', not {return_tensors!r}")
+    if return_tensors not in (None, "np", "pt"):
+        raise ValueError(f"return_tensors must be None, 'np' or 'pt', not {return_tensors!r}")
+    if return_tensors == "pt":
+        try:
+            import torch  # type: ignore[import-not-found]  # noqa: F401
+        except ImportError:
+            raise ImportError(
+                "return_tensors='pt' needs PyTorch, which is not installed: pip install torch, "
+                "or ask for return_tensors='np' (NumPy) or None (lists)"
+            ) from None
     if max_length is not None and (not isinstance(max_length, int) or max_length < 0):
         raise ValueError(f"max_length must be a non-negative integer, not {max_length!r}")
     if (truncate or pad_to == "max_length") and max_length is None:
@@ -168,17 +176,24 @@ def call(
     else:
         masks = [[1] * len(r) for r in rows]
 
-    if return_tensors == "np":
-        import numpy as np
-
+    if return_tensors in ("np", "pt"):
         lengths = {len(r) for r in rows}
         if len(lengths) > 1:
             raise ValueError(
-                "the texts have different lengths and return_tensors='np' needs one: pass "
+                f"the texts have different lengths and return_tensors={return_tensors!r} needs one: pass "
                 "padding=True (with pad_token_id= when the vocabulary has no pad id) or truncation"
             )
-        out_ids: Any = np.array(rows, dtype=np.int64).reshape(len(rows), lengths.pop() if lengths else 0)
-        out_mask: Any = np.array(masks, dtype=np.int64).reshape(out_ids.shape)
+        shape = (len(rows), lengths.pop() if lengths else 0)
+        if return_tensors == "pt":
+            import torch
+
+            out_ids: Any = torch.tensor(rows, dtype=torch.int64).reshape(shape)
+            out_mask: Any = torch.tensor(masks, dtype=torch.int64).reshape(shape)
+        else:
+            import numpy as np
+
+            out_ids = np.array(rows, dtype=np.int64).reshape(shape)
+            out_mask = np.array(masks, dtype=np.int64).reshape(shape)
     elif single:
         out_ids, out_mask = rows[0], masks[0]
     else:

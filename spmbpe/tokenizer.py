@@ -21,12 +21,15 @@ from typing import (
     Tuple,
     Type,
     Union,
+    cast,
+    overload,
 )
 
 from . import _batch
 from ._added import AddedTokenMatcher
 from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids
 from ._decoding import decode_rules
+from ._names import NamesMixin
 from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
 from ._threads import thread_count
 from ._state import fingerprint, register_builder, restore, state_bytes
@@ -46,7 +49,7 @@ __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPoli
 _LIST_REFERENCES = tuple(name for name, cls in PLANNERS.items() if cls.from_lists)
 
 
-class SpmTokenizer(TokenizerBase):
+class SpmTokenizer(TokenizerBase, NamesMixin):
     """A SentencePiece-BPE tokenizer.
 
     Merges the best-scoring adjacent pair first (the score is a merge rank,
@@ -271,13 +274,34 @@ class SpmTokenizer(TokenizerBase):
 
     # ------------------------------------------------------------ pieces
 
-    def id_to_piece(self, id: int) -> str:
-        """The piece of an id, as spelled in the vocabulary (``▁`` kept)."""
-        return self._table.piece(self._valid_id(id))
+    @overload
+    def id_to_piece(self, id: int) -> str: ...
+    @overload
+    def id_to_piece(self, id: Iterable[int]) -> List[str]: ...
 
-    def piece_to_id(self, piece: str) -> int:
+    def id_to_piece(self, id: Union[int, Iterable[int]]) -> Union[str, List[str]]:
+        """The piece of an id, as spelled in the vocabulary (``▁`` kept); of
+        a list of ids, the list of pieces (as sentencepiece takes both)."""
+        if not hasattr(id, "__index__") and isinstance(id, Iterable):
+            return [str(self._table.piece(self._valid_id(i))) for i in id]
+        return str(self._table.piece(self._valid_id(cast(int, id))))
+
+    @overload
+    def piece_to_id(self, piece: str) -> int: ...  # type: ignore[overload-overlap]
+    @overload
+    def piece_to_id(self, piece: Iterable[str]) -> List[int]: ...
+
+    def piece_to_id(self, piece: Union[str, Iterable[str]]) -> Union[int, List[int]]:
         """The (lowest) id of a piece; the unknown id when absent, as
-        sentencepiece's ``piece_to_id`` does (KeyError without one)."""
+        sentencepiece's ``piece_to_id`` does (KeyError without one); of a
+        list of pieces, the list of ids."""
+        if not isinstance(piece, str):
+            return [self._piece_id(p) for p in piece]
+        return self._piece_id(piece)
+
+    def _piece_id(self, piece: str) -> int:
+        if not isinstance(piece, str):
+            raise TypeError(f"pieces must be str, not {type(piece).__name__}")
         found = self._table.find(piece.encode("utf-8", "surrogatepass"))
         if found >= 0:
             return found

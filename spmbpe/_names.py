@@ -1,0 +1,104 @@
+"""The names users of transformers and sentencepiece try first, each a thin
+spelling of one method of SpmTokenizer (no second implementation):
+
+* transformers: ``tokenize``, ``convert_ids_to_tokens``,
+  ``convert_tokens_to_ids``, ``get_vocab``, ``decode_batch`` (its
+  ``batch_decode`` too), ``bos_token_id`` / ``eos_token_id`` /
+  ``unk_token_id`` / ``pad_token_id``;
+* offsets for a batch: ``encode_batch_with_offsets``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast, overload
+
+__all__ = ["NamesMixin"]
+
+
+class NamesMixin:
+    """Mixed into SpmTokenizer; every method calls one of its own."""
+
+    # Each method calls SpmTokenizer's own (self: Any: this class holds none
+    # of them, and names no second implementation).
+
+    # ------------------------------------------------------------ transformers
+
+    @property
+    def bos_token_id(self: Any) -> Optional[int]:
+        """transformers' name for ``bos_id``."""
+        return cast(Optional[int], self.bos_id)
+
+    @property
+    def eos_token_id(self: Any) -> Optional[int]:
+        """transformers' name for ``eos_id``."""
+        return cast(Optional[int], self.eos_id)
+
+    @property
+    def unk_token_id(self: Any) -> Optional[int]:
+        """transformers' name for ``unk_id``."""
+        return cast(Optional[int], self.unk_id)
+
+    @property
+    def pad_token_id(self: Any) -> Optional[int]:
+        """transformers' name for ``pad_id``."""
+        return cast(Optional[int], self.pad_id)
+
+    def tokenize(self: Any, text: str, **options: Any) -> List[str]:
+        """The pieces of ``encode(text, **options)``.
+
+        >>> tok.tokenize("Hello world")                       # doctest: +SKIP
+        ['▁Hello', '▁world']
+        """
+        return [str(self.id_to_piece(i)) for i in self.encode(text, **options)]
+
+    @overload
+    def convert_ids_to_tokens(self: Any, ids: int) -> str: ...
+    @overload
+    def convert_ids_to_tokens(self: Any, ids: Iterable[int]) -> List[str]: ...
+
+    def convert_ids_to_tokens(self: Any, ids: Union[int, Iterable[int]]) -> Union[str, List[str]]:
+        """The piece of an id, or the pieces of ids (transformers' name for
+        ``id_to_piece``)."""
+        return cast(Union[str, List[str]], self.id_to_piece(ids))
+
+    @overload
+    def convert_tokens_to_ids(self: Any, tokens: str) -> int: ...
+    @overload
+    def convert_tokens_to_ids(self: Any, tokens: Iterable[str]) -> List[int]: ...
+
+    def convert_tokens_to_ids(self: Any, tokens: Union[str, Iterable[str]]) -> Union[int, List[int]]:
+        """The id of a piece, or the ids of pieces (the unknown id for a piece
+        not in the vocabulary), as transformers' name for ``piece_to_id``."""
+        return cast(Union[int, List[int]], self.piece_to_id(tokens))
+
+    def get_vocab(self: Any) -> Dict[str, int]:
+        """Every piece and its id (a piece listed twice: its lowest id)."""
+        vocab: Dict[str, int] = {}
+        for i, piece in enumerate(self._table.pieces()):
+            vocab.setdefault(piece, i)
+        return vocab
+
+    def decode_batch(self: Any, batch: Iterable[Iterable[int]], **options: Any) -> List[str]:
+        """``[decode(ids, **options) for ids in batch]`` (tiktoken's name;
+        transformers' ``batch_decode``)."""
+        if isinstance(batch, (str, bytes)):
+            raise TypeError(f"decode_batch takes a list of id lists, not a {type(batch).__name__}")
+        return [self.decode(ids, **options) for ids in batch]
+
+    def batch_decode(self: Any, sequences: Iterable[Iterable[int]], *, skip_special_tokens: bool = False) -> List[str]:
+        """transformers' ``batch_decode``: ``decode_batch`` with its keyword."""
+        return cast(List[str], self.decode_batch(sequences, skip_special=skip_special_tokens))
+
+    # ------------------------------------------------------------ offsets
+
+    def encode_batch_with_offsets(
+        self, texts: Sequence[str], **options: Any
+    ) -> List[Tuple[List[int], List[Tuple[int, int]]]]:
+        """``encode_with_offsets`` of each text: (ids, character spans) per
+        text."""
+        if isinstance(texts, (str, bytes, bytearray)):
+            raise TypeError(
+                f"encode_batch_with_offsets takes a list of texts, not a {type(texts).__name__}"
+            )
+        tok: Any = self
+        return [tok.encode_with_offsets(t, **options) for t in texts]
