@@ -17,6 +17,7 @@ measurements that pin them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -52,7 +53,32 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
             f"{folder}: the tokenizer.json decoder is not LlamaTokenizer's (Replace, ByteFallback, Fuse"
             f"{', Strip' if spec.add_prefix_space else ''}); load with reference='tokenizers' to read it as a file"
         )
-    return spec
+    return _with_named_ids(spec, folder)
+
+
+def _with_named_ids(spec: TokenizerSpec, folder: str) -> TokenizerSpec:
+    """The spec with the bos/eos/unk/pad ids transformers 5 reports
+    (``tok.bos_token_id``, ...): the config's named tokens, whether or not
+    the template adds them (the tokenizer.json alone names only those it adds)."""
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(config_path):
+        return spec
+    named = _named_tokens(read_json_object(config_path), folder)
+
+    def named_id(key: str, current: Optional[int]) -> Optional[int]:
+        entry = named.get(key)
+        if entry is None:
+            return current
+        found = spec.table.find(entry["content"].encode("utf-8"))
+        return found if found >= 0 else current
+
+    ids = {
+        "bos_id": named_id("bos_token", spec.bos_id), "eos_id": named_id("eos_token", spec.eos_id),
+        "unk_id": named_id("unk_token", spec.unk_id), "pad_id": named_id("pad_token", spec.pad_id),
+    }
+    if all(getattr(spec, k) == v for k, v in ids.items()):
+        return spec
+    return dataclasses.replace(spec, **ids)
 
 
 def _decoder(strip: bool) -> Dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import pickle
 import os
 import pathlib
 import shutil
@@ -323,3 +324,13 @@ def test_random_texts_equal_live_transformers_5(folders, name, text):
     tok, ref = _live_pair(str(folders[name]))
     assert tok.encode(text) == ref.encode(text, add_special_tokens=False)
     assert tok.encode(text, add_special_tokens=True) == ref.encode(text, add_special_tokens=True)
+
+
+def test_the_named_token_ids_are_transformers_5s(folders):
+    # tok.bos_token_id / eos_token_id / unk_token_id / pad_token_id as
+    # transformers 5 reports them: the config's named tokens (LlamaTokenizer's
+    # defaults <s>, </s>, <unk>), whether or not add_special_tokens adds them.
+    for name in ("v1-model-legacy", "v1-model-absent-prefix", "v1-model-nolegacy-eos"):
+        tok = spmbpe.load(folders[name])
+        assert (tok.bos_token_id, tok.eos_token_id, tok.unk_token_id) == (1, 2, 0), name
+        assert pickle.loads(pickle.dumps(tok)).eos_token_id == 2
