@@ -159,8 +159,15 @@ class sdist(_sdist):
 
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
+        # The generated C files are added here rather than in MANIFEST.in:
+        # in a fresh clone they do not exist yet when the build frontend
+        # first reads the manifest (get_requires_for_build_sdist), which
+        # would print a "no files found" warning for each.
         for c_file in C_FILES:
-            if not os.path.exists(os.path.join(base_dir, c_file)):
+            dest = os.path.join(base_dir, c_file)
+            if not os.path.exists(dest) and os.path.exists(c_file):
+                self.copy_file(c_file, dest)
+            if not os.path.exists(dest):
                 raise SystemExit("error: %s is missing from the sdist" % c_file)
 
 
