@@ -72,13 +72,11 @@ def _with_named_ids(spec: TokenizerSpec, folder: str) -> TokenizerSpec:
         found = spec.table.find(entry["content"].encode("utf-8"))
         return found if found >= 0 else current
 
-    ids = {
-        "bos_id": named_id("bos_token", spec.bos_id), "eos_id": named_id("eos_token", spec.eos_id),
-        "unk_id": named_id("unk_token", spec.unk_id), "pad_id": named_id("pad_token", spec.pad_id),
-    }
-    if all(getattr(spec, k) == v for k, v in ids.items()):
+    bos, eos = named_id("bos_token", spec.bos_id), named_id("eos_token", spec.eos_id)
+    unk, pad = named_id("unk_token", spec.unk_id), named_id("pad_token", spec.pad_id)
+    if (bos, eos, unk, pad) == (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id):
         return spec
-    return dataclasses.replace(spec, **ids)
+    return dataclasses.replace(spec, bos_id=bos, eos_id=eos, unk_id=unk, pad_id=pad)
 
 
 def _decoder(strip: bool) -> Dict[str, Any]:
