@@ -71,8 +71,8 @@ trap cleanup EXIT
 build() {
     echo "== sanitizer build in $WORK"
     mkdir -p "$WORK"
-    rm -rf "$WORK/spmbpe" "$WORK/csrc" "$WORK/tests" "$WORK/tools"
-    cp -r "$ROOT/spmbpe" "$ROOT/csrc" "$ROOT/tests" "$ROOT/tools" "$ROOT/README.md" "$WORK/"
+    rm -rf "$WORK/spmbpe" "$WORK/csrc" "$WORK/tests" "$WORK/tools" "$WORK/docs" "$WORK/build_backend"
+    cp -r "$ROOT/spmbpe" "$ROOT/csrc" "$ROOT/tests" "$ROOT/tools" "$ROOT/docs" "$ROOT/build_backend" "$ROOT/README.md" "$WORK/"
     find "$WORK" -name '*.so' -delete
     find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
 
@@ -120,8 +120,8 @@ if [ "${SPMBPE_SAN_REUSE:-0}" = 1 ] && ls "$WORK"/spmbpe/_core.*.so "$WORK"/spmb
     # Iterating: keep the compiled modules (rebuild when a .pyx or csrc/
     # changed), take the Python files, tests and tools afresh.
     echo "== reusing the sanitizer build in $WORK"
-    rm -rf "$WORK/tests" "$WORK/tools"
-    cp -r "$ROOT/tests" "$ROOT/tools" "$ROOT/README.md" "$WORK/"
+    rm -rf "$WORK/tests" "$WORK/tools" "$WORK/docs"
+    cp -r "$ROOT/tests" "$ROOT/tools" "$ROOT/docs" "$ROOT/README.md" "$WORK/"
     cp "$ROOT"/spmbpe/*.py "$WORK/spmbpe/"
 else
     build
