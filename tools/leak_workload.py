@@ -46,6 +46,7 @@ def workload(tmp: pathlib.Path) -> None:
             raise RuntimeError(f"missing {path}")
     toks = [spmbpe.load(str(p)) for k, p in files.items() if k != "bad"]
     toks.append(spmbpe.load(str(folder)))
+    toks.append(spmbpe.load(str(folder), reference="transformers4"))
     for tok in toks:
         for text in TEXTS:
             ids = tok.encode(text)
@@ -102,7 +103,7 @@ def main() -> int:
         folder = tmp / "folder"
         folder.mkdir()
         (folder / "tokenizer.model").write_bytes(fuzz.small_model(2000))
-        (folder / "tokenizer_config.json").write_text(json.dumps({"legacy": False, "add_bos_token": True}))
+        (folder / "tokenizer_config.json").write_text(json.dumps({"legacy": False, "add_bos_token": True, "tokenizer_class": "LlamaTokenizer"}))
         for _ in range(args.iterations):
             workload(tmp)
             gc.collect()
