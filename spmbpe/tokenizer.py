@@ -150,9 +150,6 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         )
         if spec.ranked_merges is not None:
             core.set_ranked_merges(*spec.ranked_merges)
-        # sentencepiece's decoder removes the dummy prefix only as a leading
-        # "▁"; without escape_whitespaces it is a plain space and stays.
-        self._strip_prefix_on_decode = self._add_prefix_space and spec.escape_spaces
         if not spec.escape_spaces:
             core.set_escape_spaces(False)
 
