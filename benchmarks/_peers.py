@@ -84,7 +84,10 @@ def _import(name: str):
 
 
 SPMBPE_FORMATS = ("model", "gguf", "json", "folder")
-SPMBPE_CALLS = ("ordinary", "default", "all")  # encode_ordinary, encode(), encode(special="all")
+# encode_ordinary, encode(special="all").  (encode() with its default,
+# special="raise", takes the "all" path on a text without a special token
+# and raises on one: a corpus that spells one would stop it.)
+SPMBPE_CALLS = ("ordinary", "all")
 
 
 def spmbpe_key(fmt: str, call: str = "ordinary") -> str:
@@ -96,8 +99,6 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
 
     if call == "ordinary":
         bind = lambda t: t.encode_ordinary  # noqa: E731
-    elif call == "default":
-        bind = lambda t: t.encode  # noqa: E731
     else:
         bind = lambda t: functools.partial(t.encode, special="all")  # noqa: E731
     col = Column(spmbpe_key(fmt, call), "spmbpe", spmbpe.__version__, lambda: spmbpe.load(path),

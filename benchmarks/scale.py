@@ -31,8 +31,8 @@ Modes (MB/s of UTF-8 input, best of --repeat runs):
 Columns: spmbpe on mistral-v1 in each format it reads -- the .model, a GGUF
 of the same vocabulary (written here with the gguf package), the
 tokenizer.json, an HF folder (tokenizer.model + tokenizer_config.json) --
-with encode_ordinary, and per line also with encode() ("default") and
-encode(special="all") ("all"); then every peer importable: sentencepiece,
+with encode_ordinary, and per line also with encode(special="all") ("all",
+the path of encode() with its default on a text without a special token); then every peer importable: sentencepiece,
 splintr-rs, tokenizers, kitoken, gigatoken, tokie (benchmarks/_peers.py).
 ``pip install "spmbpe[bench]"`` installs them all in one environment;
 ``--python PATH`` (repeatable) adds the peers of another environment's

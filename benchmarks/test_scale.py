@@ -84,22 +84,22 @@ def test_a_small_run_end_to_end(tmp_path, capsys):
 
 
 def test_a_call_that_reads_special_tokens_is_checked_on_the_other_lines(tmp_path, capsys):
-    # spmbpe's encode() reads "</s>" as the control piece where sentencepiece
-    # reads four characters: that line is left out and counted, every other
-    # line must agree.
+    # A call that reads special tokens (encode(special="all")) may read
+    # "</s>" as the control piece where sentencepiece reads four characters:
+    # that line is left out and counted, every other line must agree.
     pytest.importorskip("sentencepiece")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     lines = ["plain text, the first line", "a line with </s> in it", "and a last line"]
     (corpus / "spec.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "scale.json"
-    status = scale.main(["--corpus", str(corpus), "--modes", "line", "--columns", "model default",
+    status = scale.main(["--corpus", str(corpus), "--modes", "line", "--columns", "model all",
                          "--json", str(out)])
     printed = capsys.readouterr().out
     assert status == 0, printed
     fr = json.loads(out.read_text(encoding="utf-8"))["files"]["spec.txt"]
     assert fr["checks"]["spmbpe model"]["line"]["left_out"] == 0
-    check = fr["checks"]["spmbpe model default"]["line"]
+    check = fr["checks"]["spmbpe model all"]["line"]
     assert (check["differing"], check["left_out"], check["total"]) == (0, 1, 3)
     assert "1 text(s) holding <unk>/<s>/</s> left out" in printed
-    assert fr["runs"]["spmbpe model default|line"][0]["seconds"] > 0
+    assert fr["runs"]["spmbpe model all|line"][0]["seconds"] > 0

@@ -258,6 +258,10 @@ def text_error(texts: List[Any], error: Exception) -> Exception:
     the first that is not a str or holds a lone surrogate (`error` itself
     when no text is at fault, or when it names one already)."""
     if isinstance(error, DisallowedSpecialError):
+        # The first text that spells the token where the error says.
+        for index, text in enumerate(texts):
+            if isinstance(text, str) and text.startswith(error.token, error.offset):
+                return DisallowedSpecialError(error.token, error.offset, index)
         return error
     for index, text in enumerate(texts):
         if not isinstance(text, str):

@@ -2,7 +2,7 @@
 
 import mmap
 from array import array
-from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Collection, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 MAX_SEGMENT_BYTES: int
 # csrc/spm_types.h by name: token types (sentencepiece's numbers) and piece flags.
@@ -94,14 +94,13 @@ class SpmCore:
 class TokenizerBase:
     """The compiled base of spmbpe.SpmTokenizer."""
 
-    @property
-    def plain_core(self) -> Optional[SpmCore]: ...
-    @property
-    def ordinary_core(self) -> Optional[SpmCore]: ...
-
-    def _set_direct(
-        self, plain_core: Optional[SpmCore], ordinary_core: Optional[SpmCore], prefix: bool
+    def _bind(
+        self, core: SpmCore, planner: Any, direct: Optional[Tuple[Sequence[Any], str]],
+        bos_added: Optional[int], eos_added: Optional[int],
     ) -> None: ...
+    def _all_one_segment(self, texts: List[Any], special: object) -> bool: ...
+    def _plan_unit(self, text: str, include: bool, allowed: Optional[FrozenSet[str]]) -> List[Any]: ...
+    def _add_boundary_tokens(self, ids: List[int]) -> None: ...
     def encode(
         self,
         text: str,
@@ -113,17 +112,6 @@ class TokenizerBase:
         seed: Optional[int] = ...,
     ) -> List[int]: ...
     def encode_ordinary(self, text: str) -> List[int]: ...
-    # Defined by the subclass (spmbpe.tokenizer.SpmTokenizer):
-    def _encode_planned(
-        self,
-        text: str,
-        special: Union[str, Collection[str]],
-        add_special_tokens: bool,
-        enable_sampling: bool,
-        alpha: float,
-        seed: Optional[int],
-    ) -> List[int]: ...
-    def _add_boundary_tokens(self, ids: List[int]) -> None: ...
 
 class BatchJob:
     def __init__(self, core: SpmCore) -> None: ...

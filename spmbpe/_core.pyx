@@ -90,6 +90,9 @@ from spmbpe._csrc cimport (
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+    # The same, NULL with the error still set (for a caller that clears it).
+    const char *PyUnicode_AsUTF8AndSize_NoError "PyUnicode_AsUTF8AndSize"(object text, Py_ssize_t *size)
+    void PyErr_Clear()
     void PyObject_GC_UnTrack(void *op)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
 

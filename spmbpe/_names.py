@@ -44,11 +44,14 @@ class NamesMixin:
         return cast(Optional[int], self.pad_id)
 
     def tokenize(self: Any, text: str, **options: Any) -> List[str]:
-        """The pieces of ``encode(text, **options)``.
+        """The pieces of ``encode(text, special="all", **options)``.
 
         >>> tok.tokenize("Hello world")                       # doctest: +SKIP
         ['▁Hello', '▁world']
         """
+        # transformers' tokenize: special tokens in the text are tokens
+        # unless the caller says otherwise (as the tok(...) call).
+        options.setdefault("special", "all")
         return [str(self.id_to_piece(i)) for i in self.encode(text, **options)]
 
     @overload

@@ -16,19 +16,28 @@ __all__ = [
     "text_seed",
 ]
 
-#: ``special=``: "all", "none", or the special token texts allowed.
+#: ``special=``: "raise", "all", "none", or the special token texts allowed.
 SpecialPolicy = Union[str, Collection[str]]
+
+_NONE_ALLOWED: FrozenSet[str] = frozenset()
 
 
 def special_policy(special: SpecialPolicy) -> Tuple[bool, Optional[FrozenSet[str]]]:
-    """(whether special tokens are matched, the allowed ones or None for all)."""
+    """(whether special tokens are matched, the allowed ones or None for all).
+
+    "raise" (the default of encode, as tiktoken's disallowed_special="all"):
+    matched, none allowed -- a special token spelled in untrusted text is an
+    error (DisallowedSpecialError names it and the ways out), never a silent
+    control id."""
     if isinstance(special, str):
+        if special == "raise":
+            return True, _NONE_ALLOWED
         if special == "all":
             return True, None
         if special == "none":
             return False, None
         raise ValueError(
-            f"special must be 'all', 'none' or a collection of token texts, not {special!r}"
+            f"special must be 'raise', 'all', 'none' or a collection of token texts, not {special!r}"
         )
     if isinstance(special, (AbstractSet, list, tuple, frozenset)):
         allowed = frozenset(special)
@@ -37,7 +46,7 @@ def special_policy(special: SpecialPolicy) -> Tuple[bool, Optional[FrozenSet[str
                 raise TypeError(f"special= collections hold token texts (str), not {item!r}")
         return True, allowed
     raise TypeError(
-        f"special must be 'all', 'none' or a collection of token texts, not "
+        f"special must be 'raise', 'all', 'none' or a collection of token texts, not "
         f"{type(special).__name__}"
     )
 

@@ -58,17 +58,21 @@ class UnsupportedFeatureError(UnsupportedModelError, NotImplementedError):
 
 class DisallowedSpecialError(SpmbpeError, ValueError):
     """The text spells a special token that the ``special=`` policy does not
-    allow; ``token`` is its text and ``offset`` its character offset."""
+    allow; ``token`` is its text and ``offset`` its character offset;
+    ``index``: in a batch, the index of the text (else None)."""
 
-    def __init__(self, token: str, offset: int) -> None:
+    def __init__(self, token: str, offset: int, index: Optional[int] = None) -> None:
         self.token = token
         self.offset = offset
+        self.index = index
+        where = "the text" if index is None else f"texts[{index}]"
         super().__init__(
-            f"the text contains the special token {token!r} at character offset "
-            f"{offset}, which the special= policy does not allow. To encode it as "
-            f"its token id, pass special='all' or include {token!r} in the "
-            f"allowed collection; to encode it as plain text, pass special='none' "
-            f"(or use encode_ordinary)."
+            f"{where} contains the special token {token!r} at character offset "
+            f"{offset}, which the special= policy does not allow (the default, "
+            f"special='raise', keeps untrusted text from becoming control ids). To "
+            f"encode it as its token id, pass special='all' or include {token!r} in "
+            f"the allowed collection; to encode it as plain text, pass "
+            f"special='none' (or use encode_ordinary)."
         )
 
 

@@ -23,7 +23,9 @@ matchers, plans its texts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type, Union, cast
+from typing import (
+    TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Type, Union, cast,
+)
 
 from ._added import AddedTokenMatcher, TokenAt, TokenizersMatcher
 from ._core import SpmCore
@@ -34,7 +36,7 @@ from .tokens import AddedToken, TokenType
 if TYPE_CHECKING:
     from .spec import TokenizerSpec
 
-__all__ = ["Part", "Planner", "PLANNERS", "TRANSFORMERS_REFERENCE", "planner_class"]
+__all__ = ["Direct", "Part", "Planner", "PLANNERS", "TRANSFORMERS_REFERENCE", "planner_class"]
 
 Part = Union[
     int, Tuple[int, int, int], Tuple[str, bool, int], Tuple[str, bool, int, int, int],
@@ -56,6 +58,16 @@ _SENTENCEPIECE_FLAGS = bytes(
 )
 
 _MARKER = "\u2581"
+
+
+class Direct(NamedTuple):
+    """When encode may skip a planner: a text in which none of `tokens`
+    occurs (a compiled scan checks, TokenizerBase._bind) is one segment,
+    merged with the dummy prefix as `prefix` says: "never", "always", or
+    "unless_space" (not when the text starts with " " or "▁", as Metaspace)."""
+
+    tokens: Sequence[AddedToken]
+    prefix: str
 
 
 def _token_part(fragment: TokenAt) -> Tuple[int, int, int]:
@@ -114,10 +126,10 @@ class Planner:
         the explicit added tokens, which override one of the same text)."""
         return []
 
-    def direct(self) -> Tuple[bool, bool]:
-        """Whether encode may hand a text straight to the core: with any
-        special= policy, and with special="none"."""
-        return False, False
+    def direct(self) -> Optional[Direct]:
+        """When encode may hand a text straight to the core; None: never
+        (every text is planned)."""
+        return None
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
@@ -149,11 +161,10 @@ class LlamaCppPlanner(Planner):
             + indices_of(types, TokenType.USER_DEFINED)
         )
 
-    def direct(self) -> Tuple[bool, bool]:
-        # With special="none" too: llama.cpp matches only special tokens here
-        # (no user-defined ones to split out), so plain text is one segment.
-        plain = not self.matcher
-        return plain, plain or not self.matcher.has_plain
+    def direct(self) -> Optional[Direct]:
+        # llama.cpp splits only at the added tokens' texts: a text without
+        # one is one fragment, which takes the prefix under either scheme.
+        return Direct(self.matcher.tokens, "always" if self.prefix else "never")
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
@@ -223,11 +234,13 @@ class SentencePiecePlanner(Planner):
             [AddedToken(table.piece(i), i, special=False) for i in indices_of(spec.types, TokenType.USER_DEFINED)]
         )
 
-    def direct(self) -> Tuple[bool, bool]:
+    def direct(self) -> Optional[Direct]:
         # No splitting and no normalizing to do: encode hands the text to the
-        # core directly (the common case of Mistral/Llama .model files).
-        plain = self.normalizers is None and not self.user_defined
-        return plain, plain
+        # core directly (the common case of Mistral/Llama .model files);
+        # sentencepiece reads no control token from text.
+        if self.normalizers is None and not self.user_defined:
+            return Direct((), "always" if self.prefix else "never")
+        return None
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
@@ -330,9 +343,10 @@ class TransformersPlanner(SentencePiecePlanner):
         # Whether the lone "▁" before a special token is its own piece.
         self.drops_lone_prefix = len(lone) == 1 and lone[0] == spec.table.find(_MARKER.encode("utf-8"))
 
-    def direct(self) -> Tuple[bool, bool]:
-        # Every text is split at the added tokens first.
-        return False, False
+    def direct(self) -> Optional[Direct]:
+        # The non-legacy rules rewrite every text ("▁" as a space, the prefix
+        # put on before splitting): always planned.
+        return None
 
     def _non_legacy_segment(self, segment: str, origin: int, lead: int, offsets: bool = False) -> List[Part]:
         """Parts of one text segment of HF's non-legacy _tokenize."""
@@ -416,6 +430,21 @@ class TokenizersPlanner(Planner):
     ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         self.front_end = spec.front_end
+        self.escape_spaces = spec.escape_spaces
+
+    def direct(self) -> Optional[Direct]:
+        # A text without an added token is one segment: the core escapes its
+        # spaces as plan() does, and the prefix follows the front end.
+        # Every match (TokenizersMatcher's too: no normalizer runs before
+        # it) is a token's text in the raw text, so the scan decides.
+        if not self.escape_spaces:
+            return None
+        if self.front_end[0] == "prepend":
+            return Direct(self.matcher.tokens, "always")
+        scheme, split = self.front_end[1], self.front_end[2]
+        if split:
+            return None  # a segment per word
+        return Direct(self.matcher.tokens, "never" if scheme == "never" else "unless_space")
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False

@@ -159,10 +159,12 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         )
         self._planner: Planner = planner_cls(spec, core, self._matcher, self._sentinel_ids)
         self._plan = self._planner.plan
-        # No splitting and no normalizing to do: encode hands the text to the
-        # core directly.
-        plain, plain_ordinary = self._planner.direct()
-        self._set_direct(core if plain else None, core if plain_ordinary else None, self._add_prefix_space)
+        # The compiled base's encode: texts without an added token go
+        # straight to the core, as the planner's direct() allows.
+        self._bind(
+            core, self._planner, self._planner.direct(),
+            self._bos_id if self._add_bos else None, self._eos_id if self._add_eos else None,
+        )
 
         skip = bytearray(types.translate(SPECIAL_TYPES))
         for token in self._matcher.tokens:
@@ -321,43 +323,17 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
 
     # ------------------------------------------------------------ encoding
 
-    # encode(text, *, special="all", add_special_tokens=False,
-    # enable_sampling=False, alpha=0.1, seed=None) is compiled, in
-    # TokenizerBase (spmbpe/_core.pyx): the per-line hot path.  It hands a
-    # text with nothing to split out straight to the core, and every other
-    # call to _encode_planned.
-
-    def _encode_planned(
-        self,
-        text: str,
-        special: SpecialPolicy,
-        add_special_tokens: bool,
-        enable_sampling: bool,
-        alpha: float,
-        seed: Optional[int],
-    ) -> List[int]:
-        """encode's general path: the text planned into added tokens and
-        segments (sampling, added tokens to split out, a normalizer)."""
-        if enable_sampling:
-            sample_alpha, sample_seed = sampling(alpha, seed)
-        else:
-            sample_alpha = 0.0
-            sample_seed = 0
-        include, allowed = special_policy(special)
-        parts = self._plan(check_text(text), include, allowed)
-        try:
-            ids = self._core.encode_parts(parts, sample_alpha, sample_seed)
-        except UnicodeEncodeError:
-            raise surrogate_error(text) from None
-        if add_special_tokens:
-            self._add_boundary_tokens(ids)
-        return ids
+    # encode(text, *, special="raise", add_special_tokens=False,
+    # enable_sampling=False, alpha=0.1, seed=None) and encode_ordinary are
+    # compiled, in TokenizerBase (spmbpe/core/direct.pyx): the per-line hot
+    # path.  A text in which no added token occurs goes straight to the
+    # core; any other one through the planner, then the core.
 
     def encode_with_offsets(
         self,
         text: str,
         *,
-        special: SpecialPolicy = "all",
+        special: SpecialPolicy = "raise",
         add_special_tokens: bool = False,
     ) -> Tuple[List[int], List[Tuple[int, int]]]:
         """``encode`` with, for each id, the ``(start, end)`` character span
@@ -394,7 +370,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         self,
         texts: Iterable[str],
         *,
-        special: SpecialPolicy = "all",
+        special: SpecialPolicy = "raise",
         add_special_tokens: bool = False,
         num_threads: Optional[int] = None,
         return_numpy: bool = False,
@@ -428,11 +404,10 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
                 f"for one text use encode"
             )
         texts = texts if type(texts) is list else list(texts)
-        # Nothing to split out or normalize: each text is one segment, and
-        # the core checks that it is a str.
-        plain = (self.plain_core is not None and allowed is None) or (
-            self.ordinary_core is not None and not include
-        )
+        # No added token in any text: each is one segment, with the batch's
+        # prefix, and the core checks that it is a str.  Else the texts with
+        # one are planned (_plan_unit leaves the others whole).
+        plain = self._all_one_segment(texts, special)
         threads = thread_count(num_threads)
         if return_numpy:
             np, dtype = _batch.numpy_dtype(dtype, len(self._table))
@@ -441,7 +416,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             if not plain:
                 texts = [check_text(t) for t in texts]
             results, owners = _batch.run_batch(
-                self._core, self._plan, plain, texts, include, allowed, threads, bool(return_numpy),
+                self._core, self._plan_unit, plain, texts, include, allowed, threads, bool(return_numpy),
                 sample_alpha, sample_seed, self._add_prefix_space,
             )
         except (TypeError, ValueError) as e:
@@ -455,12 +430,6 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
-
-    def _add_boundary_tokens(self, ids: List[int]) -> None:
-        if self._add_bos:
-            ids.insert(0, self._bos_id)  # type: ignore[arg-type]
-        if self._add_eos:
-            ids.append(self._eos_id)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ transformers-style call
 

@@ -441,12 +441,16 @@ def types_with_m(m_type: TokenType) -> list[int]:
 
 def test_control_piece_from_token_types_obeys_special():
     tok = rank_tok(token_types=types_with_m(TokenType.CONTROL))
-    assert pieces(tok, tok.encode("hello<M>world")) == ["▁hello", "<M>", "▁world"]
+    assert pieces(tok, tok.encode("hello<M>world", special="all")) == ["▁hello", "<M>", "▁world"]
     assert M_ID not in tok.encode("hello<M>world", special="none")
     with pytest.raises(DisallowedSpecialError) as excinfo:
         tok.encode("hello<M>world", special=[])
     assert (excinfo.value.token, excinfo.value.offset) == ("<M>", 5)
-    assert tok.encode("hello<M>world", special={"<M>"}) == tok.encode("hello<M>world")
+    # The default, special="raise", is the empty allow-list.
+    with pytest.raises(DisallowedSpecialError) as excinfo:
+        tok.encode("hello<M>world")
+    assert (excinfo.value.token, excinfo.value.offset) == ("<M>", 5)
+    assert tok.encode("hello<M>world", special={"<M>"}) == tok.encode("hello<M>world", special="all")
 
 
 def test_user_defined_piece_is_always_split_out():
@@ -467,7 +471,7 @@ def test_non_special_added_token_is_always_split_out():
 
 def test_added_tokens_mapping_means_special_tokens():
     tok = rank_tok(added_tokens={"<M>": M_ID})
-    assert pieces(tok, tok.encode("hello<M>world")) == ["▁hello", "<M>", "▁world"]
+    assert pieces(tok, tok.encode("hello<M>world", special="all")) == ["▁hello", "<M>", "▁world"]
     with pytest.raises(DisallowedSpecialError):
         tok.encode("hello<M>world", special=[])
 
@@ -481,27 +485,27 @@ def test_rstrip_added_token_drops_following_whitespace():
     # llama.cpp RSTRIP: whitespace right after the token is removed; the text
     # left over still follows a special token and so gets the dummy prefix.
     tok = rank_tok(added_tokens=[AddedToken("<M>", M_ID, rstrip=True)])
-    assert pieces(tok, tok.encode("<M>  hello")) == ["<M>", "▁hello"]
-    assert pieces(tok, tok.encode("<M>\n\t hello")) == ["<M>", "▁hello"]
-    assert pieces(tok, tok.encode("<M>   ")) == ["<M>"]
+    assert pieces(tok, tok.encode("<M>  hello", special="all")) == ["<M>", "▁hello"]
+    assert pieces(tok, tok.encode("<M>\n\t hello", special="all")) == ["<M>", "▁hello"]
+    assert pieces(tok, tok.encode("<M>   ", special="all")) == ["<M>"]
     # whitespace before the token is kept: "hello " -> "▁hello▁"
-    assert pieces(tok, tok.encode("hello <M>")) == ["▁hello", "▁", "<M>"]
+    assert pieces(tok, tok.encode("hello <M>", special="all")) == ["▁hello", "▁", "<M>"]
 
 
 def test_without_rstrip_the_whitespace_is_tokenized():
     # gap "  hello" + dummy prefix = "▁▁▁hello"; no "▁▁" piece, so the two
     # extra markers stay alone and the rest merges to "▁hello"
     tok = rank_tok(added_tokens=[AddedToken("<M>", M_ID)])
-    assert pieces(tok, tok.encode("<M>  hello")) == ["<M>", "▁", "▁", "▁hello"]
+    assert pieces(tok, tok.encode("<M>  hello", special="all")) == ["<M>", "▁", "▁", "▁hello"]
 
 
 def test_lstrip_added_token_drops_preceding_whitespace():
     # llama.cpp LSTRIP: whitespace right before the token is removed.
     tok = rank_tok(added_tokens=[AddedToken("<M>", M_ID, lstrip=True)])
-    assert pieces(tok, tok.encode("hello  <M>world")) == ["▁hello", "<M>", "▁world"]
-    assert pieces(tok, tok.encode("  <M>hello")) == ["<M>", "▁hello"]
+    assert pieces(tok, tok.encode("hello  <M>world", special="all")) == ["▁hello", "<M>", "▁world"]
+    assert pieces(tok, tok.encode("  <M>hello", special="all")) == ["<M>", "▁hello"]
     # whitespace after the token is kept: " world" -> "▁▁world"
-    assert pieces(tok, tok.encode("<M> world")) == ["<M>", "▁", "▁world"]
+    assert pieces(tok, tok.encode("<M> world", special="all")) == ["<M>", "▁", "▁world"]
 
 
 def test_strip_flags_do_not_apply_when_the_token_is_not_matched():

@@ -75,11 +75,11 @@ def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
     texts = _texts()
     # Twice: the second pass is served from the cache.
     for _ in range(2):
-        assert fast.encode_batch(texts, num_threads=1) == slow.encode_batch(texts, num_threads=1)
+        assert fast.encode_batch(texts, num_threads=1, special="all") == slow.encode_batch(texts, num_threads=1, special="all")
     for name in ("en_botchan.txt", "multi_ja.txt", "multi_zh_CN.txt"):
         doc = (DATA / "corpus" / name).read_text(encoding="utf-8")[:50000]
-        assert fast.encode(doc) == slow.encode(doc)
-        assert fast.encode_with_offsets(doc) == slow.encode_with_offsets(doc)
+        assert fast.encode(doc, special="all") == slow.encode(doc, special="all")
+        assert fast.encode_with_offsets(doc, special="all") == slow.encode_with_offsets(doc, special="all")
 
 
 _WORDS = st.sampled_from(["the", " the", "  ", "▁", "a", "ab", "abc", " x", "日本", "🦙", "\n", "\t", "é", "<s>", "</s>", "q "])
@@ -89,7 +89,7 @@ _WORDS = st.sampled_from(["the", " the", "  ", "▁", "a", "ab", "abc", " x", "�
 @given(text=st.lists(_WORDS, max_size=30).map("".join) | st.text(max_size=60).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)))
 def test_hypothesis_on_real_vocabularies(text):
     for fast, slow in _PAIRS:
-        assert fast.encode(text) == slow.encode(text)
+        assert fast.encode(text, special="all") == slow.encode(text, special="all")
 
 
 _PAIRS = [_pair(DATA / name) for name in ("mistral-v3.model", "ggml-vocab-llama-spm.gguf")]
@@ -111,8 +111,8 @@ def _synthetic(violators):
 @given(text=st.lists(st.sampled_from(["a", "b", "c", "x", " ", "  ", ">", "<", "/", "▁"]), max_size=40).map("".join))
 def test_synthetic_vocabularies_that_break_the_property(violators, text):
     fast, slow = _pair(_synthetic(violators))
-    assert fast.encode(text) == slow.encode(text)
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode(text, special="all") == slow.encode(text, special="all")
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
 
 
 def test_chunking_is_off_when_pieces_cross_boundaries_everywhere():
@@ -128,12 +128,12 @@ def test_a_large_document_cut_for_threads_gives_the_ids_of_the_whole(name):
     tok = spmbpe.load(DATA / name)
     doc = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")
     doc = doc[:60000] + "  \u2581x" + (DATA / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")[:40000]
-    whole = tok.encode(doc)
+    whole = tok.encode(doc, special="all")
     cuts = tok._core.split_points(doc, tok.add_prefix_space, 7)
     assert 3 <= len(cuts) <= 6 and cuts == sorted(set(cuts))
     for threads in (2, 3):
-        assert tok.encode_batch([doc, "a b", doc[:20000]], num_threads=threads)[0] == whole
-        ids, offsets = tok.encode_batch([doc], num_threads=threads, return_numpy=True)
+        assert tok.encode_batch([doc, "a b", doc[:20000]], num_threads=threads, special="all")[0] == whole
+        ids, offsets = tok.encode_batch([doc], num_threads=threads, return_numpy=True, special="all")
         assert ids.tolist() == whole and offsets.tolist() == [0, len(whole)]
 
 
@@ -154,7 +154,7 @@ def test_ties_go_to_the_leftmost_pair_on_every_path(text):
     # both references' heaps), in merge_small and in the heap alike.
     pieces = ["<unk>", "▁", "a", "b", "c", "ab", "bc", "ca", "▁a", "▁b", "abc", "bca", "cab", "▁ab", "aa", "bb"]
     fast, slow = _pair(((pieces, [0.0] * len(pieces)), {}))
-    assert fast.encode(text) == slow.encode(text)
+    assert fast.encode(text, special="all") == slow.encode(text, special="all")
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -164,15 +164,15 @@ def test_spans_of_cached_chunks_equal_the_merged_ones(name):
     # are merged again (their spans are the character's).
     fast, slow = _pair(DATA / name)
     text = " ".join(["hello", "🦙x", "日本語", "\u0378y", "tokenization", "a\u00e9"] * 3) + " hello"
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
-    assert fast.encode_with_offsets(text) == fast.encode_with_offsets(text)
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
+    assert fast.encode_with_offsets(text, special="all") == fast.encode_with_offsets(text, special="all")
 
 
 def test_spans_of_cached_unknown_runs():
     args = (["<unk>", "▁", "a", "b", "▁a", "ab"], None), {"add_prefix_space": True}
     fast, slow = _pair(args)
     text = "a xyz ab xyz a xyz"
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
 
 
 def test_spans_of_a_cached_chunk_with_an_unknown_piece_typed_normal():
@@ -182,9 +182,9 @@ def test_spans_of_a_cached_chunk_with_an_unknown_piece_typed_normal():
     args = (_CJK_PIECES, [-float(i) for i in range(len(_CJK_PIECES))]), {"reference": "sentencepiece"}
     fast, slow = _pair(args)
     text = "x文日文文"
-    fast.encode(text)  # (fills the cache)
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
-    assert fast.encode_with_offsets(text)[1] == [(0, 0), (0, 2), (2, 3), (3, 5)]
+    fast.encode(text, special="all")  # (fills the cache)
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
+    assert fast.encode_with_offsets(text, special="all")[1] == [(0, 0), (0, 2), (2, 3), (3, 5)]
 
 
 # Characters of 1 to 4 UTF-8 bytes; the pieces pair them in every way a cut
@@ -213,8 +213,8 @@ def test_cuts_between_characters_give_the_ids_of_whole_segments(options, cuts, t
     # characters into one <unk>, which a cut would split: no cuts then.
     fast, slow = _pair(_cjk_vocabulary(**options))
     assert fast._core.cut_chars is cuts
-    assert fast.encode(text) == slow.encode(text)
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode(text, special="all") == slow.encode(text, special="all")
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
     assert _encode_in_parts(fast._core, text, 5) == slow._core.encode(text, True)
 
 
@@ -226,8 +226,8 @@ def test_cuts_between_characters_with_byte_fallback():
     fast, slow = _pair(((pieces, scores), {"reference": "sentencepiece", "token_types": types}))
     assert fast._core.byte_fallback and fast._core.cut_chars
     text = "文文日本語。x中中中中文🦙🦙🦙日本a日本é本" * 3
-    assert fast.encode(text) == slow.encode(text)
-    assert fast.encode(text).count(fast.unk_id) == 0
+    assert fast.encode(text, special="all") == slow.encode(text, special="all")
+    assert fast.encode(text, special="all").count(fast.unk_id) == 0
 
 
 def test_real_vocabularies_cut_chinese_and_japanese_between_characters():
@@ -277,10 +277,10 @@ def test_punctuation_digits_and_newlines_on_real_vocabularies(text):
     import sentencepiece
 
     for fast, slow in _PAIRS + _PUNCT_PAIRS:
-        assert fast.encode(text) == slow.encode(text)
+        assert fast.encode(text, special="all") == slow.encode(text, special="all")
     fast = _PUNCT_PAIRS[0][0]
-    assert fast.encode(text) == _MISTRAL_SP.encode(text)
-    assert fast.encode_with_offsets(text) == _PUNCT_PAIRS[0][1].encode_with_offsets(text)
+    assert fast.encode(text, special="all") == _MISTRAL_SP.encode(text)
+    assert fast.encode_with_offsets(text, special="all") == _PUNCT_PAIRS[0][1].encode_with_offsets(text)
 
 
 def _mistral_sp():
@@ -323,8 +323,8 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     isolated = _testing.isolated_bytes(fast._core)
     assert b"\t" in isolated and (b"3" in isolated) is not byte_fallback
     assert not set(isolated) & set(b" ,.12\n()")
-    assert fast.encode(text) == slow.encode(text)
-    assert fast.encode_with_offsets(text) == slow.encode_with_offsets(text)
+    assert fast.encode(text, special="all") == slow.encode(text, special="all")
+    assert fast.encode_with_offsets(text, special="all") == slow.encode_with_offsets(text, special="all")
     assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
 
 

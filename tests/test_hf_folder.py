@@ -163,17 +163,17 @@ def test_every_golden_row_equals_transformers_slow(golden_folders, model):
     tok = spmbpe.load(golden_folders[model], reference="transformers4")
     rows = _golden(model)
     assert len(rows) > 900
-    mismatches = [(r["text"], r["hf_slow"], tok.encode(r["text"])) for r in rows if tok.encode(r["text"]) != r["hf_slow"]]
+    mismatches = [(r["text"], r["hf_slow"], tok.encode(r["text"], special="all")) for r in rows if tok.encode(r["text"], special="all") != r["hf_slow"]]
     assert mismatches == []
 
 
 def test_golden_seed_rows(golden_folders):
     # The rows the fixtures README quotes, spelled out.
     v3 = spmbpe.load(golden_folders["mistral-v3"], reference="transformers4")
-    assert v3.encode("<s>x") == [1, 29512]
-    assert v3.encode(" <s>x") == [1027, 1, 29512]
-    assert v3.encode("[control_27]Write") == [29473, 29, 6006]
-    assert v3.encode("<s>x", add_special_tokens=True) == [1, 29512]  # add_bos_token false
+    assert v3.encode("<s>x", special="all") == [1, 29512]
+    assert v3.encode(" <s>x", special="all") == [1027, 1, 29512]
+    assert v3.encode("[control_27]Write", special="all") == [29473, 29, 6006]
+    assert v3.encode("<s>x", add_special_tokens=True, special="all") == [1, 29512]  # add_bos_token false
 
 
 # ------------------------------------------------------------------ errors
@@ -252,7 +252,7 @@ def _pair(transformers, folder):
 def _check(tok, hf, text: str, *, add_special_tokens=(False, True)):
     for add in add_special_tokens:
         expected = hf.encode(text, add_special_tokens=add)
-        got = tok.encode(text, add_special_tokens=add)
+        got = tok.encode(text, add_special_tokens=add, special="all")
         assert got == expected, (text, add, hf.convert_ids_to_tokens(expected), expected, got)
 
 
@@ -425,7 +425,7 @@ def test_variant_fixed_texts_equal_transformers(variant):
     for text in FIXED_VARIANT_TEXTS:
         for add in (False, True):
             expected = hf.encode(text, add_special_tokens=add)
-            got = tok.encode(text, add_special_tokens=add)
+            got = tok.encode(text, add_special_tokens=add, special="all")
             if got != expected:
                 bad.append((text, add, hf.convert_ids_to_tokens(expected), expected, got))
     assert bad == []
@@ -446,7 +446,7 @@ def test_legacy_absent_is_legacy(variant):
     assert hf.legacy is True  # transformers' default, which spmbpe must follow
     # The texts where legacy and non-legacy differ, with transformers' ids.
     for text in ["[INST]Write", "<s>x", "a<unk>b", "\u2581\u2581x", " <s> y"]:
-        assert tok.encode(text) == hf.encode(text, add_special_tokens=False), text
+        assert tok.encode(text, special="all") == hf.encode(text, add_special_tokens=False), text
 
 
 @pytest.mark.parametrize("variant", ["v1-past-vocab-legacy", "v1-past-vocab-nonlegacy"], indirect=True)
@@ -455,8 +455,8 @@ def test_added_tokens_past_the_vocabulary(variant):
     text = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"
     expected = hf.encode(text, add_special_tokens=False)
     assert expected.count(32000) == 2 and expected.count(32001) == 1  # transformers' ids
-    assert tok.encode(text) == expected
-    assert tok.encode(text, add_special_tokens=True) == hf.encode(text, add_special_tokens=True)
+    assert tok.encode(text, special="all") == expected
+    assert tok.encode(text, add_special_tokens=True, special="all") == hf.encode(text, add_special_tokens=True)
     assert len(tok) == len(hf) == 32002
     assert [tok.id_to_piece(i) for i in (32000, 32001)] == hf.convert_ids_to_tokens([32000, 32001])
 
@@ -470,7 +470,7 @@ def test_additional_special_tokens_lone_prefix(variant):
     model, folder, tok, hf = variant
     for text in ["[INST]", "[/INST] x", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[control_27]", "<s>", " [INST]"]:
         expected = hf.encode(text, add_special_tokens=False)
-        assert tok.encode(text) == expected, (text, hf.all_special_tokens, hf.convert_ids_to_tokens(expected))
+        assert tok.encode(text, special="all") == expected, (text, hf.all_special_tokens, hf.convert_ids_to_tokens(expected))
 
 
 @pytest.mark.parametrize("legacy", [True, False])
@@ -513,8 +513,8 @@ def test_non_special_added_token_is_split_with_special_none(transformers, tmp_pa
         if tok.encode(text, special="none") != expected:
             bad.append((text, oracle.convert_ids_to_tokens(expected), expected, tok.encode(text, special="none")))
         # With special="all" the special ones are tokens again: transformers on the real folder.
-        if tok.encode(text) != hf.encode(text, add_special_tokens=False):
-            bad.append((text, "all", hf.encode(text, add_special_tokens=False), tok.encode(text)))
+        if tok.encode(text, special="all") != hf.encode(text, add_special_tokens=False):
+            bad.append((text, "all", hf.encode(text, add_special_tokens=False), tok.encode(text, special="all")))
     assert bad == []
     assert n in tok.encode("a<|plain|>b", special="none")
     assert n + 3 not in tok.encode("<|im_start|>", special="none")
@@ -549,7 +549,7 @@ def test_special_token_outside_the_vocabulary(transformers, tmp_path, config_ext
     for add in (False, True):
         expected = hf.encode(text, add_special_tokens=add)
         assert 32000 in expected  # transformers' id
-        assert tok.encode(text, add_special_tokens=add) == expected, (hf.convert_ids_to_tokens(expected), add)
+        assert tok.encode(text, add_special_tokens=add, special="all") == expected, (hf.convert_ids_to_tokens(expected), add)
 
 
 # Added tokens that overlap one another, over letters whose pairs and
@@ -574,7 +574,7 @@ def test_overlapping_added_tokens(transformers, tmp_path, legacy):
     @given(st.lists(st.sampled_from(["\ua66e", "\ua699", "\ua74f", " ", "x"]), max_size=12).map("".join))
     def run(text):
         expected = hf.encode(text, add_special_tokens=False)
-        assert tok.encode(text) == expected, (text, hf.convert_ids_to_tokens(expected))
+        assert tok.encode(text, special="all") == expected, (text, hf.convert_ids_to_tokens(expected))
 
     run()
 
@@ -588,7 +588,7 @@ def test_added_token_spelled_like_a_piece(transformers, tmp_path, legacy):
     tok = spmbpe.load(folder, reference="transformers4")
     for text in ["ab", "cab", " ab c", "abab"]:
         expected = hf.encode(text, add_special_tokens=False)
-        assert tok.encode(text) == expected, (text, hf.convert_ids_to_tokens(expected))
+        assert tok.encode(text, special="all") == expected, (text, hf.convert_ids_to_tokens(expected))
 
 
 @pytest.mark.parametrize("legacy", [False, True])
@@ -610,6 +610,6 @@ def test_normalized_model_with_user_defined_pieces_equals_transformers(transform
     texts = ["a <sep> b", "hello <sep>", " <sep>x", "x <sep><sep> y", "ｘｙ z", "a ｘｙ", "<sep>", " <sep> ",
              "Ａ <sep> Ｂ", "a  <sep>  b", "ｘｙｘｙ <sep>ｘｙ", "hello world <sep> again"]
     expected = [hf.encode(text, add_special_tokens=False) for text in texts]
-    assert [tok.encode(text) for text in texts] == expected
-    assert [tok.encode_with_offsets(text)[0] for text in texts] == expected
-    assert tok.encode_batch(texts, num_threads=2) == expected
+    assert [tok.encode(text, special="all") for text in texts] == expected
+    assert [tok.encode_with_offsets(text, special="all")[0] for text in texts] == expected
+    assert tok.encode_batch(texts, num_threads=2, special="all") == expected

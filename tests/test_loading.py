@@ -123,10 +123,10 @@ def test_llama_cpp_defaults_for_missing_keys(tmp_path):
     tok = spmbpe.load(path)
     assert (tok.bos_id, tok.eos_id, tok.unk_id) == (1, 2, 0)
     assert (tok.add_bos, tok.add_eos, tok.add_prefix_space) == (True, False, True)
-    assert tok.encode("a", add_special_tokens=True) == [1, 5]
+    assert tok.encode("a", add_special_tokens=True, special="all") == [1, 5]
     # </s> is on llama.cpp's end-of-generation list, so it is special even
     # though the file gives no types; <s> is then plain text.
-    assert tok.encode("</s>") == [2]
+    assert tok.encode("</s>", special="all") == [2]
     assert tok.token_type(1) == spmbpe.TokenType.NORMAL
 
 

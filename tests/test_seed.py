@@ -38,7 +38,7 @@ def make_tok(**kwargs) -> SpmTokenizer:
 
 
 def pieces(tok: SpmTokenizer, text: str) -> list[str]:
-    return [tok.id_to_piece(i) for i in tok.encode(text)]
+    return [tok.id_to_piece(i) for i in tok.encode(text, special="all")]
 
 
 def tok_with_added(prefix_scheme: str = "once") -> SpmTokenizer:
@@ -76,16 +76,16 @@ def test_repeated_words_tokenize_identically():
 
 def test_spaces_become_word_boundaries_and_round_trip():
     t = make_tok()
-    ids = t.encode("hello world")
+    ids = t.encode("hello world", special="all")
     assert t.decode(ids) == "hello world"
 
 
 def test_a_leading_space_survives_decoding():
     # Decoding removes only the dummy prefix, never a space the caller wrote.
     t = make_tok()
-    assert t.decode(t.encode(" hello")) == " hello"
-    assert t.decode(t.encode(" hello world")) == " hello world"
-    assert t.decode(t.encode("")) == ""
+    assert t.decode(t.encode(" hello", special="all")) == " hello"
+    assert t.decode(t.encode(" hello world", special="all")) == " hello world"
+    assert t.decode(t.encode("", special="all")) == ""
 
 
 def test_prefix_space_can_be_disabled():
@@ -93,7 +93,7 @@ def test_prefix_space_can_be_disabled():
     t = make_tok(add_prefix_space=False)
     assert pieces(t, "hello") == ["h", "el", "lo"]
     # ... and decode removes none either, so a written space survives.
-    assert t.decode(t.encode(" hello")) == " hello"
+    assert t.decode(t.encode(" hello", special="all")) == " hello"
 
 
 def test_leading_space_is_never_swallowed_by_the_dummy_prefix():
@@ -118,7 +118,7 @@ def test_leading_space_yields_exactly_one_extra_leading_boundary_piece():
 
 def test_empty_input_produces_no_tokens():
     t = make_tok(add_prefix_space=False)
-    assert t.encode("") == []
+    assert t.encode("", special="all") == []
 
 
 def test_empty_input_with_prefix_space_still_produces_no_tokens():
@@ -126,7 +126,7 @@ def test_empty_input_with_prefix_space_still_produces_no_tokens():
     # llama.cpp both give []), with or without an added-token matcher.
     assert make_tok().encode("") == []
     with_matcher = make_tok(added_tokens={"<bos>": 2})
-    assert with_matcher.encode("") == []
+    assert with_matcher.encode("", special="all") == []
 
 
 # --- BOS / EOS -----------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_unknown_characters_use_byte_fallback():
     tokens = ["<unk>", "▁"] + [f"<0x{b:02X}>" for b in range(256)]
     scores = [-float(i) for i in range(len(tokens))]
     t = SpmTokenizer(tokens, scores, add_prefix_space=False)
-    ids = t.encode("é")
+    ids = t.encode("é", special="all")
     assert len(ids) == 2, "é is two UTF-8 bytes, so two byte tokens"
     assert t.decode(ids) == "é"
 
@@ -262,4 +262,4 @@ def test_ordinary_mode_prefixes_the_whole_text_once():
 def test_without_added_tokens_encoding_is_unchanged():
     t = make_tok()
     assert pieces(t, "hello world") == ["▁hello", "▁world"]
-    assert 2 not in t.encode("<bos>hello"), "no matcher, so <bos> is plain text"
+    assert 2 not in t.encode("<bos>hello", special="all"), "no matcher, so <bos> is plain text"

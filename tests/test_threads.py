@@ -80,9 +80,9 @@ def texts():
 def serial(tok, texts):
     _testing.clear_cache(tok._core)  # serial results from a cold cache
     return {
-        "encode": [tok.encode(t) for t in texts],
+        "encode": [tok.encode(t, special="all") for t in texts],
         "ordinary": [tok.encode_ordinary(t) for t in texts],
-        "offsets": [tok.encode_with_offsets(t) for t in texts],
+        "offsets": [tok.encode_with_offsets(t, special="all") for t in texts],
     }
 
 
@@ -119,7 +119,7 @@ def test_same_texts_everywhere(tok, texts):
 
     def worker(k):
         for _ in range(2):
-            assert [tok.encode(t) for t in texts] == expected["encode"]
+            assert [tok.encode(t, special="all") for t in texts] == expected["encode"]
             assert [tok.encode_ordinary(t) for t in texts] == expected["ordinary"]
 
     run_threads(worker)
@@ -136,16 +136,16 @@ def test_different_texts_and_entry_points(tok, texts):
         for i in order[: len(order) // 2]:
             kind = (i + k) % 4
             if kind == 0:
-                assert tok.encode(texts[i]) == expected["encode"][i]
+                assert tok.encode(texts[i], special="all") == expected["encode"][i]
             elif kind == 1:
-                assert tok.encode_with_offsets(texts[i]) == expected["offsets"][i]
+                assert tok.encode_with_offsets(texts[i], special="all") == expected["offsets"][i]
             elif kind == 2:
                 assert tok.decode(expected["encode"][i]) == decoded[i]
                 assert tok.decode_bytes(expected["encode"][i]).decode("utf-8", "replace") == decoded[i]
             else:
                 assert tok.encode_ordinary(texts[i]) == expected["ordinary"][i]
         chunk = [texts[i] for i in order[:60]]
-        assert tok.encode_batch(chunk, num_threads=2) == [expected["encode"][i] for i in order[:60]]
+        assert tok.encode_batch(chunk, num_threads=2, special="all") == [expected["encode"][i] for i in order[:60]]
 
     run_threads(worker)
 
@@ -156,8 +156,8 @@ def test_batches_from_many_threads(tok, texts):
 
     def worker(k):
         for _ in range(2):
-            assert tok.encode_batch(texts, num_threads=2) == expected
-            ids, offsets = tok.encode_batch(texts, num_threads=2, return_numpy=True)
+            assert tok.encode_batch(texts, num_threads=2, special="all") == expected
+            ids, offsets = tok.encode_batch(texts, num_threads=2, return_numpy=True, special="all")
             got = [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))]
             assert got == expected
             assert ids.dtype == np.uint32
@@ -170,11 +170,11 @@ def test_batches_with_different_thread_counts(texts):
     shut down under a running batch ("cannot schedule new futures after
     shutdown")."""
     tok = spmbpe.load(DATA_DIR / "mistral-v1.model")
-    expected = [tok.encode(t) for t in texts]
+    expected = [tok.encode(t, special="all") for t in texts]
 
     def worker(k):
         for _ in range(20):
-            assert tok.encode_batch(texts, num_threads=1 + k % 3 + 1) == expected
+            assert tok.encode_batch(texts, num_threads=1 + k % 3 + 1, special="all") == expected
 
     run_threads(worker, 6)
 
@@ -192,7 +192,7 @@ def test_cache_cleared_under_contention(tok, texts):
     try:
         def worker(k):
             for t, ids in zip(texts[k::2], expected[k::2]):
-                assert tok.encode(t) == ids
+                assert tok.encode(t, special="all") == ids
 
         run_threads(worker, 6)
     finally:
@@ -208,6 +208,6 @@ def test_loads_and_encodes_in_parallel(texts):
     def worker(k):
         for _ in range(3):
             tok = spmbpe.load(DATA_DIR / "mistral-v1.model")
-            assert [tok.encode(t) for t in texts[:80]] == expected
+            assert [tok.encode(t, special="all") for t in texts[:80]] == expected
 
     run_threads(worker, 4)

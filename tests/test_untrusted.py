@@ -234,6 +234,99 @@ def test_decode_skip_special_hides_control_pieces(tokenizers, name):
     check()
 
 
+# ---------------------------------------------------------------- the default policy
+
+# Formats whose reference reads special tokens from text (llama.cpp with
+# parse_special, transformers, tokenizers): their default must refuse them.
+# A bare .model follows sentencepiece, which reads them as plain text.
+READS_SPECIALS = ["gguf", "gguf-phi3", "tokenizer.json", "hf-legacy", "hf-nonlegacy"]
+
+
+def test_a_chatml_constant_in_code_raises_by_default(tokenizers):
+    # The issue's own example: source code that spells a control token.
+    tok = tokenizers["gguf"]
+    line = 'CHATML_BOS_TOKEN = "<s>"'
+    with pytest.raises(DisallowedSpecialError) as excinfo:
+        tok.encode(line)
+    error = excinfo.value
+    assert (error.token, error.offset, error.index) == ("<s>", 20, None)
+    message = str(error)
+    assert "'<s>'" in message and "offset 20" in message
+    assert "special='all'" in message and "special='none'" in message
+    # Both ways out: the control id, or plain text.
+    assert tok.encode(line, special="all").count(tok.bos_id) == 1
+    assert tok.bos_id not in tok.encode(line, special="none")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_encode_is_plain_text_or_an_error_never_a_control_id(tokenizers, name):
+    tok = tokenizers[name]
+    spellings = control_texts(tok)
+    raised = 0
+    for s in spellings:
+        for text in (s, "x" + s, " " + s + " y", f"a{s}b{s}c", "\u2581" + s):
+            try:
+                ids = tok.encode(text)
+            except DisallowedSpecialError as e:
+                raised += 1
+                # It names a special token that the text spells where it says.
+                assert e.token in tok.special_tokens or e.token in spellings
+                assert text.startswith(e.token, e.offset), (text, e.token, e.offset)
+                with pytest.raises(DisallowedSpecialError):
+                    tok.encode_with_offsets(text)
+                continue
+            assert ids == tok.encode(text, special="none"), text
+    if name in READS_SPECIALS:
+        assert raised > 0
+    else:
+        # sentencepiece reads no special token from text: nothing to refuse.
+        assert raised == 0
+
+
+@pytest.mark.parametrize("name", READS_SPECIALS)
+def test_default_batch_names_the_text_that_spells_a_special_token(tokenizers, name):
+    tok = tokenizers[name]
+    token = sorted(tok.special_tokens)[0]
+    texts = ["plain text", "more plain text", f"a {token} b", "tail"]
+    with pytest.raises(DisallowedSpecialError) as excinfo:
+        tok.encode_batch(texts, num_threads=1)
+    assert (excinfo.value.token, excinfo.value.index) == (token, 2)
+    assert "texts[2]" in str(excinfo.value)
+    # Texts without one encode as they do under any policy.
+    plain = [t for t in texts if token not in t]
+    assert tok.encode_batch(plain) == tok.encode_batch(plain, special="none") == tok.encode_batch(plain, special="all")
+
+
+@pytest.mark.parametrize("name", READS_SPECIALS)
+def test_the_transformers_style_calls_keep_reading_special_tokens(tokenizers, name):
+    # tok(...) and tokenize follow transformers, whose default reads them.
+    tok = tokenizers[name]
+    token = sorted(tok.special_tokens)[0]
+    text = f"a {token} b"
+    expected = tok.encode(text, special="all")
+    assert tok(text, add_special_tokens=False)["input_ids"] == expected
+    assert tok.tokenize(text) == [tok.id_to_piece(i) for i in expected]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hypothesis_default_never_yields_a_control_id(tokenizers, name):
+    tok = tokenizers[name]
+
+    @_SETTINGS
+    @given(forged_texts(control_texts(tok)[:40]))
+    def check(text):
+        if any("\ud800" <= c <= "\udfff" for c in text):
+            return
+        try:
+            ids = tok.encode(text)
+        except DisallowedSpecialError as e:
+            assert name in READS_SPECIALS and text.startswith(e.token, e.offset)
+            return
+        assert ids == tok.encode(text, special="none")
+
+    check()
+
+
 def test_readme_names_the_safe_mode():
     import pathlib
 
@@ -241,7 +334,7 @@ def test_readme_names_the_safe_mode():
     if not path.exists():
         pytest.skip("no README.md beside tests/ (a scratch copy)")
     readme = path.read_text(encoding="utf-8")
-    assert 'special="none"' in readme and "encode_ordinary" in readme
+    assert 'special="none"' in readme and "encode_ordinary" in readme and "DisallowedSpecialError" in readme
     assert "(docs/hardening.md)" in readme
     hardening = (path.parent / "docs" / "hardening.md").read_text(encoding="utf-8")
     assert hardening.startswith("# Hardening") and 'special="none"' in hardening

@@ -68,7 +68,7 @@ def main(path: str) -> Tuple[str, int]:
         assert_type(tok("x"), BatchEncoding)
     del spans, raw, kind, bos, pad, specials, added, batch, ordinary, as_dict, rows
     assert streamed == text and copy.fingerprint == fingerprint == tok.fingerprint
-    assert build().encode("ab[X] a") == build().encode("ab[X] a")
+    assert build().encode("ab[X] a", special="all") == build().encode("ab[X] a", special="all")
     return text, len(ids)
 
 

@@ -1,47 +1,193 @@
-# TokenizerBase (declared in core/direct.pxd): the per-line path from a str
-# to its ids without Python code in between.
+# TokenizerBase (declared in core/direct.pxd): a call's one way from a text
+# to its ids.  A text in which no added token can occur is one segment and
+# goes straight to the merge (a compiled scan decides); any other text is
+# split by the reference's planner (pyahocorasick) and merged in one call.
+
+from spmbpe._policy import check_text, sampling, special_policy, surrogate_error
+
+
+# planners.Direct.prefix -> PREFIX_*.
+_PREFIX_MODES = {"never": PREFIX_NEVER, "always": PREFIX_ALWAYS, "unless_space": PREFIX_UNLESS_SPACE}
+
+
+cdef inline bint scan_finds(const AddedScan *scan, const char *s, Py_ssize_t n, int mask) noexcept nogil:
+    """Whether the text of an added token of a kind in `mask` occurs in
+    s[:n] (a hash lookup per distinct length where the byte starts one)."""
+    cdef Py_ssize_t i
+    cdef int32_t k, length, found
+    if scan.texts == NULL:
+        return False
+    for i in range(n):
+        if not (scan.first[<uint8_t>s[i]] & mask):
+            continue
+        for k in range(scan.n_lengths):
+            length = scan.lengths[k]
+            if length > n - i:
+                break
+            found = spm_vocab_find(scan.texts, s + i, <size_t>length)
+            if found >= 0 and scan.kinds[found] & mask:
+                return True
+    return False
+
+
+cdef inline bint starts_with_space(const char *s, Py_ssize_t n) noexcept nogil:
+    """Whether s[:n] starts with " " or "▁" (Metaspace then adds no prefix)."""
+    return (n >= 1 and s[0] == b" ") or (n >= 3 and memcmp(s, MARKER, 3) == 0)
+
 
 @cython.auto_pickle(False)
 cdef class TokenizerBase:
     """The compiled base of SpmTokenizer (spmbpe/tokenizer.py).
 
-    It holds ``encode_ordinary`` so that the per-line call reaches the merge
-    without running Python code: a Python method in between took about a
-    third of the time of encoding a short line with a warm cache.
+    ``encode`` and ``encode_ordinary`` live here so that a call reaches the
+    merge without running Python code: a Python method in between took about
+    a third of the time of encoding a short line with a warm cache.
     """
 
-    def _set_direct(self, SpmCore plain_core, SpmCore ordinary_core, bint prefix):
-        """The core to hand a str straight to when it is one segment to
-        merge (nothing to split out or normalize), else None: `plain_core`
-        for special="all", `ordinary_core` for special="none"; `prefix`:
-        with the dummy prefix."""
-        self.plain_core = plain_core
-        self.ordinary_core = ordinary_core
-        self.direct_prefix = prefix
+    def __cinit__(self):
+        self.scan.texts = NULL
+        self.scan.lengths = NULL
+        self.scan.n_lengths = 0
 
-    cdef list direct_ids(self, SpmCore core, str text):
-        """The ids of `text` as one segment, or None when it holds a lone
-        surrogate (the planned path raises the error that names it)."""
+    def __dealloc__(self):
+        free(self.scan.lengths)
+
+    def _bind(self, SpmCore core not None, planner, direct, bos_added, eos_added):
+        """The core and the planner every call uses.  `direct`: None when
+        every text is planned, else (tokens, prefix mode): a text in which
+        none of those added tokens (spmbpe.tokens.AddedToken) occurs is one
+        segment, with the dummy prefix as the prefix rule says ("never",
+        "always", "unless_space": not before " " or "▁"; planners.Direct).
+        `bos_added`/`eos_added`: the ids add_special_tokens puts around the
+        ids, or None."""
+        self.core = core
+        self.planner = planner
+        self.bos_added = bos_added
+        self.eos_added = eos_added
+        self.direct_core = None
+        free(self.scan.lengths)
+        self.scan.lengths = NULL
+        self.scan.texts = NULL
+        self.scan.n_lengths = 0
+        memset(self.scan.first, 0, sizeof(self.scan.first))
+        if direct is None:
+            return
+        tokens, prefix = direct
+        self.prefix_mode = _PREFIX_MODES[prefix]
+        self._build_scan(tokens)
+        self.direct_core = core
+
+    def _build_scan(self, tokens):
+        # A token whose text is no UTF-8 (a lone surrogate) cannot occur in a
+        # text the scan reads: such a text is planned.
+        cdef list texts = []
+        cdef list kinds = []
+        cdef dict index = {}
+        cdef set lengths = set()
+        cdef Py_ssize_t i
+        for token in tokens:
+            try:
+                data = token.content.encode("utf-8")
+            except UnicodeEncodeError:
+                continue
+            if not data:
+                continue
+            kind = KIND_SPECIAL if token.special else KIND_PLAIN
+            at = index.get(data)
+            if at is None:
+                index[data] = len(texts)
+                texts.append(data)
+                kinds.append(kind)
+            else:
+                kinds[at] |= kind
+            lengths.add(len(data))
+            self.scan.first[(<bytes>data)[0]] |= kind
+        if not texts:
+            return
+        offsets = array("q", [0])
+        total = 0
+        for data in texts:
+            total += len(data)
+            offsets.append(total)
+        self.scan_table = PieceTable(b"".join(texts), offsets)
+        self.scan_kinds = bytes(kinds)
+        ordered = sorted(lengths)
+        self.scan.lengths = <int32_t *>malloc(len(ordered) * sizeof(int32_t))
+        if self.scan.lengths == NULL:
+            raise MemoryError()
+        for i in range(len(ordered)):
+            self.scan.lengths[i] = ordered[i]
+        self.scan.n_lengths = len(ordered)
+        self.scan.texts = self.scan_table.vocab
+        self.scan.kinds = <const uint8_t *>PyBytes_AS_STRING(self.scan_kinds)
+
+    cdef int direct_mask(self, object special):
+        """The kinds of added tokens that send a text to the planner under
+        a special= policy, or 0 when the policy itself needs the planner (a
+        collection, which it checks)."""
+        if self.direct_core is None or type(special) is not str:
+            return 0
+        if special == "raise" or special == "all":
+            return KIND_PLAIN | KIND_SPECIAL
+        if special == "none":
+            return KIND_PLAIN
+        return 0
+
+    cdef int one_segment(self, str text, int mask, bint *prefix) except -1:
+        """1 when `text` is one segment under `mask` (no such added token in
+        it), with its dummy prefix in `prefix`; 0 when it must be planned
+        (also a text that is no UTF-8: the planned path names the fault)."""
+        cdef Py_ssize_t n
+        cdef const char *s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
+        if s == NULL:
+            PyErr_Clear()
+            return 0
+        if scan_finds(&self.scan, s, n, mask):
+            return 0
+        if self.prefix_mode == PREFIX_UNLESS_SPACE:
+            prefix[0] = not starts_with_space(s, n)
+        else:
+            prefix[0] = self.prefix_mode == PREFIX_ALWAYS
+        return 1
+
+    cdef list segment_ids(self, str text, bint prefix):
+        """The ids of a text that is one segment (none for an empty text,
+        as every planner gives: the dummy prefix alone is no text)."""
         if PyUnicode_GET_LENGTH(text) == 0:
             return []
+        return self.direct_core.encode_text(text, prefix)
+
+    cdef list encode_planned(self, object text, object special, bint add_special_tokens,
+                             bint enable_sampling, object alpha, object seed):
+        """The general path: the planner splits the text, the core merges
+        the parts in one call."""
+        sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
+        matched, allowed = special_policy(special)
+        parts = self.planner.plan(check_text(text), matched, allowed)
         try:
-            return core.encode_text(text, self.direct_prefix)
+            ids = self.core.encode_parts(parts, sample_alpha, sample_seed)
         except UnicodeEncodeError:
-            return None
+            raise surrogate_error(text) from None
+        if add_special_tokens:
+            self._add_boundary_tokens(ids)
+        return ids
 
     # (Annotations for introspection only: the text is checked below, to
     # give the planned path's errors.)
     @cython.annotation_typing(False)
-    def encode(self, text: str, *, special: Union[str, Collection[str]] = "all",
+    def encode(self, text: str, *, special: Union[str, Collection[str]] = "raise",
                add_special_tokens: bool = False, enable_sampling: bool = False, alpha: float = 0.1,
                seed: Optional[int] = None) -> List[int]:
         """Token ids of `text`.
 
-        `special`: ``"all"`` matches every special (control, unknown, special
-        added) token spelled in the text; ``"none"`` treats them as plain
-        text (user-defined pieces are still split out, as llama.cpp and
-        sentencepiece do); a collection of token texts allows those and
-        raises DisallowedSpecialError for any other one in the text.
+        `special`: what a special token (control, unknown, special added
+        token) spelled in the text becomes.  ``"raise"`` (the default, as
+        tiktoken): DisallowedSpecialError naming the token and its offset,
+        never a silent control id from untrusted text; ``"all"``: its id;
+        ``"none"``: plain text (user-defined pieces are still split out, as
+        llama.cpp and sentencepiece do); a collection of token texts: those
+        become ids, any other one raises.  (A bare .model follows
+        sentencepiece, which never reads a control token from text.)
         `add_special_tokens`: add BOS/EOS as the vocabulary says
         (``add_bos``/``add_eos``); ``encode`` never adds them otherwise.
         `enable_sampling`: BPE-dropout (subword regularization), as
@@ -52,27 +198,55 @@ cdef class TokenizerBase:
         >>> tok.encode("Hello world")                            # doctest: +SKIP
         [15043, 3186]
         """
-        cdef SpmCore core = None
+        cdef bint prefix
         cdef list ids
-        if type(text) is str and type(special) is str and not enable_sampling:
-            if special == "all":
-                core = self.plain_core
-            elif special == "none":
-                core = self.ordinary_core
-            if core is not None:
-                ids = self.direct_ids(core, <str>text)
-                if ids is not None:
-                    if add_special_tokens:
-                        self._add_boundary_tokens(ids)
-                    return ids
-        return self._encode_planned(text, special, add_special_tokens, enable_sampling, alpha, seed)
+        cdef int mask
+        if type(text) is str and not enable_sampling:
+            mask = self.direct_mask(special)
+            if mask and self.one_segment(<str>text, mask, &prefix):
+                ids = self.segment_ids(<str>text, prefix)
+                if add_special_tokens:
+                    self._add_boundary_tokens(ids)
+                return ids
+        return self.encode_planned(text, special, add_special_tokens, enable_sampling, alpha, seed)
 
     @cython.annotation_typing(False)
     def encode_ordinary(self, text: str) -> List[int]:
         """``encode(text, special="none")``: special tokens are plain text."""
-        cdef list ids
-        if self.ordinary_core is not None and type(text) is str:
-            ids = self.direct_ids(self.ordinary_core, <str>text)
-            if ids is not None:
-                return ids
-        return self._encode_planned(text, "none", False, False, 0.0, None)
+        cdef bint prefix
+        if type(text) is str and self.direct_core is not None and self.one_segment(<str>text, KIND_PLAIN, &prefix):
+            return self.segment_ids(<str>text, prefix)
+        return self.encode_planned(text, "none", False, False, 0.0, None)
+
+    def _all_one_segment(self, list texts, special):
+        """Whether every text of a batch is a str that is one segment under
+        `special` and takes the batch's prefix (the core then needs no
+        plan at all); False when the policy needs the planner."""
+        cdef int mask = self.direct_mask(special)
+        cdef bint prefix
+        cdef bint batch_prefix = self.prefix_mode != PREFIX_NEVER
+        if not mask:
+            return False
+        for text in texts:
+            if type(text) is not str or not self.one_segment(<str>text, mask, &prefix):
+                return False
+            if prefix != batch_prefix and PyUnicode_GET_LENGTH(text):
+                return False
+        return True
+
+    def _plan_unit(self, text, bint matched, allowed):
+        """A batch text's plan: the whole text as one segment when no added
+        token can occur in it (the planner is not called), else the
+        planner's.  (Plans of the Python layer's batch scheduler.)"""
+        cdef bint prefix
+        cdef int mask = KIND_PLAIN | KIND_SPECIAL if matched else KIND_PLAIN
+        if type(text) is str and self.direct_core is not None and self.one_segment(<str>text, mask, &prefix):
+            return [(text, prefix, 0, 0, 0)] if PyUnicode_GET_LENGTH(text) else []
+        return self.planner.plan(text, matched, allowed)
+
+    def _add_boundary_tokens(self, list ids):
+        """BOS/EOS around `ids` (in place) as add_special_tokens=True adds them."""
+        if self.bos_added is not None:
+            ids.insert(0, self.bos_added)
+        if self.eos_added is not None:
+            ids.append(self.eos_added)

@@ -1,0 +1,142 @@
+"""One way from a text to its ids (issue 20): a text in which no added token
+occurs goes from encode/encode_batch straight to the compiled merge, without
+the Python planner, and gets exactly the ids the planner's path gives.
+
+The planner's path itself is pinned against the references elsewhere
+(goldens and live oracles); here the two paths are compared on texts that
+take each front end's prefix rule (leading space, leading "▁", empty) for
+every format: GGUF (and a variant with chat markers and one without the
+dummy prefix), .model, tokenizer.json with each Metaspace prepend scheme and
+with Prepend+Replace, and model folders read as transformers 5 does.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+import spmbpe
+
+from conftest import DATA_DIR, LLAMA_SPM_GGUF
+
+JSON = DATA_DIR / "mistral-v1.tokenizer.json"
+
+TEXTS = [
+    "Hello world", " Hello", "  two", "\u2581x", "\u2581\u2581 y", "x\u2581", "", " ", "line\nbreak\n",
+    "日本語 テキスト", "é🦙 emoji", "tabs\tand  runs   of spaces", "<s", "s>", "</ s>", "[INST",
+    "a<s>b", "<s>x", " </s> y ", "x[INST]y", "[INST] hi [/INST]", "<unk>z", "a  <s>  b",
+]
+
+
+def _json_variant(tmp_path: pathlib.Path, name: str, edit) -> str:
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    edit(data)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def _metaspace(scheme, split=False):
+    def edit(data):
+        data["normalizer"] = None
+        data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme,
+                                 "split": split}
+        data["added_tokens"].append(
+            {"id": 32000, "content": "[INST]", "single_word": False, "lstrip": True, "rstrip": True,
+             "normalized": False, "special": True}
+        )
+    return edit
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    from gguf_variants import write_variant
+    from transformers5_folders import materialize, read_golden
+
+    tmp = tmp_path_factory.mktemp("direct")
+    toks = {
+        "gguf": spmbpe.load(LLAMA_SPM_GGUF),
+        "gguf-phi3": spmbpe.load(str(write_variant("phi3", tmp / "phi3.gguf"))),
+        "gguf-no-prefix": spmbpe.load(str(write_variant("no_prefix_eos", tmp / "np.gguf"))),
+        "mistral-v1.model": spmbpe.load(DATA_DIR / "mistral-v1.model"),
+        "mistral-v3.model": spmbpe.load(DATA_DIR / "mistral-v3.model"),
+        "tokenizer.json": spmbpe.load(JSON),
+    }
+    for scheme in ("always", "first", "never"):
+        toks[f"metaspace-{scheme}"] = spmbpe.load(_json_variant(tmp, scheme, _metaspace(scheme)))
+    toks["metaspace-split"] = spmbpe.load(_json_variant(tmp, "split", _metaspace("always", True)))
+    for name in ("v1-model-added", "v3-model-nolegacy", "v1-json-config"):
+        meta, _ = read_golden(name)
+        toks[f"folder-{name}"] = spmbpe.load(str(materialize(name, meta["files"], tmp / name)))
+    return toks
+
+
+NAMES = [
+    "gguf", "gguf-phi3", "gguf-no-prefix", "mistral-v1.model", "mistral-v3.model", "tokenizer.json",
+    "metaspace-always", "metaspace-first", "metaspace-never", "metaspace-split",
+    "folder-v1-model-added", "folder-v3-model-nolegacy", "folder-v1-json-config",
+]
+
+# The formats whose every text is split by their planner (the Metaspace
+# split=True front end cuts a segment per word).
+ALWAYS_PLANNED = {"metaspace-split"}
+
+
+def _planned(tok, text, special):
+    """The planner's ids for `text` (the path every text took before)."""
+    include = special != "none"
+    return tok._core.encode_parts(tok._planner.plan(text, include, None))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_direct_ids_equal_the_planned_ids(tokenizers, name):
+    tok = tokenizers[name]
+    corpus = (DATA_DIR / "corpus").glob("*.txt")
+    lines = [line for path in sorted(corpus) for line in path.read_text(encoding="utf-8").splitlines()[:40]]
+    for special in ("all", "none"):
+        texts = TEXTS + lines
+        expected = [_planned(tok, t, special) for t in texts]
+        got = [tok.encode(t, special=special) for t in texts]
+        assert [(t, e, g) for t, e, g in zip(texts, expected, got) if e != g] == []
+        assert tok.encode_batch(texts, special=special, num_threads=1) == expected
+        assert tok.encode_batch(texts, special=special, num_threads=2) == expected
+        if special == "none":
+            assert [tok.encode_ordinary(t) for t in texts] == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_text_without_an_added_token_is_not_planned(tokenizers, name, monkeypatch):
+    tok = tokenizers[name]
+    calls = []
+    plan = tok._planner.plan
+
+    def counting_plan(text, *args, **kwargs):
+        calls.append(text)
+        return plan(text, *args, **kwargs)
+
+    monkeypatch.setattr(tok._planner, "plan", counting_plan)
+    plain = ["Hello world", "x = 1  # no markers here", "日本語"]
+    expected = [_planned(tok, t, "all") for t in plain]
+    calls.clear()
+    assert [tok.encode(t, special="all") for t in plain] == expected
+    assert [tok.encode(t) for t in plain] == expected
+    assert tok.encode_batch(plain, num_threads=1) == expected
+    assert tok.encode_batch(plain * 200, num_threads=2) == expected * 200
+    if name in ALWAYS_PLANNED or (name.endswith(".model") and tok._planner.direct() is None):
+        assert calls
+        return
+    assert calls == []
+    # A text that spells an added token is planned (pyahocorasick splits it).
+    marked = sorted(t.content for t in tok.added_tokens if t.content)
+    if marked:
+        text = f"a {marked[0]} b"
+        want = _planned(tok, text, "all")
+        calls.clear()
+        assert tok.encode(text, special="all") == want
+        assert calls == [text]
+        calls.clear()
+        # In a batch, only that text is.
+        assert tok.encode_batch(plain + [text], special="all", num_threads=1) == expected + [want]
+        assert calls == [text]
