@@ -2,24 +2,37 @@
 
 import mmap
 from array import array
-from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 MAX_SEGMENT_BYTES: int
 # csrc/spm_types.h by name: token types (sentencepiece's numbers) and piece flags.
 TOKEN_TYPES: Dict[str, int]
 PIECE_FLAGS: Dict[str, int]
 
-_Part = Union[
-    int,
-    Tuple[int, int, int],
-    Tuple[str, bool],
-    Tuple[str, bool, int],
-    Tuple[str, bool, int, int, int],
-    Tuple[str, bool, int, int, int, List[int]],
-]
-# The element type of a plan passed in: any mix of those kinds (the core
-# only reads the list, so a list of a narrower union is fine).
-_PartT = TypeVar("_PartT", bound=_Part)
+class Plan:
+    """A planned text: the parts the core encodes (core/plan.pyx)."""
+
+    def __init__(self) -> None: ...
+    def add_token(self, token_id: int, start: int = ..., end: int = ...) -> None: ...
+    def add_text(
+        self,
+        text: str,
+        prefix: bool,
+        skip: int = ...,
+        origin: int = ...,
+        lead: int = ...,
+        alignment: Optional[List[int]] = ...,
+    ) -> None: ...
+    @staticmethod
+    def of_text(text: str, prefix: bool, skip: int = ..., origin: int = ..., lead: int = ...) -> "Plan": ...
+    def extend(self, other: "Plan") -> None: ...
+    def set_skip(self, index: int, skip: int) -> None: ...
+    def is_text(self, index: int) -> bool: ...
+    @property
+    def size(self) -> int: ...
+    def __len__(self) -> int: ...
+    # (token_id, start, end) or (text, prefix, skip, origin, lead[, alignment])
+    def parts(self) -> List[Tuple[Any, ...]]: ...
 
 class PieceTable:
     arena: bytes
@@ -78,11 +91,11 @@ class SpmCore:
     ) -> None: ...
     def ranked_merges(self) -> Tuple["array[int]", "array[int]", "array[int]"]: ...
     def encode(self, text: str, prefix: bool) -> List[int]: ...
-    def encode_parts(self, parts: List[_PartT], alpha: float = ..., seed: int = ...) -> List[int]: ...
-    def encode_parts_offsets(self, parts: List[_PartT]) -> Tuple[List[int], List[int], List[int]]: ...
+    def encode_parts(self, plan: Plan, alpha: float = ..., seed: int = ...) -> List[int]: ...
+    def encode_parts_offsets(self, plan: Plan) -> Tuple[List[int], List[int], List[int]]: ...
     def encode_parts_batch(
         self,
-        batch: List[Union[str, List[_Part]]],
+        batch: List[Union[str, Plan]],
         flat: bool = ...,
         alpha: float = ...,
         seeds: Optional["array[int]"] = ...,
@@ -129,7 +142,7 @@ class BatchJob:
     def __init__(self, core: SpmCore) -> None: ...
     def start(
         self,
-        batch: List[Union[str, List[_Part]]],
+        batch: List[Union[str, Plan]],
         units: int,
         alpha: float = ...,
         seeds: Optional["array[int]"] = ...,

@@ -344,9 +344,11 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             sample_alpha = 0.0
             sample_seed = 0
         include, allowed = special_policy(special)
-        parts = self._plan(check_text(text), include, allowed)
         try:
-            ids = self._core.encode_parts(parts, sample_alpha, sample_seed)
+            # (A Plan takes its texts' UTF-8 as it is filled: a lone
+            # surrogate fails while planning.)
+            plan = self._plan(check_text(text), include, allowed)
+            ids = self._core.encode_parts(plan, sample_alpha, sample_seed)
         except UnicodeEncodeError:
             raise surrogate_error(text) from None
         if add_special_tokens:
@@ -372,9 +374,9 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         ([15043, 3186], [(0, 5), (5, 11)])
         """
         include, allowed = special_policy(special)
-        parts = self._plan(check_text(text), include, allowed, offsets=True)
         try:
-            ids, starts, ends = self._core.encode_parts_offsets(parts)
+            plan = self._plan(check_text(text), include, allowed, offsets=True)
+            ids, starts, ends = self._core.encode_parts_offsets(plan)
         except UnicodeEncodeError:
             raise surrogate_error(text) from None
         spans = list(zip(starts, ends))
