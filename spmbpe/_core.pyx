@@ -92,6 +92,7 @@ cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
     void PyObject_GC_UnTrack(void *op)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
 
 from spmbpe.errors import InvalidTokenIdError
 

@@ -99,14 +99,13 @@ cdef class Plan:
         """Appends a token: `token_id` emitted as is, spanning characters
         start to end of the original text."""
         cdef PlanPart *part
-        cdef int64_t value
+        cdef int overflow = 0
+        cdef long long value
         if not isinstance(token_id, int):
             raise TypeError(f"a token id must be an int, not {type(token_id).__name__}")
-        try:
-            value = token_id  # (a C compare, not Python's)
-        except OverflowError:
-            value = -1
-        if not 0 <= value <= INT32_MAX:
+        # (A C compare, not Python's; an id beyond a long long is refused too.)
+        value = PyLong_AsLongLongAndOverflow(token_id, &overflow)
+        if overflow or not 0 <= value <= INT32_MAX:
             raise ValueError(f"token id {token_id} is not a piece id")
         if start < 0 or end < 0:
             raise ValueError(f"a token's span must not be negative, not ({start}, {end})")
