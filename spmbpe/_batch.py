@@ -12,16 +12,15 @@ from array import array
 from itertools import accumulate
 from typing import Any, Callable, FrozenSet, List, Optional, Tuple, cast
 
-from ._core import BatchJob, SpmCore, batch_slices
+from ._core import BatchJob, Plan, SpmCore, batch_slices
 from ._policy import check_surrogates, check_text, text_seed
 from ._threads import worker_pool
 from .errors import DisallowedSpecialError
-from .planners import Part
 
 __all__ = ["run_batch", "join_lists", "join_numpy", "numpy_dtype"]
 
 #: A planner's plan(text, include_special, allowed).
-PlanFunction = Callable[[str, bool, Optional[FrozenSet[str]]], List[Part]]
+PlanFunction = Callable[[str, bool, Optional[FrozenSet[str]]], Plan]
 
 # The least characters worth a thread's call (smaller batches are not split
 # further; the GIL handoff costs more).
@@ -48,7 +47,7 @@ def run_batch(
     flat: bool,
     sample_alpha: float,
     sample_seed: int,
-    prefix: bool,
+    prefix: int,
 ) -> Tuple[List[Any], Optional[List[List[int]]]]:
     """The core's results for the batch's groups, and for each group the
     index of the text each unit belongs to (None: every unit a whole text,
@@ -63,7 +62,7 @@ def run_batch(
         # so one thread plans while the others merge.
         units = groups[k]
         if plain:
-            plans = units  # (the core takes a text for the plan [(text, prefix)])
+            plans = units  # (the core takes a text for the plan of one text part)
         else:
             plans = [plan(unit, include, allowed) if type(unit) is str else unit for unit in units]
         if sample_alpha:
@@ -114,7 +113,7 @@ def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[Li
 
 def _encode_job(
     core: SpmCore, units: List[Any], threads: int, flat: bool, alpha: float,
-    seeds: Optional["array[int]"], prefix: bool,
+    seeds: Optional["array[int]"], prefix: int,
 ) -> Any:
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
     included, sharing one BatchJob."""
@@ -167,9 +166,7 @@ def _batch_groups(
         for unit in units:
             group.append(unit)
             owner.append(index)
-            size += len(unit) if type(unit) is str else sum(
-                1 if type(p) is int or type(p[0]) is not str else len(p[0]) for p in unit
-            )
+            size += len(unit) if type(unit) is str else unit.size
             if size >= share or len(group) >= 2048:
                 groups.append(group)
                 owners.append(owner)
@@ -180,30 +177,32 @@ def _batch_groups(
     return groups, owners
 
 
-def _cut_plan(core: SpmCore, parts: List[Part], share: int) -> List[List[Part]]:
+def _cut_plan(core: SpmCore, plan: Plan, share: int) -> List[Plan]:
     """A plan cut into consecutive plans of about `share` characters whose
     ids, joined, are the ids of the whole: long segments are cut where no
-    merge can cross (the first piece keeps the prefix and skip)."""
-    out: List[List[Part]] = [[]]
+    merge can cross (the first piece keeps the prefix and skip).  (Offsets
+    are not kept: a batch has none.)"""
+    out = [Plan()]
     size = 0
-    for part in parts:
-        # A token id: bare (normalized sentencepiece plans) or with its span.
-        if type(part) is int or type(part[0]) is not str:  # type: ignore[index]
-            out[-1].append(part)
+    for index, part in enumerate(plan.parts()):
+        if not plan.is_text(index):
+            out[-1].add_token(part[0])  # (token_id, start, end)
             size += 1
             continue
-        # (The ignores: mypy cannot narrow a union of tuples by type(part[0]).)
-        text = part[0]  # type: ignore[index]
-        cuts = core.split_points(text, part[1], -(-len(text) // share)) if len(text) > share else []  # type: ignore[index, arg-type]
+        text, prefix, skip = part[0], bool(part[1]), int(part[2])
+        cuts = core.split_points(text, prefix, -(-len(text) // share)) if len(text) > share else []
         starts = [0] + cuts
         ends = cuts + [len(text)]
         for k, (a, b) in enumerate(zip(starts, ends)):
             if size >= share:
-                out.append([])
+                out.append(Plan())
                 size = 0
-            out[-1].append(part if not cuts else (text[a:b], part[1], part[2]) if k == 0 else (text[a:b], False, 0))  # type: ignore[index, arg-type]
+            if k == 0:
+                out[-1].add_text(text[a:b], prefix, skip)
+            else:
+                out[-1].add_text(text[a:b], False)
             size += b - a
-    return [plan for plan in out if plan]
+    return [piece for piece in out if len(piece)]
 
 
 def numpy_dtype(dtype: object, vocab_size: int) -> Tuple[Any, Any]:

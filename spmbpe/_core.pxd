@@ -8,7 +8,7 @@
 #   core/vocab.pxd       the vocabulary table (PieceTable)
 #   core/chunking.pxd    escaping, chunk boundaries and their rules, run
 #   core/merge.pxd       the merges (Symbol/Bigram heap, small, ranked)
-#   core/plan.pxd        plan parts (BatchPart) read into the kernels
+#   core/plan.pxd        Plan: the typed plan planners fill, its parts (PlanPart)
 #   core/spmcore.pxd     SpmCore: owns the tables and the workspace pool
 #   core/batch.pxd       BatchJob: one encode_batch shared by threads
 #   core/decode.pxd      ids back to bytes

@@ -22,7 +22,7 @@ cimport cpython.array as carray
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_XINCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove, memset
@@ -95,6 +95,7 @@ cdef extern from "Python.h":
     void PyErr_Clear()
     void PyObject_GC_UnTrack(void *op)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
 
 from spmbpe.errors import InvalidTokenIdError
 

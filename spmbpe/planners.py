@@ -1,17 +1,29 @@
 """Planners: how each reference splits a text before merging.
 
-A *plan* is the list of parts the compiled core encodes:
+A *plan* is a :class:`~spmbpe._core.Plan`, the compiled type the core
+reads: the parts of one text, in order, each checked once, when the planner
+adds it:
 
-* ``token_id``                        a token id (a normalized plan's matches);
-* ``(token_id, start, end)``           a token matched in the text;
-* ``(text, prefix, skip, origin, lead)``  a segment to escape and merge:
-  `prefix` asks the core for the dummy prefix, the first `skip` ids are left
-  out, and ``text[lead:]`` is the original text from character `origin` on
-  (its first `lead` characters are synthetic: a prefix or HF's unk token put
-  in front), which is what ``encode_with_offsets`` maps spans back through;
-* ``(text, prefix, skip, origin, lead, alignment)``  the same for normalized
-  text: ``alignment[k]`` is the original offset of character k (and of the
-  end).
+* ``plan.add_token(token_id, start, end)``  a token matched in the text,
+  spanning characters start to end (a normalized plan without offsets adds
+  bare ids, spanning nothing);
+* ``plan.add_text(text, prefix, skip, origin, lead)``  a segment to escape
+  and merge: `prefix` asks the core for the dummy prefix, the first `skip`
+  ids are left out, and ``text[lead:]`` is the original text from character
+  `origin` on (its first `lead` characters are synthetic: a prefix or HF's
+  unk token put in front), which is what ``encode_with_offsets`` maps spans
+  back through;
+* ``plan.add_text(text, prefix, skip, alignment=alignment)``  the same for
+  normalized text: ``alignment[k]`` is the original offset of character k
+  (and of the end).
+
+``Plan.of_text(text, prefix, skip, origin, lead)`` makes the plan of one
+text (most plans) in one call, ``plan.extend(other)`` appends another plan,
+``plan.set_skip(i, skip)`` changes the skip of text part i, and
+``plan.parts()`` gives the parts back as tuples (tests, debugging).  The
+core reads the plan's C array of parts as is (SpmCore.encode_parts,
+encode_parts_offsets and encode_parts_batch take Plans; see
+docs/architecture.md, "The plan").
 
 One :class:`Planner` subclass per reference, registered in :data:`PLANNERS`
 under the name ``SpmTokenizer(reference=...)`` and ``tok.reference`` use.
@@ -24,11 +36,11 @@ matchers, plans its texts.
 from __future__ import annotations
 
 from typing import (
-    TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Type, Union, cast,
+    TYPE_CHECKING, ClassVar, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Type, cast,
 )
 
 from ._added import AddedTokenMatcher, TokenAt, TokenizersMatcher
-from ._core import SpmCore
+from ._core import Plan, SpmCore
 from ._vocab import indices_of
 from .errors import DisallowedSpecialError
 from .tokens import AddedToken, TokenType
@@ -36,12 +48,7 @@ from .tokens import AddedToken, TokenType
 if TYPE_CHECKING:
     from .spec import TokenizerSpec
 
-__all__ = ["Direct", "Part", "Planner", "PLANNERS", "TRANSFORMERS_REFERENCE", "planner_class"]
-
-Part = Union[
-    int, Tuple[int, int, int], Tuple[str, bool, int], Tuple[str, bool, int, int, int],
-    Tuple[str, bool, int, int, int, List[int]],
-]
+__all__ = ["Direct", "Plan", "Planner", "PLANNERS", "TRANSFORMERS_REFERENCE", "planner_class"]
 
 # The core's merge flags (FLAG_MERGEABLE, FLAG_RESPLIT in _core.pxd).
 _MERGEABLE = 1
@@ -59,6 +66,8 @@ _SENTENCEPIECE_FLAGS = bytes(
 
 _MARKER = "\u2581"
 
+# Plan.of_text, bound once: the plan of one text, made by most planned calls.
+_text_plan = Plan.of_text
 
 class Direct(NamedTuple):
     """When encode may skip a planner: a text in which none of `tokens`
@@ -70,8 +79,9 @@ class Direct(NamedTuple):
     prefix: str
 
 
-def _token_part(fragment: TokenAt) -> Tuple[int, int, int]:
-    return (fragment.token.id, fragment.start, fragment.start + len(fragment.token.content))
+def _add_token(plan: Plan, fragment: TokenAt) -> None:
+    """A token matched in the text, with its span."""
+    plan.add_token(fragment.token.id, fragment.start, fragment.start + len(fragment.token.content))
 
 
 class Planner:
@@ -133,7 +143,7 @@ class Planner:
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
-    ) -> List[Part]:
+    ) -> Plan:
         raise NotImplementedError
 
 
@@ -168,14 +178,14 @@ class LlamaCppPlanner(Planner):
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
-    ) -> List[Part]:
+    ) -> Plan:
         if not text:
-            return []
+            return Plan()
         prefix = self.prefix
         fragments = self.matcher.partition(text, include_special, allowed)
         if fragments is None:
-            return [(text, prefix, 0, 0, 0)]
-        parts: List[Part] = []
+            return _text_plan(text, prefix)
+        plan = Plan()
         if self.prefix_scheme == "after_each_special":
             # llama.cpp: is_prev_special starts true and is re-armed by every
             # token fragment, so each text fragment that starts the input or
@@ -183,13 +193,13 @@ class LlamaCppPlanner(Planner):
             prev_token = True
             for fragment in fragments:
                 if isinstance(fragment, TokenAt):
-                    parts.append(_token_part(fragment))
+                    _add_token(plan, fragment)
                     prev_token = True
                 else:
                     start, end = fragment
-                    parts.append((text[start:end], prefix and prev_token, 0, start, 0))
+                    plan.add_text(text[start:end], prefix and prev_token, 0, start, 0)
                     prev_token = False
-            return parts
+            return plan
         # "once": the prefix belongs to the input, not to a fragment.  When a
         # token starts the input the prefix stands alone as "▁" (HF
         # "[INST]Write" -> ▁ [INST] Write), except before BOS/EOS/UNK, which
@@ -198,16 +208,16 @@ class LlamaCppPlanner(Planner):
         first = fragments[0]
         if isinstance(first, TokenAt):
             if prefix and first.token.id not in self.sentinel_ids:
-                parts.append(("", True, 0, 0, 0))
+                plan.add_text("", True, 0, 0, 0)
             carries = False
         for fragment in fragments:
             if isinstance(fragment, TokenAt):
-                parts.append(_token_part(fragment))
+                _add_token(plan, fragment)
             else:
                 start, end = fragment
-                parts.append((text[start:end], carries, 0, start, 0))
+                plan.add_text(text[start:end], carries, 0, start, 0)
                 carries = False
-        return parts
+        return plan
 
 
 class SentencePiecePlanner(Planner):
@@ -244,14 +254,14 @@ class SentencePiecePlanner(Planner):
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
-    ) -> List[Part]:
+    ) -> Plan:
         if not text:
-            return []
+            return Plan()
         return self.plan_segment(text, self.prefix, offsets=offsets)
 
     def plan_segment(
         self, text: str, prefix: bool, origin: int = 0, lead: int = 0, offsets: bool = False
-    ) -> List[Part]:
+    ) -> Plan:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
         then matches user-defined pieces in the normalized text, longest
         first at each position, and merges what lies between them."""
@@ -259,24 +269,24 @@ class SentencePiecePlanner(Planner):
             return self._plan_normalized(text, prefix, origin, lead, offsets)
         if not self.user_defined:
             # No user-defined pieces: the core escapes and prefixes alike.
-            return [(text, prefix, 0, origin, lead)]
+            return _text_plan(text, prefix, 0, origin, lead)
         escaped = text.replace(" ", _MARKER)
         if prefix:
             escaped = _MARKER + escaped
             lead += 1
         fragments = self.user_defined.partition_longest(escaped)
         if fragments is None:
-            return [(escaped, False, 0, origin, lead)]
-        parts: List[Part] = []
+            return _text_plan(escaped, False, 0, origin, lead)
+        plan = Plan()
         for f in fragments:
             if isinstance(f, TokenAt):
                 end = f.start + len(f.token.content)
-                parts.append((f.token.id, origin + max(0, f.start - lead), origin + max(0, end - lead)))
+                plan.add_token(f.token.id, origin + max(0, f.start - lead), origin + max(0, end - lead))
             else:
-                parts.append((escaped[f[0] : f[1]], False, 0, origin + max(0, f[0] - lead), max(0, lead - f[0])))
-        return parts
+                plan.add_text(escaped[f[0] : f[1]], False, 0, origin + max(0, f[0] - lead), max(0, lead - f[0]))
+        return plan
 
-    def _plan_normalized(self, text: str, prefix: bool, origin: int, lead: int, offsets: bool) -> List[Part]:
+    def _plan_normalized(self, text: str, prefix: bool, origin: int, lead: int, offsets: bool) -> Plan:
         """sentencepiece with a normalizer: the normalized text (prefix and
         "▁" included) is split at user-defined pieces and merged; for
         offsets, spans map back through the normalizer's alignment."""
@@ -284,17 +294,20 @@ class SentencePiecePlanner(Planner):
         if not offsets:
             normalized = normalizer.normalize(text)
             if not normalized:
-                return []
+                return Plan()
             fragments = self.user_defined.partition_longest(normalized)
             if fragments is None:
-                return [(normalized, False, 0, 0, 0)]
-            return [
-                f.token.id if isinstance(f, TokenAt) else (normalized[f[0] : f[1]], False, 0, 0, 0)
-                for f in fragments
-            ]
+                return _text_plan(normalized, False)
+            plan = Plan()
+            for f in fragments:
+                if isinstance(f, TokenAt):
+                    plan.add_token(f.token.id)  # (no span: not planned for offsets)
+                else:
+                    plan.add_text(normalized[f[0] : f[1]], False)
+            return plan
         normalized, align = normalizer.normalize_with_offsets(text)
         if not normalized:
-            return []
+            return Plan()
         fragments = self.user_defined.partition_longest(normalized)
         if fragments is None:
             fragments = [(0, len(normalized))]
@@ -302,14 +315,15 @@ class SentencePiecePlanner(Planner):
         def back(k: int) -> int:
             return origin + max(0, align[k] - lead)
 
-        parts: List[Part] = []
+        plan = Plan()
         for f in fragments:
             if isinstance(f, TokenAt):
-                parts.append((f.token.id, back(f.start), back(f.start + len(f.token.content))))
+                plan.add_token(f.token.id, back(f.start), back(f.start + len(f.token.content)))
             else:
-                # (text, prefix, skip, origin, lead, alignment)
-                parts.append((normalized[f[0] : f[1]], False, 0, 0, 0, [back(k) for k in range(f[0], f[1] + 1)]))
-        return parts
+                plan.add_text(
+                    normalized[f[0] : f[1]], False, alignment=[back(k) for k in range(f[0], f[1] + 1)]
+                )
+        return plan
 
 
 class TransformersPlanner(SentencePiecePlanner):
@@ -348,32 +362,38 @@ class TransformersPlanner(SentencePiecePlanner):
         # put on before splitting): always planned.
         return None
 
-    def _non_legacy_segment(self, segment: str, origin: int, lead: int, offsets: bool = False) -> List[Part]:
-        """Parts of one text segment of HF's non-legacy _tokenize."""
+    def _non_legacy_segment(self, segment: str, origin: int, lead: int, offsets: bool = False) -> Plan:
+        """The plan of one text segment of HF's non-legacy _tokenize."""
         if not segment.startswith((_MARKER, " ")):
             return self.plan_segment(segment, False, origin, lead, offsets)
         unk = self.unk_token
-        parts = self.plan_segment(unk + segment, False, origin, lead + len(unk), offsets)
-        # (The ignores: a text part of 5 or 6 items, which mypy cannot narrow
-        # to.)
-        if len(parts) == 1 and type(parts[0]) is tuple and isinstance(parts[0][0], str):
-            text, _, _, part_origin, part_lead = parts[0][:5]  # type: ignore[misc]
-            return [(text, False, self.unk_length, part_origin, part_lead) + tuple(parts[0][5:])]  # type: ignore[list-item]
+        plan = self.plan_segment(unk + segment, False, origin, lead + len(unk), offsets)
+        if len(plan) == 1 and plan.is_text(0):
+            # One text (planned without the dummy prefix): the core leaves
+            # out the ids of the unk token.
+            plan.set_skip(0, self.unk_length)
+            return plan
         # A user-defined piece inside: drop the ids of the unk token here.
+        out = Plan()
         if not offsets:
-            # (A normalized plan holds bare ids, which have no spans.)
-            ids = self.core.encode_parts(parts)
-        else:
-            ids, starts, ends = self.core.encode_parts_offsets(parts)
+            # (A normalized plan holds tokens without spans.)
+            ids = self.core.encode_parts(plan)
+            keep = self.unk_length if len(ids) >= self.unk_length else 0
+            for token_id in ids[keep:]:
+                out.add_token(token_id)
+            return out
+        ids, starts, ends = self.core.encode_parts_offsets(plan)
         keep = self.unk_length if len(ids) >= self.unk_length else 0
-        return list(zip(ids[keep:], starts[keep:], ends[keep:])) if offsets else list(ids[keep:])
+        for token_id, start, end in zip(ids[keep:], starts[keep:], ends[keep:]):
+            out.add_token(token_id, start, end)
+        return out
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
-    ) -> List[Part]:
-        """transformers' slow LlamaTokenizer.tokenize, as parts."""
+    ) -> Plan:
+        """transformers' slow LlamaTokenizer.tokenize, as a plan."""
         if not text:
-            return []
+            return Plan()
         legacy = self.prefix_scheme == "after_each_special"
         prefix = self.prefix
         synthetic = 0
@@ -389,19 +409,17 @@ class TransformersPlanner(SentencePiecePlanner):
         except DisallowedSpecialError as exc:
             # The offset in the caller's text, not in the prefixed one.
             raise DisallowedSpecialError(exc.token, max(0, exc.offset - synthetic)) from None
-        parts: List[Part] = []
+        plan = Plan()
         for index, fragment in enumerate(fragments):
             if isinstance(fragment, TokenAt):
                 end = fragment.start + len(fragment.token.content)
-                parts.append(
-                    (fragment.token.id, max(0, fragment.start - synthetic), max(0, end - synthetic))
-                )
+                plan.add_token(fragment.token.id, max(0, fragment.start - synthetic), max(0, end - synthetic))
                 continue
             segment = text[fragment[0] : fragment[1]]
             origin = max(0, fragment[0] - synthetic)
             lead = max(0, synthetic - fragment[0])
             if legacy:
-                parts.extend(self.plan_segment(segment, prefix, origin, lead, offsets))
+                plan.extend(self.plan_segment(segment, prefix, origin, lead, offsets))
             elif (
                 index == 0
                 and segment == _MARKER
@@ -412,8 +430,8 @@ class TransformersPlanner(SentencePiecePlanner):
             ):
                 continue  # the lone "▁" before a special token is dropped
             else:
-                parts.extend(self._non_legacy_segment(segment, origin, lead, offsets))
-        return parts
+                plan.extend(self._non_legacy_segment(segment, origin, lead, offsets))
+        return plan
 
 
 class TokenizersPlanner(Planner):
@@ -448,16 +466,16 @@ class TokenizersPlanner(Planner):
 
     def plan(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]], offsets: bool = False
-    ) -> List[Part]:
+    ) -> Plan:
         """Added tokens split out first, then each text segment normalized /
         pre-tokenized on its own."""
         if not text:
-            return []
+            return Plan()
         kind = self.front_end[0]
-        parts: List[Part] = []
+        plan = Plan()
         for fragment in self.matcher.partition_hf(text, include_special, allowed):
             if isinstance(fragment, TokenAt):
-                parts.append(_token_part(fragment))
+                _add_token(plan, fragment)
                 continue
             origin = fragment[0]
             segment = text[fragment[0] : fragment[1]].replace(" ", _MARKER)
@@ -476,19 +494,19 @@ class TokenizersPlanner(Planner):
                     segment = _MARKER + segment
                     lead = 1
                 if split:
-                    parts.extend(_metaspace_words(segment, origin, lead))
+                    _add_metaspace_words(plan, segment, origin, lead)
                     continue
-            parts.append((segment, False, 0, origin, lead))
-        return parts
+            plan.add_text(segment, False, 0, origin, lead)
+        return plan
 
 
-def _metaspace_words(segment: str, origin: int, lead: int) -> Iterable[Part]:
+def _add_metaspace_words(plan: Plan, segment: str, origin: int, lead: int) -> None:
     """Metaspace split=True: a word starts at every "▁" (merged with what
     follows it)."""
     start = 0
     for i in range(1, len(segment) + 1):
         if i == len(segment) or segment[i] == _MARKER:
-            yield (segment[start:i], False, 0, origin + max(0, start - lead), max(0, lead - start))
+            plan.add_text(segment[start:i], False, 0, origin + max(0, start - lead), max(0, lead - start))
             start = i
 
 

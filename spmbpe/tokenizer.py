@@ -348,9 +348,9 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         ([15043, 3186], [(0, 5), (5, 11)])
         """
         include, allowed = special_policy(special)
-        parts = self._plan(check_text(text), include, allowed, offsets=True)
         try:
-            ids, starts, ends = self._core.encode_parts_offsets(parts)
+            plan = self._plan(check_text(text), include, allowed, offsets=True)
+            ids, starts, ends = self._core.encode_parts_offsets(plan)
         except UnicodeEncodeError:
             raise surrogate_error(text) from None
         spans = list(zip(starts, ends))
@@ -404,10 +404,12 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
                 f"for one text use encode"
             )
         texts = texts if type(texts) is list else list(texts)
-        # No added token in any text: each is one segment, with the batch's
-        # prefix, and the core checks that it is a str.  Else the texts with
-        # one are planned (_plan_unit leaves the others whole).
-        plain = self._all_one_segment(texts, special)
+        # No added token in any text: each is one segment, with the dummy
+        # prefix by the rule the core is handed, and the core checks that it
+        # is a str.  Else the texts with one are planned (_plan_unit leaves
+        # the others whole).
+        prefix_rule = self._all_one_segment(texts, special)
+        plain = prefix_rule >= 0
         threads = thread_count(num_threads)
         if return_numpy:
             np, dtype = _batch.numpy_dtype(dtype, len(self._table))
@@ -417,7 +419,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
                 texts = [check_text(t) for t in texts]
             results, owners = _batch.run_batch(
                 self._core, self._plan_unit, plain, texts, include, allowed, threads, bool(return_numpy),
-                sample_alpha, sample_seed, self._add_prefix_space,
+                sample_alpha, sample_seed, prefix_rule if plain else int(self._add_prefix_space),
             )
         except (TypeError, ValueError) as e:
             raise _batch.text_error(texts, e) from None

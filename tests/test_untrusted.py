@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 import spmbpe
 from spmbpe import TokenType
+from spmbpe._core import Plan
 from spmbpe.errors import DisallowedSpecialError
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
@@ -340,19 +341,76 @@ def test_readme_names_the_safe_mode():
     assert hardening.startswith("# Hardening") and 'special="none"' in hardening
 
 
-@pytest.mark.parametrize("part", [5, (), (5,), (5, 0), ("a", True), ("a", True, 0, 0), [5, 0, 1], "a"])
-def test_core_offsets_call_refuses_malformed_parts(part):
-    # The core's plan calls take parts the Python layer builds; a malformed
-    # one must be a TypeError, never a read past the end of an object.
-    tok = spmbpe.load("mistral-v1")
-    with pytest.raises(TypeError, match="a part with offsets"):
-        tok._core.encode_parts_offsets([("ok", True, 0, 0, 0), part])
+def _ok_plan():
+    plan = Plan()
+    plan.add_text("ok", True)
+    return plan
 
 
-@pytest.mark.parametrize("part", [(), (5,), ("a",), (5, 0), "a", None, 1.5])
-def test_core_plan_calls_refuse_malformed_parts(part):
+@pytest.mark.parametrize(
+    "add, error, message",
+    [
+        (lambda p: p.add_token("a"), TypeError, "token id must be an int"),
+        (lambda p: p.add_token(None), TypeError, "token id must be an int"),
+        (lambda p: p.add_token(1.5), TypeError, "token id must be an int"),
+        (lambda p: p.add_token(-1), ValueError, "not a piece id"),
+        (lambda p: p.add_token(2**31), ValueError, "not a piece id"),
+        (lambda p: p.add_token(5, -1, 0), ValueError, "span"),
+        (lambda p: p.add_token(5, "a", 1), TypeError, None),
+        (lambda p: p.add_text(5, True), TypeError, "text must be str"),
+        (lambda p: p.add_text(b"a", True), TypeError, "text must be str"),
+        (lambda p: p.add_text(None, True), TypeError, "text must be str"),
+        (lambda p: p.add_text("a", True, -1), ValueError, "skip"),
+        (lambda p: p.add_text("a", True, 2**31), ValueError, "skip"),
+        (lambda p: p.add_text("a", True, 0, -1, 0), ValueError, "origin and lead"),
+        (lambda p: p.add_text("a", True, alignment=[0]), ValueError, "alignment must have"),
+        (lambda p: p.add_text("a", True, alignment=[0, 1, 2]), ValueError, "alignment must have"),
+        (lambda p: p.add_text("a", True, alignment=(0, 1)), TypeError, "alignment must be a list"),
+        (lambda p: p.add_text("a", True, alignment=[0, "1"]), TypeError, "alignment must hold ints"),
+        (lambda p: p.add_text("a", True, alignment=[0, 1.5]), TypeError, "alignment must hold ints"),
+        (lambda p: p.add_text("\ud800", True), UnicodeEncodeError, None),
+        (lambda p: p.set_skip(0, -1), ValueError, "skip"),
+        (lambda p: p.set_skip(1, 1), IndexError, "out of range"),
+        (lambda p: p.extend([("a", True)]), TypeError, None),
+    ],
+)
+def test_plan_refuses_malformed_parts(add, error, message):
+    # The core reads a plan's parts unchecked, without the GIL: a malformed
+    # part must be refused when added, never read past the end of an object.
     tok = spmbpe.load("mistral-v1")
-    with pytest.raises(TypeError, match="a plan part"):
-        tok._core.encode_parts([("ok", True), part])
-    with pytest.raises(TypeError, match="a plan part"):
-        tok._core.encode_parts_batch([[("ok", True), part]])
+    plan = _ok_plan()
+    with pytest.raises(error, match=message):
+        add(plan)
+    # (A part refused is not half added.)
+    assert plan.parts() == [("ok", True, 0, 0, 0)]
+    assert tok._core.encode_parts(plan) == tok._core.encode_parts_offsets(plan)[0] == tok.encode("ok")
+    token = Plan()
+    token.add_token(5)
+    with pytest.raises(ValueError, match="part 0 is a token"):
+        token.set_skip(0, 1)
+
+
+@pytest.mark.parametrize("plan", [[("ok", True)], [5], ("ok", True), "ok", None, 5])
+def test_core_plan_calls_take_only_plans(plan):
+    # The tuple shapes of earlier versions, or anything else, are refused.
+    tok = spmbpe.load("mistral-v1")
+    with pytest.raises(TypeError):
+        tok._core.encode_parts(plan)
+    with pytest.raises(TypeError):
+        tok._core.encode_parts_offsets(plan)
+    if plan is not None and not isinstance(plan, str):
+        with pytest.raises(TypeError, match="must be str or a Plan"):
+            tok._core.encode_parts_batch([_ok_plan(), plan])
+
+
+def test_core_plan_calls_refuse_ids_outside_the_vocabulary():
+    # A Plan does not know the vocabulary: the core checks its token ids.
+    tok = spmbpe.load("mistral-v1")
+    plan = _ok_plan()
+    plan.add_token(len(tok))
+    with pytest.raises(ValueError, match=f"token id {len(tok)} is not a piece id"):
+        tok._core.encode_parts(plan)
+    with pytest.raises(ValueError, match="is not a piece id"):
+        tok._core.encode_parts_offsets(plan)
+    with pytest.raises(ValueError, match="is not a piece id"):
+        tok._core.encode_parts_batch(["a", plan])

@@ -8,7 +8,7 @@ cdef class BatchJob:
     cdef object seeds                 # keeps seed_ptr alive
     cdef const uint64_t *seed_ptr     # one generator seed per text (sampling), or NULL
     cdef double alpha
-    cdef BatchPart *items
+    cdef PlanPart *items
     cdef int32_t *counts              # parts of each text
     cdef Py_ssize_t *first_item       # text t's first part in items
     cdef Py_ssize_t *unit_end         # unit u holds texts [unit_end[u - 1], unit_end[u])

@@ -64,7 +64,7 @@ cdef class BatchJob:
         `start`), so that waking them overlaps gathering the texts."""
         self.core = core
 
-    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, bint prefix=True):
+    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS):
         """Gives the job its texts: `batch` as for encode_parts_batch, cut
         into about `units` units; with `alpha` > 0, BPE-dropout with text
         t's generator seeded by seeds[t] (array('Q'))."""
@@ -81,7 +81,7 @@ cdef class BatchJob:
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
         n_parts = _count_parts(batch)
-        self.items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
         self.counts = <int32_t *>malloc((self.n_texts + 1) * sizeof(int32_t))
         self.first_item = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
         self.ends = <size_t *>malloc((self.n_texts + 1) * sizeof(size_t))
@@ -89,7 +89,7 @@ cdef class BatchJob:
         if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
                 or self.unit_end == NULL:
             raise MemoryError()
-        gather(&self.core.t, batch, self.items, self.counts, prefix)
+        gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
         # Units of consecutive texts, each about total / units bytes.
         k = 0
         for t in range(self.n_texts):

@@ -1,12 +1,6 @@
 # The compiled base of spmbpe.tokenizer.SpmTokenizer: the per-call path from
 # a text to its ids (core/direct.pyx).
 
-# How a text that is one segment gets the dummy prefix (planners.Direct).
-cdef enum:
-    PREFIX_NEVER = 0
-    PREFIX_ALWAYS = 1
-    PREFIX_UNLESS_SPACE = 2       # Metaspace: not when it starts with " " or "▁"
-
 # The kinds of added tokens a scan looks for (a mask).
 cdef enum:
     KIND_PLAIN = 1                # special=False: split out under every policy

@@ -30,11 +30,6 @@ cdef inline bint scan_finds(const AddedScan *scan, const char *s, Py_ssize_t n, 
     return False
 
 
-cdef inline bint starts_with_space(const char *s, Py_ssize_t n) noexcept nogil:
-    """Whether s[:n] starts with " " or "▁" (Metaspace then adds no prefix)."""
-    return (n >= 1 and s[0] == b" ") or (n >= 3 and memcmp(s, MARKER, 3) == 0)
-
-
 @cython.auto_pickle(False)
 cdef class TokenizerBase:
     """The compiled base of SpmTokenizer (spmbpe/tokenizer.py).
@@ -144,10 +139,7 @@ cdef class TokenizerBase:
             return 0
         if scan_finds(&self.scan, s, n, mask):
             return 0
-        if self.prefix_mode == PREFIX_UNLESS_SPACE:
-            prefix[0] = not starts_with_space(s, n)
-        else:
-            prefix[0] = self.prefix_mode == PREFIX_ALWAYS
+        prefix[0] = takes_prefix(self.prefix_mode, s, n)
         return 1
 
     cdef list segment_ids(self, str text, bint prefix):
@@ -163,9 +155,11 @@ cdef class TokenizerBase:
         the parts in one call."""
         sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
         matched, allowed = special_policy(special)
-        parts = self.planner.plan(check_text(text), matched, allowed)
         try:
-            ids = self.core.encode_parts(parts, sample_alpha, sample_seed)
+            # (A Plan takes its texts' UTF-8 as it is filled: a lone
+            # surrogate fails while planning.)
+            plan = self.planner.plan(check_text(text), matched, allowed)
+            ids = self.core.encode_parts(plan, sample_alpha, sample_seed)
         except UnicodeEncodeError:
             raise surrogate_error(text) from None
         if add_special_tokens:
@@ -219,20 +213,18 @@ cdef class TokenizerBase:
         return self.encode_planned(text, "none", False, False, 0.0, None)
 
     def _all_one_segment(self, list texts, special):
-        """Whether every text of a batch is a str that is one segment under
-        `special` and takes the batch's prefix (the core then needs no
-        plan at all); False when the policy needs the planner."""
+        """The prefix rule (PREFIX_*) to hand the core with a batch whose
+        every text is a str that is one segment under `special` (the core
+        then needs no plan at all); -1 when one is not, or when the policy
+        needs the planner."""
         cdef int mask = self.direct_mask(special)
         cdef bint prefix
-        cdef bint batch_prefix = self.prefix_mode != PREFIX_NEVER
         if not mask:
-            return False
+            return -1
         for text in texts:
             if type(text) is not str or not self.one_segment(<str>text, mask, &prefix):
-                return False
-            if prefix != batch_prefix and PyUnicode_GET_LENGTH(text):
-                return False
-        return True
+                return -1
+        return self.prefix_mode
 
     def _plan_unit(self, text, bint matched, allowed):
         """A batch text's plan: the whole text as one segment when no added
@@ -241,7 +233,7 @@ cdef class TokenizerBase:
         cdef bint prefix
         cdef int mask = KIND_PLAIN | KIND_SPECIAL if matched else KIND_PLAIN
         if type(text) is str and self.direct_core is not None and self.one_segment(<str>text, mask, &prefix):
-            return [(text, prefix, 0, 0, 0)] if PyUnicode_GET_LENGTH(text) else []
+            return Plan.of_text(text, prefix) if PyUnicode_GET_LENGTH(text) else Plan()
         return self.planner.plan(text, matched, allowed)
 
     def _add_boundary_tokens(self, list ids):

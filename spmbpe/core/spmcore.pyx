@@ -353,49 +353,44 @@ cdef class SpmCore:
         finally:
             self.release(w)
 
-    def encode_parts(self, list parts, double alpha=0.0, uint64_t seed=0):
-        """Ids of a partitioned text.
-
-        Each part is a token id (emitted as is), a tuple (token_id, start,
-        end), or a tuple (text, prefix[, skip[, origin, lead]]): a segment to
-        escape and merge, without its first `skip` ids (see
-        encode_parts_offsets for origin and lead).  With `alpha` > 0, BPE-
-        dropout with that probability, from a generator seeded by `seed`.
+    def encode_parts(self, Plan plan not None, double alpha=0.0, uint64_t seed=0):
+        """Ids of a planned text (a Plan: token ids emitted as is, text
+        segments escaped and merged, each without its first `skip` ids).
+        With `alpha` > 0, BPE-dropout with that probability, from a
+        generator seeded by `seed`.
         """
         cdef Workspace *w = self.acquire()
         w.alpha = alpha
         w.rng = seed
         try:
-            encode_plan(&self.t, w, parts)
+            encode_plan(&self.t, w, plan)
             return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
 
-    def encode_parts_offsets(self, list parts):
-        """Ids of a partitioned text with the character span of each.
-
-        Parts: (token_id, start, end) for a token matched in the text, or
-        (text, prefix, skip, origin, lead) for a segment: `origin` is the
-        character offset in the original text of the segment's first
-        character that is not one of its `lead` synthetic leading characters
-        (a dummy prefix or HF's unk token put in front); those and the core's
-        own prefix are zero-width.  A sixth item, a list of the original
-        offset of each character of the text (and of its end), replaces
-        origin and lead (normalized text).  Returns (ids, starts, ends).
+    def encode_parts_offsets(self, Plan plan not None):
+        """Ids of a planned text with the character span of each: a token's
+        span is the one it was added with; a text's ids span its characters
+        from `origin` on, the first `lead` characters (synthetic: a dummy
+        prefix or HF's unk token put in front) and the core's own prefix
+        being zero-width, or, for a text with an alignment, the original
+        offsets it gives.  Returns (ids, starts, ends).
         """
         cdef Workspace *w = self.acquire()
         try:
-            return encode_plan_offsets(&self.t, w, parts)
+            return encode_plan_offsets(&self.t, w, plan)
         finally:
             self.release(w)
 
     def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None,
-                           bint prefix=True):
-        """encode_parts over a list of partitioned texts.  An item that is a
-        str stands for the plan [(text, prefix)] (nothing for ""): a text with
-        nothing to split out or normalize, passed without building a plan.
+                           int prefix=PREFIX_ALWAYS):
+        """encode_parts over a list of planned texts.  An item that is a str
+        stands for the plan of one text part (nothing for ""): a text with
+        nothing to split out or normalize, passed without building a plan,
+        given the dummy prefix by the rule `prefix` (False/True, or
+        PREFIX_UNLESS_SPACE: not before " " or "▁").
 
-        The parts are gathered first (UTF-8 pointers into the part strings,
+        The parts are gathered first (UTF-8 pointers into the texts' strs,
         which `batch` keeps alive), then every text is merged in one stretch
         without the GIL, so threads encoding other batches run meanwhile.
         With `flat`, returns (ids, ends) instead of lists: every id as native
@@ -407,7 +402,7 @@ cdef class SpmCore:
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_texts = len(batch)
         cdef list out
-        cdef BatchPart *items = NULL
+        cdef PlanPart *items = NULL
         cdef int32_t *counts = NULL
         cdef size_t *ends = NULL
         cdef int rc
@@ -417,7 +412,7 @@ cdef class SpmCore:
         if alpha > 0.0 and seed_view.shape[0] < n_texts:
             raise ValueError("sampling needs one seed per text")
         n_parts = _count_parts(batch)
-        items = <BatchPart *>malloc((n_parts + 1) * sizeof(BatchPart))
+        items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
         counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
         ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
         if items == NULL or counts == NULL or ends == NULL:
@@ -428,7 +423,7 @@ cdef class SpmCore:
         w = self.acquire()
         w.alpha = alpha
         try:
-            gather(&self.t, batch, items, counts, prefix)
+            gather(&self.t, batch, items, n_parts, counts, prefix)
             with nogil:
                 rc = encode_items(&self.t, w, items, counts, n_texts, ends, &failed,
                                   &seed_view[0] if seed_view.shape[0] else NULL)
