@@ -90,6 +90,12 @@ SPMBPE_FORMATS = ("model", "gguf", "json", "folder")
 SPMBPE_CALLS = ("ordinary", "all")
 
 
+# The reference each format's ids are checked against: a model folder follows
+# transformers 5, whose pipeline for this folder (merges derived from the
+# .model, Metaspace) is the tokenizers library's on the tokenizer.json.
+_FAMILY = {"model": "spm", "gguf": "spm", "json": "json", "folder": "json"}
+
+
 def spmbpe_key(fmt: str, call: str = "ordinary") -> str:
     return f"spmbpe {fmt}" + ("" if call == "ordinary" else f" {call}")
 
@@ -102,7 +108,7 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
     else:
         bind = lambda t: functools.partial(t.encode, special="all")  # noqa: E731
     col = Column(spmbpe_key(fmt, call), "spmbpe", spmbpe.__version__, lambda: spmbpe.load(path),
-                 {"line": lambda t, x: bind(t)(x)}, spmbpe=True, family="json" if fmt == "json" else "spm",
+                 {"line": lambda t, x: bind(t)(x)}, spmbpe=True, family=_FAMILY[fmt],
                  bind=bind)
     if call == "ordinary":
         col.modes["batch"] = lambda t, xs, n: t.encode_batch(xs, special="none", num_threads=n)

@@ -493,8 +493,9 @@ def _run(args, modes: List[str], files: List[Path], runner: Runner, spmbpe) -> i
         columns = {k: v for k, v in columns.items() if k == "spmbpe model" or any(s in k for s in subs)}
     keys = list(columns)
     # The reference of each family: sentencepiece for the .model (and the
-    # GGUF and folder converted from it), tokenizers for the tokenizer.json;
-    # spmbpe's own ids when the reference library is missing.
+    # GGUF converted from it), tokenizers for the tokenizer.json and the
+    # model folder (transformers 5's pipeline); spmbpe's own ids when the
+    # reference library is missing.
     refs: Dict[str, str] = {}
     for family, lib, fallback in (("spm", "sentencepiece ", "spmbpe model"), ("json", "tokenizers ", "spmbpe json")):
         if any(columns[k]["family"] == family for k in keys):
