@@ -49,15 +49,15 @@ def workload(tmp: pathlib.Path) -> None:
     toks.append(spmbpe.load(str(folder), reference="transformers4"))
     for tok in toks:
         for text in TEXTS:
-            ids = tok.encode(text)
+            ids = tok.encode(text, special="all")
             tok.encode(text, special="none")
-            tok.encode_with_offsets(text)
+            tok.encode_with_offsets(text, special="all")
             tok.decode(ids)
             tok.decode_bytes(ids, skip_special=True)
-        tok.encode_batch(TEXTS * 4, num_threads=2)
+        tok.encode_batch(TEXTS * 4, special="all", num_threads=2)  # (mixed: planned and whole texts)
         tok.encode_batch(TEXTS * 4, special="none", num_threads=2)  # (plain: a shared BatchJob)
         try:
-            tok.encode_batch(TEXTS * 4, num_threads=2, return_numpy=True)
+            tok.encode_batch(TEXTS * 4, special="all", num_threads=2, return_numpy=True)
             tok.encode_batch(TEXTS * 4, special="none", num_threads=2, return_numpy=True)
         except ImportError:
             pass
@@ -72,6 +72,10 @@ def workload(tmp: pathlib.Path) -> None:
             pass
         try:
             tok.encode("a<s>b", special=set())
+        except SpmbpeError:
+            pass
+        try:
+            tok.encode_batch(["x", "a</s>b"])  # (the default refuses a special token)
         except SpmbpeError:
             pass
     try:
