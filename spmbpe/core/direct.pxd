@@ -28,6 +28,7 @@ cdef class TokenizerBase:
     cdef object bos_added             # the id add_special_tokens puts first, or None
     cdef object eos_added             # ... and last
 
+    cdef int build_scan(self, object tokens) except -1
     cdef int direct_mask(self, object special)
     cdef int one_segment(self, str text, int mask, bint *prefix) except -1
     cdef list segment_ids(self, str text, bint prefix)

@@ -69,10 +69,10 @@ cdef class TokenizerBase:
             return
         tokens, prefix = direct
         self.prefix_mode = _PREFIX_MODES[prefix]
-        self._build_scan(tokens)
+        self.build_scan(tokens)
         self.direct_core = core
 
-    def _build_scan(self, tokens):
+    cdef int build_scan(self, object tokens) except -1:
         # A token whose text is no UTF-8 (a lone surrogate) cannot occur in a
         # text the scan reads: such a text is planned.
         cdef list texts = []
@@ -98,7 +98,7 @@ cdef class TokenizerBase:
             lengths.add(len(data))
             self.scan.first[(<bytes>data)[0]] |= kind
         if not texts:
-            return
+            return 0
         offsets = array("q", [0])
         total = 0
         for data in texts:
@@ -115,6 +115,7 @@ cdef class TokenizerBase:
         self.scan.n_lengths = len(ordered)
         self.scan.texts = self.scan_table.vocab
         self.scan.kinds = <const uint8_t *>PyBytes_AS_STRING(self.scan_kinds)
+        return 0
 
     cdef int direct_mask(self, object special):
         """The kinds of added tokens that send a text to the planner under
