@@ -385,8 +385,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     cdef size_t mark
     cdef bint use_cache, next_cached, single, prev_unknown
     cdef const int32_t *cached
-    cdef int32_t k
-    cdef uint64_t key, memo
+    cdef int32_t k, token_id
     cdef int rc
     # (A local: stores into the workspace could alias t as far as the
     # compiler knows, and it would load t.cache again at every use.)
@@ -434,12 +433,13 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
                     begin = end
                     continue
                 use_cache = False  # (merged below for its spans; already cached)
-        if single and w.char_ids != NULL and not w.want_spans and text[begin] != 0:
-            # A character seen before: its id from the workspace's memo
-            # (emit_piece's fast case, without the call).
-            memo = char_memo_entry(w, text + begin, end - begin, &key)[0]
-            if (memo >> 32) == key and <int32_t>(<uint32_t>memo) >= 0:
-                if ws_push_id(w, <int32_t>(<uint32_t>memo)) != OK:
+        if single and not w.want_spans:
+            # A character in the vocabulary is its id, whichever merger
+            # (emit_piece's fast case, without the call; merge_pairs makes
+            # no merge of one symbol).
+            token_id = char_id(t, w, text + begin, end - begin)
+            if token_id >= 0:
+                if ws_push_id(w, token_id) != OK:
                     return ERR_NOMEM
                 begin = end
                 continue

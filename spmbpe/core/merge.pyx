@@ -200,7 +200,7 @@ cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
         length = utf8_len(<uint8_t>text[offset])
         if length > m - offset:
             length = <int32_t>(m - offset)
-        token_id = spm_vocab_find(t.vocab, text + offset, <size_t>length)
+        token_id = char_id(t, w, text + offset, length)
         if token_id >= 0:
             if unk_len:
                 count = add_symbol(sym, count, t.unk_id, unk_len)
@@ -336,26 +336,41 @@ cdef inline int push(Workspace *w, int32_t token_id, int32_t start, int32_t end)
     return ws_push_id(w, token_id)
 
 
+cdef int32_t char_id(const CoreTables *t, Workspace *w, const char *s, int32_t n) noexcept nogil:
+    """The id of the one character s[0:n] (at most 4 bytes; s has the
+    escaped text's slack), or -1 when the vocabulary has no such piece:
+    through the workspace's character memo (allocated on first use),
+    since most characters recur and the vocabulary table is too large for
+    the CPU's nearest caches."""
+    cdef uint64_t key
+    cdef uint64_t *entry
+    cdef int32_t token_id
+    if s[0] == 0 or (w.char_ids == NULL and not alloc_char_memo(w)):
+        # (NUL's key would be 0, the empty entry.)
+        return spm_vocab_find(t.vocab, s, <size_t>n)
+    entry = char_memo_entry(w, s, n, &key)
+    if (entry[0] >> 32) == key:
+        return <int32_t>(<uint32_t>entry[0])
+    token_id = spm_vocab_find(t.vocab, s, <size_t>n)
+    entry[0] = (key << 32) | <uint32_t>token_id
+    return token_id
+
+
+cdef bint alloc_char_memo(Workspace *w) noexcept nogil:
+    w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
+    return w.char_ids != NULL
+
+
 cdef int emit_piece(const CoreTables *t, Workspace *w, int32_t start, int32_t n,
                     bint *prev_unknown) noexcept nogil:
     """Appends the id(s) of the final symbol text[start:start+n]."""
     cdef int32_t token_id
     cdef int32_t j, left_n
     cdef int rc
-    cdef uint64_t key = 0
-    cdef uint64_t *entry = NULL
-    if n <= 4 and n == utf8_len(<uint8_t>w.text[start]) and w.text[start] != 0:
-        # One character (its key is never 0, the empty entry): memoized.
-        if w.char_ids == NULL:
-            w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
-        if w.char_ids != NULL:
-            entry = char_memo_entry(w, w.text + start, n, &key)
-    if entry != NULL and (entry[0] >> 32) == key:
-        token_id = <int32_t>(<uint32_t>entry[0])
+    if n <= 4 and n == utf8_len(<uint8_t>w.text[start]):
+        token_id = char_id(t, w, w.text + start, n)
     else:
         token_id = spm_vocab_find(t.vocab, w.text + start, <size_t>n)
-        if entry != NULL:
-            entry[0] = (key << 32) | <uint32_t>token_id
     if token_id >= 0:
         if w.split_left != NULL and (t.flags[token_id] & SPM_FLAG_RESPLIT):
             left_n = w.split_left[token_id]
