@@ -221,3 +221,39 @@ def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ModelFormatError, match="merge rule"):
         spmbpe.load(path)
+
+
+
+# Short chunks are merged by a scan for the lowest rank (merge_ranked_small),
+# long ones over tokenizers' agenda (merge_ranked_heap).  These vocabularies
+# build one piece from two different pairs ("a"+"bc" and "ab"+"c"), in
+# several rank orders, and repeat pairs, so that stale agenda entries and
+# ties are where the scan and the agenda could part.
+_SMALL_VOCAB = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "c", "ab", "bc", "abc", "ca", "cab",
+                "\u2581a", "\u2581ab", "\u2581abc", "aa", "aaa"]
+_SMALL_MERGES = [["b", "c"], ["a", "b"], ["a", "bc"], ["ab", "c"], ["c", "a"], ["c", "ab"],
+                 ["\u2581", "a"], ["\u2581a", "b"], ["\u2581ab", "c"], ["a", "a"], ["aa", "a"]]
+
+
+@pytest.fixture(scope="module", params=["listed", "reversed", "rotated"])
+def small_ranked(request, tmp_path_factory):
+    """(spmbpe, spmbpe merging over the agenda only, tokenizers)."""
+    from spmbpe import _testing
+
+    merges = {"listed": _SMALL_MERGES, "reversed": _SMALL_MERGES[::-1],
+              "rotated": _SMALL_MERGES[5:] + _SMALL_MERGES[:5]}[request.param]
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    data["model"].update(vocab={p: i for i, p in enumerate(_SMALL_VOCAB)}, merges=merges,
+                         byte_fallback=False, unk_token="<unk>")
+    path = tmp_path_factory.mktemp(request.param) / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    heap = spmbpe.load(path)
+    _testing.disable_small_merges(heap._core)
+    return spmbpe.load(path), heap, Tokenizer.from_file(str(path))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "b", "c", " ", "ab", "bc", "x"]), max_size=40).map("".join))
+def test_short_chunks_merge_as_tokenizers_agenda_does(small_ranked, text):
+    tok, heap, ref = small_ranked
+    assert tok.encode(text, special="all") == _ref(ref, text) == heap.encode(text, special="all")

@@ -186,16 +186,35 @@ cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
     position; an entry is stale unless the pair now at its position
     still joins into the same id (tokenizers' own test)."""
     cdef Symbol *sym = w.symbols
+    cdef int32_t count, token_id, j, offset
+    if t.ignore_merges and m > begin:
+        token_id = spm_vocab_find(t.vocab, w.text + begin, <size_t>(m - begin))
+        if token_id >= 0:
+            return push(w, token_id, begin, m)
+    count = ranked_symbols(t, w, begin, m)
+    if count == 0:
+        return OK
+    if t.small_merges and count <= SMALL_BYTES and w.alpha <= 0.0:
+        merge_ranked_small(t, sym, count)
+    elif merge_ranked_heap(t, w, count) != OK:
+        return ERR_NOMEM
+    j = 0
+    offset = begin
+    while j >= 0:
+        if push(w, sym[j].start, offset, offset + sym[j].n) != OK:
+            return ERR_NOMEM
+        offset += sym[j].n
+        j = sym[j].next
+    return OK
+
+
+cdef int32_t ranked_symbols(const CoreTables *t, Workspace *w, int32_t begin, int32_t m) noexcept nogil:
+    """tokenizers' first symbols of w.text[begin:m] into w.symbols, linked
+    in order (each `start` an id); returns their number."""
+    cdef Symbol *sym = w.symbols
     cdef const char *text = w.text
     cdef int32_t count = 0, offset = begin, length, token_id, j
     cdef int32_t unk_len = 0
-    cdef int32_t pos, nxt, prv
-    cdef const spm_pair_slot *rule
-    cdef spm_bigram top
-    if t.ignore_merges and m > begin:
-        token_id = spm_vocab_find(t.vocab, text + begin, <size_t>(m - begin))
-        if token_id >= 0:
-            return push(w, token_id, begin, m)
     while offset < m:
         length = utf8_len(<uint8_t>text[offset])
         if length > m - offset:
@@ -222,10 +241,66 @@ cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
         offset += length
     if unk_len:
         count = add_symbol(sym, count, t.unk_id, unk_len)
-    if count == 0:
-        return OK
-    sym[count - 1].next = -1
+    if count:
+        sym[count - 1].next = -1
+    return count
 
+
+cdef void merge_ranked_small(const CoreTables *t, Symbol *sym, int32_t count) noexcept nogil:
+    """The merges of merge_ranked_heap for a few symbols, by a scan for the
+    lowest rank from the left (ties -- one pair at two places -- go to the
+    leftmost, as in the heap).  The same merges: a heap entry is only
+    ever stale for a pair no longer adjacent, since a symbol changes only
+    by growing, and a longer text is another piece."""
+    cdef int32_t rank[SMALL_BYTES]     # the rule joining symbol i and the next, or INT32_MAX
+    cdef int32_t merged[SMALL_BYTES]
+    cdef int32_t i, best, best_rank, j
+    for i in range(count):
+        rank_of(t, sym, i, &rank[i], &merged[i])
+    while True:
+        best = -1
+        best_rank = INT32_MAX
+        i = 0
+        while i >= 0:
+            if rank[i] < best_rank:
+                best = i
+                best_rank = rank[i]
+            i = sym[i].next
+        if best < 0:
+            return
+        j = sym[best].next
+        sym[best].start = merged[best]
+        sym[best].n += sym[j].n
+        sym[j].n = 0
+        sym[best].next = sym[j].next
+        if sym[best].next >= 0:
+            sym[sym[best].next].prev = best
+        i = sym[best].prev
+        if i >= 0:
+            rank_of(t, sym, i, &rank[i], &merged[i])
+        rank_of(t, sym, best, &rank[best], &merged[best])
+
+
+cdef inline void rank_of(const CoreTables *t, const Symbol *sym, int32_t left, int32_t *rank,
+                         int32_t *merged) noexcept nogil:
+    """The rank and result of the rule joining symbol `left` with the next
+    one; INT32_MAX when there is none."""
+    cdef const spm_pair_slot *rule
+    rank[0] = INT32_MAX
+    if sym[left].next < 0:
+        return
+    rule = spm_pairs_find(t.pairs, sym[left].start, sym[sym[left].next].start)
+    if rule != NULL:
+        rank[0] = rule.rank
+        merged[0] = rule.merged
+
+
+cdef int merge_ranked_heap(const CoreTables *t, Workspace *w, int32_t count) noexcept nogil:
+    """tokenizers' merge loop over w.symbols[0:count], by its agenda."""
+    cdef Symbol *sym = w.symbols
+    cdef int32_t j, pos, nxt, prv
+    cdef const spm_pair_slot *rule
+    cdef spm_bigram top
     w.heap.len = 0
     if spm_heap_reserve(&w.heap, <size_t>count) != 0:
         return ERR_NOMEM
@@ -253,13 +328,6 @@ cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
             return ERR_NOMEM
         if push_rule(t, w, pos) != OK:
             return ERR_NOMEM
-    j = 0
-    offset = begin
-    while j >= 0:
-        if push(w, sym[j].start, offset, offset + sym[j].n) != OK:
-            return ERR_NOMEM
-        offset += sym[j].n
-        j = sym[j].next
     return OK
 
 
