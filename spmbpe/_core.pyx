@@ -108,9 +108,12 @@ cdef int _POOL_SIZE = 16
 # Single texts shorter than this are merged without releasing the GIL (the
 # release and re-acquisition cost more); batches release it once per chunk.
 cdef Py_ssize_t _NOGIL_BYTES = 2048
-# A pooled workspace keeps buffers up to this size (bytes of escaped text, or
-# ids) between calls; larger ones are freed when it goes back to the pool.
-cdef size_t _KEEP_TEXT_BYTES = 1 << 22
+# A pooled workspace keeps buffers up to these sizes between calls (bytes of
+# escaped text; ids, with their spans); larger ones are freed when it goes
+# back to the pool.  A batch's ids fill one buffer per thread: kept, they
+# stayed resident after the batch (8 MB for 8 MB of text on two threads).
+cdef size_t _KEEP_TEXT_BYTES = 1 << 20
+cdef size_t _KEEP_IDS = 1 << 16
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 # Chunks up to this many bytes merge by a linear scan over at most that many
 # symbols (merge_small); longer ones over the heap.

@@ -25,5 +25,6 @@ cdef class SpmCore:
     cdef int mark_mergeable(self, uint8_t[::1] selected) except -1
     cdef Workspace *acquire(self) except NULL
     cdef void release(self, Workspace *w)
+    cdef int make_id_objects(self) except -1
     cdef list id_list(self, const int32_t *ids, size_t n)
     cdef list encode_text(self, str text, bint prefix)

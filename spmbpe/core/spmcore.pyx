@@ -110,27 +110,42 @@ cdef class SpmCore:
         self.t.small_merges = not self.t.any_resplit and not any_nan
         return 0
 
+    cdef int make_id_objects(self) except -1:
+        """Makes every id's int object, all at once (about 32 bytes an id).
+        Made one by one as ids first appeared, they were scattered among
+        the lists returned meanwhile, and each kept its block of Python's
+        allocator from being given back: after a batch of 8 MB of text,
+        30 MB more stayed resident than without them."""
+        cdef int32_t i
+        cdef object obj
+        cdef PyObject **objects = <PyObject **>calloc(self.t.n_pieces, sizeof(PyObject *))
+        if objects == NULL:
+            raise MemoryError()
+        try:
+            for i in range(self.t.n_pieces):
+                obj = i
+                Py_INCREF(obj)
+                objects[i] = <PyObject *>obj
+        except BaseException:
+            for i in range(self.t.n_pieces):
+                Py_XDECREF(objects[i])
+            free(objects)
+            raise
+        self.id_objects = objects
+        return 0
+
     cdef list id_list(self, const int32_t *ids, size_t n):
         """A list of the ids as Python ints.  Each id's int object is made
         once and shared (allocating a fresh int per token is most of the
         cost of returning a list); the GIL is held."""
-        cdef list out = PyList_New(n)
+        cdef list out
         cdef size_t i
-        cdef int32_t token_id
         cdef PyObject *item
-        cdef object obj
         if self.id_objects == NULL:
-            self.id_objects = <PyObject **>calloc(self.t.n_pieces, sizeof(PyObject *))
-            if self.id_objects == NULL:
-                raise MemoryError()
+            self.make_id_objects()
+        out = PyList_New(n)
         for i in range(n):
-            token_id = ids[i]
-            item = self.id_objects[token_id]
-            if item == NULL:
-                obj = token_id
-                item = <PyObject *>obj
-                Py_INCREF(obj)
-                self.id_objects[token_id] = item
+            item = self.id_objects[ids[i]]
             Py_INCREF(<object>item)
             PyList_SET_ITEM(out, i, <object>item)
         # A list of ints cannot be part of a reference cycle, so the cyclic
@@ -220,7 +235,7 @@ cdef class SpmCore:
             w.symbols_cap = 0
             w.bounds = NULL
             w.bounds_cap = 0
-        if w.ids_cap > _KEEP_TEXT_BYTES:
+        if w.ids_cap > _KEEP_IDS:
             free(w.ids)
             free(w.spans)
             w.ids = NULL
