@@ -21,10 +21,14 @@
  *    reading the old table keep a valid table (it is retired, not freed);
  *    an insert that lands in it is merely lost, which costs a merge later.
  *  - Bounded: when the table is at SPM_CACHE_MAX_SLOTS or the arena is
- *    full, inserts stop.  The owner calls spm_cache_quiesce when no thread
- *    uses the cache (the tokenizer counts its calls in flight, under the
- *    GIL): retired tables are freed, and a full cache is emptied so that
- *    filling starts again.
+ *    full, inserts stop, and the cache keeps what it holds: the chunks seen
+ *    first, which on real text are mostly the frequent ones.  The owner calls
+ *    spm_cache_quiesce when no thread uses the cache (the tokenizer counts
+ *    its calls in flight, under the GIL), which frees the retired tables;
+ *    it empties a full cache only when lookups have mostly missed since it
+ *    filled (the text changed: another language, say), so that a corpus
+ *    larger than the cache is not served by a cache emptied every time it
+ *    fills.
  */
 #ifndef SPM_CACHE_H
 #define SPM_CACHE_H
@@ -203,14 +207,9 @@ static inline void spm_cache_flush(spm_cache *c, spm_cache_writer *wr) {
     wr->pending = 0;
 }
 
-/* Called when no other thread uses the cache: frees the retired tables and
- * empties a full cache. */
+/* Called when no other thread uses the cache: frees the retired tables. */
 static inline void spm_cache_quiesce(spm_cache *c) {
-    if (c->full) {
-        spm_cache_clear(c);
-    } else {
-        spm_cache_free_retired(c);
-    }
+    spm_cache_free_retired(c);
 }
 
 /* Whether the slot word `word` (non-zero) holds key[0:len], whose hash's

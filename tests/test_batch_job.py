@@ -235,16 +235,45 @@ def test_cache_fills_stops_and_empties_under_threads():
     # (No entry is written past the 16 kB arena: tools/sanitize.sh runs this
     # test under AddressSanitizer.)
     assert seen and all(slots == 1024 and used <= 512 + 6 * 16 for slots, used, _, _ in seen)
-    # One call with more new chunks than the cache holds leaves it full; the
-    # next call, with no thread encoding, empties it first.
-    # (Letters: Mistral v1 merges no digit, so chunks are cut around them.)
-    tok.encode_ordinary(" ".join("w" + "".join(chr(97 + int(d)) for d in f"{k * 31:05d}") for k in range(2000)))
+    # One call with more new chunks than the cache holds, all missing, leaves
+    # it full; the next call, with no thread encoding, empties it first.
+    tok.encode_ordinary(" ".join(_letter_words(0, 2000)))
     assert _testing.cache_info(tok._core)[3]
     tok.encode_ordinary("again")
     _, used, _, full = _testing.cache_info(tok._core)
     assert used == 1 and not full
     for doc, ids in zip(docs, want):
         assert tok.encode_ordinary(doc) == ids
+
+
+def _letter_words(first, stop):
+    """Distinct made-up words, a chunk each (letters: Mistral v1 merges no
+    digit, so chunks are cut around them)."""
+    return ["w" + "".join(chr(97 + int(d)) for d in f"{k * 31:05d}") for k in range(first, stop)]
+
+
+def test_a_full_cache_stays_while_it_serves_and_empties_when_it_misses():
+    """A corpus larger than the cache: the cache keeps the chunks it holds
+    while lookups mostly hit (it used to be emptied every time it filled),
+    and is emptied once a table's worth of lookups since it filled mostly
+    missed."""
+    tok = spmbpe.load(MODEL)
+    _testing.limit_cache(tok._core, 1024, 1 << 20)
+    held, other = " ".join(_letter_words(0, 300)), " ".join(_letter_words(1000, 3000))
+    want = expected_ids(MODEL, [held, other], special="none")
+    tok.encode_ordinary(" ".join(_letter_words(0, 600)))  # held's chunks go in first
+    _, used, _, full = _testing.cache_info(tok._core)
+    assert full and used == 512
+    for _ in range(4):  # over 1,024 lookups since it filled, all found
+        assert tok.encode_ordinary(held) == want[0]
+    _, used, _, full = _testing.cache_info(tok._core)
+    assert full and used == 512
+    assert tok.encode_ordinary(held) == want[0]
+    assert _testing.cache_info(tok._core)[1:4:2] == (512, True)
+    assert tok.encode_ordinary(other) == want[1]  # over 2,000 lookups, none found
+    tok.encode_ordinary("again")
+    _, used, _, full = _testing.cache_info(tok._core)
+    assert used == 1 and not full
 
 
 def test_cache_grows_while_threads_read_it():

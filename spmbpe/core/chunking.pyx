@@ -418,7 +418,9 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
             spm_cache_prefetch(cache, next_h)
         if use_cache:
             hit = spm_cache_get(cache, text + begin, <size_t>(end - begin), h)
+            w.cache_lookups += 1
             if hit != NULL:
+                w.cache_hits += 1
                 rc = spans_of_hit(t, w, spm_cache_ids(hit), hit.ids_len, begin, end) \
                     if w.want_spans else OK
                 if rc == ERR_NOMEM:

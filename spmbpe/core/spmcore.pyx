@@ -31,6 +31,8 @@ cdef class SpmCore:
         self.clear_pending = False
         self.cache_slots = SPM_CACHE_MAX_SLOTS
         self.cache_bytes = SPM_CACHE_MAX_DATA
+        self.full_lookups = 0
+        self.full_hits = 0
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
@@ -187,11 +189,23 @@ cdef class SpmCore:
             spm_cache_free(&self.cache)
             self.cache_ready = False
 
+    cdef void keep_or_clear_cache(self):
+        """A full cache is kept while it serves: once calls that started
+        with it full have made as many lookups as its table has slots, it
+        is emptied if fewer than half of them hit (the text is no longer
+        the text it holds), and the count starts again.  No thread is
+        encoding."""
+        if not self.cache.full or self.full_lookups < <uint64_t>self.cache.table.mask + 1:
+            return
+        if self.full_hits * 2 < self.full_lookups:
+            spm_cache_clear(&self.cache)
+        self.full_lookups = self.full_hits = 0
+
     cdef Workspace *acquire(self) except NULL:
         """An idle workspace, or a new one.  Called with the GIL held, which
         makes the pool and the count of active workspaces thread-safe: when
         none is active, no thread reads the shared cache, so this is where
-        it frees what growing retired, and empties itself when full."""
+        it frees what growing retired and decides whether a full cache stays."""
         cdef Workspace *w
         if self.active == 0 and self.t.rules.chunked:
             if not self.cache_ready:
@@ -200,8 +214,10 @@ cdef class SpmCore:
                 self.t.cache = &self.cache if self.cache_ready else NULL
             elif self.clear_pending:
                 spm_cache_clear(&self.cache)
+                self.full_lookups = self.full_hits = 0
             else:
                 spm_cache_quiesce(&self.cache)
+                self.keep_or_clear_cache()
             self.clear_pending = False
         if self.pool_len:
             self.pool_len -= 1
@@ -214,6 +230,7 @@ cdef class SpmCore:
         w.ids_len = 0
         w.want_spans = False
         w.alpha = 0.0
+        w.cache_was_full = self.cache_ready and self.cache.full
         self.active += 1
         return w
 
@@ -224,6 +241,10 @@ cdef class SpmCore:
         self.active -= 1
         if self.cache_ready:
             spm_cache_flush(&self.cache, &w.cache_writer)
+            if w.cache_was_full:
+                self.full_lookups += w.cache_lookups
+                self.full_hits += w.cache_hits
+        w.cache_lookups = w.cache_hits = 0
         if w.text_cap > _KEEP_TEXT_BYTES:
             free(w.text)
             free(w.symbols)

@@ -27,6 +27,9 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.memo = NULL
     w.char_ids = NULL
     spm_cache_writer_init(&w.cache_writer)
+    w.cache_lookups = 0
+    w.cache_hits = 0
+    w.cache_was_full = False
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
