@@ -67,6 +67,8 @@ class SpmCore:
     table: PieceTable
     byte_fallback: bool
     chunked: bool
+    cache_capacity: int
+    def set_cache_capacity(self, chunks: int) -> None: ...
     cut_chars: bool
     escape_spaces: bool
     def __init__(

@@ -56,6 +56,7 @@ from spmbpe._csrc cimport (
     spm_cache_writer_init,
     spm_cache_table,
     SPM_CACHE_MAX_DATA,
+    SPM_CACHE_BLOCK,
     SPM_CACHE_MAX_SLOTS,
     spm_charpairs_free,
     spm_charpairs_has,
@@ -114,6 +115,8 @@ cdef Py_ssize_t _NOGIL_BYTES = 2048
 # stayed resident after the batch (8 MB for 8 MB of text on two threads).
 cdef size_t _KEEP_TEXT_BYTES = 1 << 20
 cdef size_t _KEEP_IDS = 1 << 16
+# SpmCore.set_cache_capacity's bound (2**24 table slots).
+cdef Py_ssize_t _MAX_CACHE_CHUNKS = 1 << 23
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 # Chunks up to this many bytes merge by a linear scan over at most that many
 # symbols (merge_small); longer ones over the heap.

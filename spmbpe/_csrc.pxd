@@ -96,6 +96,7 @@ cdef extern from "spm_cache.h" nogil:
 
     uint32_t SPM_CACHE_MAX_SLOTS
     size_t SPM_CACHE_MAX_DATA
+    size_t SPM_CACHE_BLOCK
 
     uint64_t spm_hash_bytes(const char *s, size_t n)
     int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap)

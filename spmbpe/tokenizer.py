@@ -256,6 +256,26 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             self._fingerprint = fingerprint(self._spec)
         return self._fingerprint
 
+    @property
+    def cache_capacity(self) -> int:
+        """About how many distinct chunks (a word and the space before it,
+        mostly) the chunk cache holds: 65,536 by default, which takes up to
+        5 MB once full.  Set it, when no thread is encoding with this
+        tokenizer, to bound the memory (0: no cache; chunks are then merged
+        every time) or to hold more of a large corpus; what the cache held
+        is dropped.  Ids never depend on it.  A setting of this process:
+        a pickled tokenizer has the default.
+
+        >>> tok.cache_capacity = 200_000                          # doctest: +SKIP
+        """
+        return int(self._core.cache_capacity)
+
+    @cache_capacity.setter
+    def cache_capacity(self, chunks: int) -> None:
+        if isinstance(chunks, bool) or not isinstance(chunks, int):
+            raise TypeError(f"cache_capacity must be an int, not {type(chunks).__name__}")
+        self._core.set_cache_capacity(chunks)
+
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]:
         # The vocabulary's bytes and settings (spmbpe/_state.py), never a
         # path: the same bytes in every process, rebuilt without reading a file.

@@ -235,9 +235,14 @@ def test_cache_fills_stops_and_empties_under_threads():
     # (No entry is written past the 16 kB arena: tools/sanitize.sh runs this
     # test under AddressSanitizer.)
     assert seen and all(slots == 1024 and used <= 512 + 6 * 16 for slots, used, _, _ in seen)
-    # One call with more new chunks than the cache holds, all missing, leaves
-    # it full; the next call, with no thread encoding, empties it first.
+    # (Capacity set again: a fresh cache, its hit counts zero.)  A call with
+    # more new chunks than the cache holds leaves it full; after a second
+    # call in which every lookup misses, the next call, with no thread
+    # encoding, empties it first.
+    tok.cache_capacity = 512
     tok.encode_ordinary(" ".join(_letter_words(0, 2000)))
+    assert _testing.cache_info(tok._core)[3]
+    tok.encode_ordinary(" ".join(_letter_words(2000, 4000)))
     assert _testing.cache_info(tok._core)[3]
     tok.encode_ordinary("again")
     _, used, _, full = _testing.cache_info(tok._core)
@@ -325,3 +330,30 @@ def test_helpers_waiting_for_texts_leave_when_the_job_fails():
         t.join(timeout=60)
     assert not any(t.is_alive() for t in helpers)
     assert tok.encode_ordinary("a b") == spmbpe.load(MODEL).encode_ordinary("a b")
+
+
+@pytest.mark.parametrize("path", [MODEL, DATA_DIR / "mistral-v1.tokenizer.json"], ids=["model", "json"])
+def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
+    import pickle
+
+    want = expected_ids(path, LINES, special="none")
+    tok = spmbpe.load(path)
+    assert tok.cache_capacity == 65536
+    assert tok.encode_batch(LINES, special="none", num_threads=2) == want
+    tok.cache_capacity = 600
+    assert tok.cache_capacity == 1024 and _testing.cache_info(tok._core)[0] == 0  # dropped
+    for _ in range(2):
+        assert tok.encode_batch(LINES, special="none", num_threads=2) == want
+        assert [tok.encode_ordinary(x) for x in LINES] == want
+        slots, used, data, _ = _testing.cache_info(tok._core)
+        assert slots == 2048 and 0 < used <= 1024 + 2 * 16 and data <= 600 * 64
+    tok.cache_capacity = 0
+    assert tok.cache_capacity == 0
+    assert tok.encode_batch(LINES, special="none", num_threads=2) == want
+    assert [tok.encode_ordinary(x) for x in LINES[:200]] == want[:200]
+    assert _testing.cache_info(tok._core)[0] == 0
+    assert pickle.loads(pickle.dumps(tok)).cache_capacity == 65536  # a setting of this process
+    for bad, error in ((-1, ValueError), (1 << 24, ValueError), (True, TypeError), ("10", TypeError), (2.0, TypeError)):
+        with pytest.raises(error, match="cache_capacity"):
+            tok.cache_capacity = bad
+    assert tok.cache_capacity == 0

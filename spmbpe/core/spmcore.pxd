@@ -18,7 +18,8 @@ cdef class SpmCore:
     cdef spm_cache cache              # t.cache once cache_ready (when chunked)
     cdef bint cache_ready
     cdef bint clear_pending           # the cache is to be cleared when no thread encodes
-    cdef uint32_t cache_slots         # the cache's bounds (spmbpe._testing.limit_cache)
+    cdef bint cache_off               # cache_capacity 0: chunks are merged every time
+    cdef uint32_t cache_slots         # the cache's bounds (set_cache_capacity, _testing.limit_cache)
     cdef size_t cache_bytes
     cdef uint64_t full_lookups        # cache lookups since it filled (keep_or_clear_cache)
     cdef uint64_t full_hits

@@ -29,6 +29,7 @@ cdef class SpmCore:
         self.active = 0
         self.cache_ready = False
         self.clear_pending = False
+        self.cache_off = False
         self.cache_slots = SPM_CACHE_MAX_SLOTS
         self.cache_bytes = SPM_CACHE_MAX_DATA
         self.full_lookups = 0
@@ -207,7 +208,7 @@ cdef class SpmCore:
         none is active, no thread reads the shared cache, so this is where
         it frees what growing retired and decides whether a full cache stays."""
         cdef Workspace *w
-        if self.active == 0 and self.t.rules.chunked:
+        if self.active == 0 and self.t.rules.chunked and not self.cache_off:
             if not self.cache_ready:
                 # (Without memory for it, chunks are merged every time.)
                 self.cache_ready = spm_cache_init(&self.cache, self.cache_slots, self.cache_bytes) == 0
@@ -271,6 +272,40 @@ cdef class SpmCore:
         else:
             ws_free(w)
             free(w)
+
+    # ------------------------------------------------------------ cache
+
+    @property
+    def cache_capacity(self):
+        """About how many chunks (words, mostly) the cache holds at most."""
+        return 0 if self.cache_off else self.cache_slots // 2
+
+    def set_cache_capacity(self, Py_ssize_t chunks):
+        """Bounds the chunk cache to about `chunks` chunks (0: no cache):
+        half of a power of two of table slots, at least 512, and 64 bytes
+        of entries per chunk.  What it held is dropped.  Not while a thread
+        encodes with this core."""
+        cdef uint64_t slots = 1024
+        cdef int k
+        if chunks < 0 or chunks > _MAX_CACHE_CHUNKS:
+            raise ValueError(f"cache_capacity must be from 0 to {_MAX_CACHE_CHUNKS}, not {chunks}")
+        if self.active:
+            raise RuntimeError("the cache capacity cannot change while this tokenizer is encoding")
+        while slots < 2 * <uint64_t>chunks:
+            slots *= 2
+        if self.cache_ready:
+            self.t.cache = NULL
+            spm_cache_free(&self.cache)
+            self.cache_ready = False
+            # (Every workspace is idle, in the pool: their blocks of the
+            # freed arena must not be written into the next one.)
+            for k in range(self.pool_len):
+                spm_cache_writer_init(&self.pool[k].cache_writer)
+        self.full_lookups = self.full_hits = 0
+        self.clear_pending = False
+        self.cache_off = chunks == 0
+        self.cache_slots = <uint32_t>slots
+        self.cache_bytes = max(<size_t>chunks * 64, <size_t>SPM_CACHE_BLOCK)
 
     # ------------------------------------------------------------ rules
 
