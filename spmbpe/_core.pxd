@@ -15,7 +15,7 @@
 #   core/direct.pxd      TokenizerBase: the per-line path
 cimport cython
 from cpython.ref cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from spmbpe._csrc cimport (
     SPM_FLAG_MERGEABLE,

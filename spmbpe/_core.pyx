@@ -25,7 +25,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_XINCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memmove, memset
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from spmbpe._csrc cimport (
     SPM_TYPE_BYTE,

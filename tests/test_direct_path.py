@@ -27,6 +27,9 @@ TEXTS = [
     "Hello world", " Hello", "  two", "\u2581x", "\u2581\u2581 y", "x\u2581", "", " ", "line\nbreak\n",
     "日本語 テキスト", "é🦙 emoji", "tabs\tand  runs   of spaces", "<s", "s>", "</ s>", "[INST",
     "a<s>b", "<s>x", " </s> y ", "x[INST]y", "[INST] hi [/INST]", "<unk>z", "a  <s>  b",
+    # A token after other places its first byte starts (the scan's memchr
+    # moves on from each), at the very end, and cut short there.
+    "a < b <s>", "<<s>>", "<< </s> <", "x <u <unk", "[[INST] <", "1 < 2 and [ 3 ] </s", "<</s>",
 ]
 
 

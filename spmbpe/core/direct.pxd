@@ -13,6 +13,8 @@ ctypedef struct AddedScan:
     const spm_vocab *texts        # each token text's UTF-8 -> its index (NULL: no tokens)
     const uint8_t *kinds          # KIND_* of the tokens with the text of each index
     uint8_t first[256]            # KIND_* of the tokens whose text starts with each byte
+    int16_t only[4]               # per mask: -1 no token's text starts with a byte of that
+                                  # mask, else the one byte they all start with, or 256: several
     int32_t *lengths              # the distinct UTF-8 lengths of the texts, ascending (owned)
     int32_t n_lengths
 
