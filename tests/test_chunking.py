@@ -328,36 +328,45 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
 
 
-# Every core whose escaping may find the boundaries of ASCII text itself:
-# the real vocabularies and the synthetic ones with ASCII pairs, digits and
-# newlines in pieces.
+# Every core whose escaping finds the boundaries itself: the real
+# vocabularies, the synthetic ones with ASCII pairs, digits and newlines in
+# pieces, and those with CJK, emoji and accented pieces (cut between
+# characters; sentencepiece's, which collapses unknown runs, not).
 _BOUND_CORES = [spmbpe.load(DATA / name)._core for name in FILES] + [
     spmbpe.SpmTokenizer(*args, **options)._core
-    for args, options in (_pair_vocabulary(byte_fallback) for byte_fallback in (False, True))
+    for args, options in [_pair_vocabulary(byte_fallback) for byte_fallback in (False, True)]
+    + [_cjk_vocabulary(), _cjk_vocabulary(reference="sentencepiece")]
 ]
 _ASCII = st.lists(
     st.sampled_from(["the", " the", "a", "ab", "x,", " ", "  ", "1", "12", "\n", "\t", ".", "()", "[0]", "->", "\x00", "\x7f"])
     | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=4),
     max_size=30,
 ).map("".join)
+_ANY = st.lists(
+    st.sampled_from(["the", " ", "  ", "1", "\n", ",", "é", "éb", "яб", "б", "日本語", "。", "🦙", "🦙日", "中中",
+                     "\u2581", "\u2581\u2581", " \u2581", "\u2581a", "a\u2581", "\u00a0", "ü", "文x"])
+    | st.text(max_size=4).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)),
+    max_size=30,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(text=_ASCII, prefix=st.booleans())
+@given(text=_ASCII | _ANY, prefix=st.booleans())
 def test_escape_finds_the_boundaries_find_bounds_finds(text, prefix):
-    # run takes the boundaries escape found in ASCII text instead of calling
-    # find_bounds: its table of ASCII cuts must give exactly the same ones
-    # (an extra cut would change ids, a missing one only speed).
+    # run takes the boundaries escape found instead of calling find_bounds:
+    # its rules (the table of ASCII cuts, and for other characters the rules
+    # themselves) must give exactly the same ones (an extra cut would change
+    # ids, a missing one only speed).
     for core in _BOUND_CORES:
         assert core.chunked
         found, from_escape = _testing.chunk_bounds(core, text, prefix)
         assert from_escape == found, (core, text, prefix)
 
 
-def test_escape_leaves_the_boundaries_of_other_text_to_find_bounds():
+def test_escape_leaves_the_boundaries_to_find_bounds_where_pieces_cross_them():
     core = _BOUND_CORES[1]
     found, from_escape = _testing.chunk_bounds(core, "ab été", True)
-    assert from_escape is None and found[-1] == len("▁ab▁été".encode())
+    assert from_escape == found and found[-1] == len("▁ab▁été".encode())
     # Pieces that cross a boundary before "▁": find_bounds checks each one.
     args, options = _synthetic([">▁</"])
     crossing = spmbpe.SpmTokenizer(*args, **options)._core

@@ -226,10 +226,11 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
     when `prefix`); returns its length, or an error code (< 0).  Sets
     w.ready_bounds when it found all the chunk boundaries on the way
     (run then skips find_bounds)."""
-    cdef Py_ssize_t i = 0, m = 0
+    cdef Py_ssize_t i = 0, m = 0, length, escaped, other_start = 0
+    cdef bint marker
     cdef uint8_t u
     cdef uint32_t prev
-    cdef int32_t nb = 0
+    cdef int32_t nb = 0, other_len = 0
     cdef int32_t *bounds
     cdef char *text
     cdef const uint64_t *cuts = t.rules.ascii_cuts
@@ -248,32 +249,89 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
         memcpy(text + m, src, n)
         return m + n
     if t.rules.chunked and t.rules.n_violations == 0:
-        # ASCII text: the chunk boundaries too, as find_bounds would find
-        # them (ascii_cuts, by the byte before and this one).  At the
-        # first byte >= 0x80 find_bounds becomes the one to find them,
-        # and the rest is only escaped.  (Four bytes are written per
-        # byte, into the slack past the end at worst, and the lengths
-        # come from a table: a branch on the space, taken about every
-        # sixth byte at random, cost more than the rest of the loop.)
+        # The chunk boundaries too, as find_bounds would find them, so that
+        # run need not read the text again.  An ASCII byte after an ASCII
+        # byte (or the start, or a marker) is cut by ascii_cuts, by the
+        # byte before and this one; other characters by the rules
+        # themselves (cut_other).  (Four bytes are written per ASCII
+        # byte, into the slack past the end at worst, and the lengths come
+        # from a table: a branch on the space, taken about every sixth
+        # byte at random, cost more than the rest of the loop.)
         if grow_int32(&w.bounds, &w.bounds_cap, <size_t>(n + 2)) != OK:
             return ERR_NOMEM
         bounds = w.bounds
         prev = 0x20 if prefix else ASCII_START
         while i < n:
             u = <uint8_t>src[i]
-            if u >= 0x80:
-                break
+            if u < 0x80 and prev <= ASCII_START:
+                bounds[nb] = <int32_t>m
+                nb += <int32_t>((cuts[prev << 1 | u >> 6] >> (u & 63)) & 1)
+                memcpy(text + m, ESCAPED_ASCII[u], 4)
+                m += ESCAPED_LEN[u]
+                prev = u
+                i += 1
+                continue
+            # (Characters as find_bounds reads them: a marker, else whole
+            # with cut_chars, else byte by byte.)
+            marker = u == 0x20
+            length = 1
+            if u == <uint8_t>MARKER[0] and i + 3 <= n and src[i + 1] == MARKER[1] and src[i + 2] == MARKER[2]:
+                marker = True
+                length = 3
+            elif u >= 0x80 and t.rules.cut_chars:
+                length = min(<Py_ssize_t>utf8_len(u), n - i)
+            escaped = 3 if u == 0x20 else length
+            # (Four bytes at once, one move, into the slack at worst.)
+            if u < 0x80:
+                memcpy(text + m, ESCAPED_ASCII[u], 4)
+            elif i + 4 <= n:
+                memcpy(text + m, src + i, 4)
+            else:
+                memcpy(text + m, src + i, <size_t>length)
             bounds[nb] = <int32_t>m
-            nb += <int32_t>((cuts[prev << 1 | u >> 6] >> (u & 63)) & 1)
-            memcpy(text + m, ESCAPED_ASCII[u], 4)
-            m += ESCAPED_LEN[u]
-            prev = u
-            i += 1
-        if i == n:
-            bounds[nb] = <int32_t>m
-            w.ready_bounds = nb + 1
-            return m
+            if marker:
+                # Cut unless it follows a marker or the start.
+                nb += prev != 0x20 and prev != ASCII_START
+                prev = 0x20
+            elif u < 0x80:
+                nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                prev = u
+            else:
+                nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                prev = OTHER_CHAR
+                other_start = m
+                other_len = <int32_t>length
+            m += escaped
+            i += length
+        bounds[nb] = <int32_t>m
+        w.ready_bounds = nb + 1
+        return m
     return escape_spaces(src, i, n, text, m)
+
+
+cdef inline int32_t cut_other(const CoreTables *t, const char *text, Py_ssize_t m,
+                              Py_ssize_t length, uint32_t prev, Py_ssize_t other_start,
+                              int32_t other_len) noexcept nogil:
+    """1 when find_bounds cuts before the character text[m:m+length] (not
+    a marker) that follows `prev`: an ASCII byte, 0x20 for a marker,
+    ASCII_START at the start, or OTHER_CHAR for the character
+    text[other_start:other_start+other_len].  The cases that ascii_cuts
+    leaves out: this character or the one before is not ASCII."""
+    cdef uint8_t u = <uint8_t>text[m]
+    if prev == 0x20 or prev == ASCII_START:
+        return isolated_byte(t.rules.isolated, u) and prev == 0x20
+    if prev < 0x80:
+        other_start = m - 1
+        other_len = 1
+        if isolated_byte(t.rules.isolated, <uint8_t>prev):
+            return 1
+    if isolated_byte(t.rules.isolated, u):
+        return 1
+    if not t.rules.cut_chars:
+        return 0
+    if spm_charpairs_wanted(other_len, <int>length):
+        return cut_between(t, text + other_start, other_len, <int32_t>length)
+    return not spm_ascii_pair_held(t.rules.ascii_held, <uint8_t>text[other_start], u)
 
 
 cdef void build_ascii_cuts(ChunkRules *r) noexcept:

@@ -5,6 +5,7 @@
 # ChunkRules.ascii_cuts: the row of the first byte of a segment without a prefix.
 cdef enum:
     ASCII_START = 128
+    OTHER_CHAR = 129      # (escape: the character before is not ASCII)
 
 
 # Where a segment may be cut into chunks that merge to the ids of the whole
