@@ -262,47 +262,54 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
         bounds = w.bounds
         prev = 0x20 if prefix else ASCII_START
         while i < n:
-            u = <uint8_t>src[i]
-            if u < 0x80 and prev <= ASCII_START:
+            # ASCII after ASCII (or the start, or a marker): by the table.
+            while i < n:
+                u = <uint8_t>src[i]
+                if u >= 0x80:
+                    break
                 bounds[nb] = <int32_t>m
                 nb += <int32_t>((cuts[prev << 1 | u >> 6] >> (u & 63)) & 1)
                 memcpy(text + m, ESCAPED_ASCII[u], 4)
                 m += ESCAPED_LEN[u]
                 prev = u
                 i += 1
-                continue
-            # (Characters as find_bounds reads them: a marker, else whole
-            # with cut_chars, else byte by byte.)
-            marker = u == 0x20
-            length = 1
-            if u == <uint8_t>MARKER[0] and i + 3 <= n and src[i + 1] == MARKER[1] and src[i + 2] == MARKER[2]:
-                marker = True
-                length = 3
-            elif u >= 0x80 and t.rules.cut_chars:
-                length = min(<Py_ssize_t>utf8_len(u), n - i)
-            escaped = 3 if u == 0x20 else length
-            # (Four bytes at once, one move, into the slack at worst.)
-            if u < 0x80:
-                memcpy(text + m, ESCAPED_ASCII[u], 4)
-            elif i + 4 <= n:
-                memcpy(text + m, src + i, 4)
-            else:
-                memcpy(text + m, src + i, <size_t>length)
-            bounds[nb] = <int32_t>m
-            if marker:
-                # Cut unless it follows a marker or the start.
-                nb += prev != 0x20 and prev != ASCII_START
-                prev = 0x20
-            elif u < 0x80:
-                nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
-                prev = u
-            else:
-                nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
-                prev = OTHER_CHAR
-                other_start = m
-                other_len = <int32_t>length
-            m += escaped
-            i += length
+            # Other characters, and an ASCII byte after one: by the rules.
+            while i < n:
+                u = <uint8_t>src[i]
+                if u < 0x80 and prev <= ASCII_START:
+                    break
+                # (Characters as find_bounds reads them: a marker, else
+                # whole with cut_chars, else byte by byte.)
+                marker = u == 0x20
+                length = 1
+                if u == <uint8_t>MARKER[0] and i + 3 <= n and src[i + 1] == MARKER[1] and src[i + 2] == MARKER[2]:
+                    marker = True
+                    length = 3
+                elif u >= 0x80 and t.rules.cut_chars:
+                    length = min(<Py_ssize_t>utf8_len(u), n - i)
+                escaped = 3 if u == 0x20 else length
+                # (Four bytes at once, one move, into the slack at worst.)
+                if u < 0x80:
+                    memcpy(text + m, ESCAPED_ASCII[u], 4)
+                elif i + 4 <= n:
+                    memcpy(text + m, src + i, 4)
+                else:
+                    memcpy(text + m, src + i, <size_t>length)
+                bounds[nb] = <int32_t>m
+                if marker:
+                    # Cut unless it follows a marker or the start.
+                    nb += prev != 0x20 and prev != ASCII_START
+                    prev = 0x20
+                elif u < 0x80:
+                    nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                    prev = u
+                else:
+                    nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                    prev = OTHER_CHAR
+                    other_start = m
+                    other_len = <int32_t>length
+                m += escaped
+                i += length
         bounds[nb] = <int32_t>m
         w.ready_bounds = nb + 1
         return m

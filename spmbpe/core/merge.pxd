@@ -5,4 +5,3 @@ cdef int merge_small(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
 cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m) noexcept nogil
 cdef int emit_piece(const CoreTables *t, Workspace *w, int32_t start, int32_t n,
                     bint *prev_unknown) noexcept nogil
-cdef int32_t char_id(const CoreTables *t, Workspace *w, const char *s, int32_t n) noexcept nogil

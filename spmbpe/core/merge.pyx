@@ -404,31 +404,6 @@ cdef inline int push(Workspace *w, int32_t token_id, int32_t start, int32_t end)
     return ws_push_id(w, token_id)
 
 
-cdef int32_t char_id(const CoreTables *t, Workspace *w, const char *s, int32_t n) noexcept nogil:
-    """The id of the one character s[0:n] (at most 4 bytes; s has the
-    escaped text's slack), or -1 when the vocabulary has no such piece:
-    through the workspace's character memo (allocated on first use),
-    since most characters recur and the vocabulary table is too large for
-    the CPU's nearest caches."""
-    cdef uint64_t key
-    cdef uint64_t *entry
-    cdef int32_t token_id
-    if s[0] == 0 or (w.char_ids == NULL and not alloc_char_memo(w)):
-        # (NUL's key would be 0, the empty entry.)
-        return spm_vocab_find(t.vocab, s, <size_t>n)
-    entry = char_memo_entry(w, s, n, &key)
-    if (entry[0] >> 32) == key:
-        return <int32_t>(<uint32_t>entry[0])
-    token_id = spm_vocab_find(t.vocab, s, <size_t>n)
-    entry[0] = (key << 32) | <uint32_t>token_id
-    return token_id
-
-
-cdef bint alloc_char_memo(Workspace *w) noexcept nogil:
-    w.char_ids = <uint64_t *>calloc(CHAR_MEMO_SIZE, sizeof(uint64_t))
-    return w.char_ids != NULL
-
-
 cdef int emit_piece(const CoreTables *t, Workspace *w, int32_t start, int32_t n,
                     bint *prev_unknown) noexcept nogil:
     """Appends the id(s) of the final symbol text[start:start+n]."""
