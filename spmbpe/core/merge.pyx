@@ -254,7 +254,7 @@ cdef void merge_ranked_small(const CoreTables *t, Symbol *sym, int32_t count) no
     by growing, and a longer text is another piece."""
     cdef int32_t rank[SMALL_BYTES]     # the rule joining symbol i and the next, or INT32_MAX
     cdef int32_t merged[SMALL_BYTES]
-    cdef int32_t i, best, best_rank, j
+    cdef int32_t i, best, best_rank
     for i in range(count):
         rank_of(t, sym, i, &rank[i], &merged[i])
     while True:
@@ -268,17 +268,23 @@ cdef void merge_ranked_small(const CoreTables *t, Symbol *sym, int32_t count) no
             i = sym[i].next
         if best < 0:
             return
-        j = sym[best].next
-        sym[best].start = merged[best]
-        sym[best].n += sym[j].n
-        sym[j].n = 0
-        sym[best].next = sym[j].next
-        if sym[best].next >= 0:
-            sym[sym[best].next].prev = best
+        absorb_next(sym, best, merged[best])
         i = sym[best].prev
         if i >= 0:
             rank_of(t, sym, i, &rank[i], &merged[i])
         rank_of(t, sym, best, &rank[best], &merged[best])
+
+
+cdef inline void absorb_next(Symbol *sym, int32_t pos, int32_t merged) noexcept nogil:
+    """Symbol `pos` takes in the next one and becomes the piece `merged`
+    (ranked merges: a symbol's `start` is its id)."""
+    cdef int32_t nxt = sym[pos].next
+    sym[pos].start = merged
+    sym[pos].n += sym[nxt].n
+    sym[nxt].n = 0
+    sym[pos].next = sym[nxt].next
+    if sym[pos].next >= 0:
+        sym[sym[pos].next].prev = pos
 
 
 cdef inline void rank_of(const CoreTables *t, const Symbol *sym, int32_t left, int32_t *rank,
@@ -317,12 +323,7 @@ cdef int merge_ranked_heap(const CoreTables *t, Workspace *w, int32_t count) noe
             continue
         if skip_merge(w):
             continue
-        sym[pos].start = rule.merged
-        sym[pos].n += sym[nxt].n
-        sym[nxt].n = 0
-        sym[pos].next = sym[nxt].next
-        if sym[pos].next >= 0:
-            sym[sym[pos].next].prev = pos
+        absorb_next(sym, pos, rule.merged)
         prv = sym[pos].prev
         if prv >= 0 and push_rule(t, w, prv) != OK:
             return ERR_NOMEM

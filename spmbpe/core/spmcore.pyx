@@ -231,7 +231,7 @@ cdef class SpmCore:
         w.ids_len = 0
         w.want_spans = False
         w.alpha = 0.0
-        w.cache_was_full = self.cache_ready and self.cache.full
+        w.cache_was_full = self.cache_ready and spm_load_u32(&self.cache.full)
         self.active += 1
         return w
 
