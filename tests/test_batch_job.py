@@ -337,6 +337,18 @@ def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
     import pickle
 
     want = expected_ids(path, LINES, special="none")
+    # The references' own ids: sentencepiece for the .model, tokenizers for
+    # the tokenizer.json (no special token is read under either here).
+    if path.suffix == ".model":
+        import sentencepiece
+
+        ref = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        assert want == [ref.encode(x) for x in LINES]
+    else:
+        from tokenizers import Tokenizer
+
+        ref = Tokenizer.from_file(str(path))
+        assert want == [e.ids for e in ref.encode_batch(LINES, add_special_tokens=False)]
     tok = spmbpe.load(path)
     assert tok.cache_capacity == 65536
     assert tok.encode_batch(LINES, special="none", num_threads=2) == want
