@@ -115,4 +115,53 @@ static inline void spm_copy_small(char *dst, const char *src, size_t n) {
     while (n--) *dst++ = *src++;
 }
 
+/* How many bytes of s[0:n] are valid UTF-8 from the start: n when all are,
+ * else the offset of the first byte of the first invalid sequence -- where
+ * Python's strict decoder (bytes.decode("utf-8")) puts its error's start.
+ * Rejected as it rejects them: stray continuation bytes, C0/C1 and F5..FF
+ * leads, overlong forms, surrogates (ED A0..BF), code points past U+10FFFF
+ * and sequences cut short.  Text read as bytes (the command line's input)
+ * is checked by this before the kernels, which take valid UTF-8, read it.
+ * ASCII goes 8 bytes at a time. */
+static inline size_t spm_utf8_valid_prefix(const char *text, size_t n) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            if (!(x & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        uint8_t lo = 0x80, hi = 0xBF; /* the range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;      /* overlong */
+            else if (c == 0xED) hi = 0x9F; /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;      /* overlong */
+            else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+        } else {
+            return i;
+        }
+        if (n - i <= need) return i;
+        if (s[i + 1] < lo || s[i + 1] > hi) return i;
+        for (size_t k = 2; k <= need; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+        i += need + 1;
+    }
+    return n;
+}
+
 #endif

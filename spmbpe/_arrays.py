@@ -338,7 +338,9 @@ class _Shard:
             self.index.file.write(npy_header("<i8", self.documents + 1))
         elif self.fmt == "bin":
             assert self.lengths is not None
-            self.lengths.finish()
+            # (A scratch file read back at once and removed: flushed, not
+            # synced to disk.)
+            self.lengths.file.flush()
             write_megatron_index(
                 self.index.file, self.lengths.tmp, self.documents, np.dtype(self.dtype).name, np
             )

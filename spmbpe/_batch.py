@@ -17,7 +17,7 @@ from ._policy import check_surrogates, check_text, text_seed
 from ._threads import worker_pool
 from .errors import DisallowedSpecialError
 
-__all__ = ["run_batch", "join_lists", "join_numpy", "numpy_dtype"]
+__all__ = ["run_batch", "encode_line_block", "join_lists", "join_numpy", "numpy_dtype"]
 
 #: A planner's plan(text, include_special, allowed).
 PlanFunction = Callable[[str, bool, Optional[FrozenSet[str]]], Plan]
@@ -117,20 +117,38 @@ def _encode_job(
 ) -> Any:
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
     included, sharing one BatchJob."""
-    job = BatchJob(core)
-    with worker_pool(threads - 1) as pool:
-        try:
-            # (The helpers wake while this thread gathers the texts.)
-            for _ in range(threads - 1):
-                pool.submit(job.work)
-            job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix)
-            result = job.lead(flat)
-        finally:
-            job.close()
+    result = _run_job(core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix))
     if result is None:
         # A text failed: the one-thread call raises the error it would.
         result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
     return result
+
+
+def encode_line_block(core: SpmCore, block: bytes, threads: int, prefix: int) -> Optional[Tuple[bytearray, "array[int]"]]:
+    """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
+    segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
+    `threads` threads: (every id as native uint32 in a bytearray,
+    array('q') of each line's end), or None when a line failed (the
+    caller's general path then raises the error it would)."""
+    result = _run_job(core, threads, True, lambda job: job.start_lines(block, threads * _UNITS_PER_THREAD, prefix))
+    return cast(Optional[Tuple[bytearray, "array[int]"]], result)
+
+
+def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], None]) -> Any:
+    """One BatchJob merged by `threads` threads, this one included: `start`
+    gives it its texts while the helpers wake.  BatchJob.lead's result."""
+    job = BatchJob(core)
+    try:
+        if threads <= 1:
+            start(job)
+            return job.lead(flat)
+        with worker_pool(threads - 1) as pool:
+            for _ in range(threads - 1):
+                pool.submit(job.work)
+            start(job)
+            return job.lead(flat)
+    finally:
+        job.close()
 
 
 def _batch_groups(

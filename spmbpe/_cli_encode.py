@@ -17,7 +17,7 @@ from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, me
 from ._atomic import atomic_output
 from ._cli_common import CliError, load_model, need_numpy, note, optional_numpy
 from ._cli_progress import Progress
-from ._cli_read import Batch, DocumentReader, input_size
+from ._cli_read import Batch, DocumentReader, LineBlock, input_size
 from ._signals import Interrupted
 
 __all__ = ["cmd_encode", "cmd_count", "TEXT_FORMATS", "OUTPUT_FORMATS"]
@@ -106,8 +106,19 @@ class Encoder:
         except ValueError as e:  # bad text (a bug would be another error)
             raise CliError(f"{batch.source}: {e}") from None
 
-    def _encode(self, texts: List[str]) -> Encoded:
+    def _encode(self, texts: Any) -> Encoded:
         np = self.np
+        if isinstance(texts, LineBlock):
+            got = None
+            if np is not None:
+                got = self.tok._encode_line_block(texts.data, special=self.special, num_threads=self.threads)
+            if got is None:
+                texts = texts.strings()  # encode_batch's way (it raises what a line does)
+            else:
+                data, ends = got
+                offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+                offsets[1:] = np.frombuffer(ends, dtype=np.int64)
+                return self._around(np.frombuffer(data, dtype=np.uint32), offsets)
         if np is None:
             lists = self.tok.encode_batch(texts, special=self.special, num_threads=self.threads)
             head = [] if self.bos is None else [self.bos]
@@ -120,10 +131,14 @@ class Encoder:
         ids, offsets = self.tok.encode_batch(
             texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
         )
+        return self._around(ids, offsets)
+
+    def _around(self, ids: Any, offsets: Any) -> Encoded:
+        """BOS/EOS around every document, as encode(add_special_tokens=True),
+        in a few vectorised passes."""
+        np = self.np
         if self.bos is None and self.eos is None:
             return ids, offsets
-        # BOS/EOS around every document, as encode(add_special_tokens=True),
-        # in a few vectorised passes.
         extra = (self.bos is not None) + (self.eos is not None)
         n = len(offsets) - 1
         new_offsets = offsets + np.arange(n + 1, dtype=np.int64) * extra

@@ -19,9 +19,11 @@ import zlib
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_common import CliError
+from ._core import utf8_valid_prefix
 
 __all__ = [
     "Batch",
+    "LineBlock",
     "DOCUMENT_MODES",
     "DocumentReader",
     "InputStream",
@@ -214,11 +216,53 @@ class InputStream(io.RawIOBase):
             super().close()
 
 
+class LineBlock:
+    """The documents of a run of whole lines of text input, kept as the
+    UTF-8 bytes read (checked to be UTF-8): one per line, without its "\\n"
+    and a "\\r" before it.  The encoder hands the bytes to the merge as they
+    are (SpmTokenizer._encode_line_block); `strings()` gives the documents
+    as strs, for every other use.  A str per line cost more than merging a
+    short line."""
+
+    __slots__ = ("data", "count", "_strings")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.count = data.count(b"\n") + (not data.endswith(b"\n") and len(data) > 0)
+        self._strings: Optional[List[str]] = None
+
+    def strings(self) -> List[str]:
+        if self._strings is None:
+            text = self.data.decode("utf-8")
+            lines = text.split("\n")
+            if text.endswith("\n") or not text:
+                lines.pop()
+            if "\r" in text:
+                lines = [s[:-1] if s.endswith("\r") else s for s in lines]
+            self._strings = lines
+        return self._strings
+
+    def text_bytes(self) -> int:
+        """UTF-8 bytes of the documents' text."""
+        data = self.data
+        return len(data) - data.count(b"\n") - data.count(b"\r\n")
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.strings())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.strings()[index]
+
+
 class Batch:
     """Documents read together, from one input.
 
     `columns` holds the documents' texts, one list per JSONL key (one list
-    for text input and a single ``--field``), `column_records` the number of
+    for text input and a single ``--field``; a LineBlock for lines of text
+    input that are all UTF-8), `column_records` the number of
     input records read from the start of the run just after each of those
     documents (what a sharded run records to resume from); `records` the
     same count at the end of the batch. A record is a line, or a file with
@@ -234,7 +278,7 @@ class Batch:
     def __init__(
         self,
         source: str,
-        columns: List[List[str]],
+        columns: List[Any],
         nbytes: int,
         records: int,
         column_records: List[List[int]],
@@ -257,12 +301,16 @@ class Batch:
         """UTF-8 bytes of the text of a column's documents (no line ends,
         JSON syntax or compression): measured when asked (count), not for
         every batch."""
-        return len("".join(self.columns[column]).encode("utf-8"))
+        docs = self.columns[column]
+        if isinstance(docs, LineBlock):
+            return docs.text_bytes()
+        return len("".join(docs).encode("utf-8"))
 
     @property
-    def texts(self) -> List[str]:
+    def texts(self) -> Sequence[str]:
         """The documents of the first (or only) column."""
-        return self.columns[0]
+        docs: Sequence[str] = self.columns[0]
+        return docs
 
     @property
     def doc_records(self) -> List[int]:
@@ -404,7 +452,7 @@ class DocumentReader:
     # ------------------------------------------------------------ internals
 
     def _batch(
-        self, name: str, stream: InputStream, columns: List[Tuple[List[str], List[int]]], nbytes: int,
+        self, name: str, stream: InputStream, columns: Sequence[Tuple[Any, Any]], nbytes: int,
         file_bytes: int,
     ) -> Batch:
         texts = [c[0] for c in columns]
@@ -425,27 +473,62 @@ class DocumentReader:
 
     def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
         columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
+        # Lines of text input stay bytes (LineBlock) while every block of the
+        # batch is UTF-8 and each line is a document as it is; a block that
+        # is not UTF-8 (errors="replace"/"skip") turns the batch into strs.
+        raw = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
+        blocks: List[bytes] = []
+        first_line = 0  # the record of the first line of `blocks`
         nbytes = 0
         self._compressed = stream.compressed
         done = 0  # stream.position() at the last batch
         for data, line_no, offset in self._line_blocks(stream):
             nbytes += len(data)
-            if fmt == "jsonl":
-                got = self._jsonl_docs(name, data, line_no, offset)
+            if raw and utf8_valid_prefix(data) == len(data):
+                if not blocks:
+                    first_line = line_no
+                blocks.append(data)
             else:
-                got = [self._text_docs(name, data, line_no, offset)]
-            for (docs, recs), (new_docs, new_recs) in zip(columns, got):
-                docs.extend(new_docs)
-                recs.extend(new_recs)
+                if fmt == "jsonl":
+                    got = self._jsonl_docs(name, data, line_no, offset)
+                else:
+                    if blocks:
+                        self._unpack(blocks, first_line, columns[0])
+                        blocks = []
+                    raw = False  # for the rest of the batch
+                    got = [self._text_docs(name, data, line_no, offset)]
+                for (docs, recs), (new_docs, new_recs) in zip(columns, got):
+                    docs.extend(new_docs)
+                    recs.extend(new_recs)
             if nbytes >= self.batch_bytes:
                 position = stream.position()
-                yield self._batch(name, stream, columns, nbytes, position - done)
+                yield self._batch(name, stream, self._packed(blocks, first_line) or columns, nbytes, position - done)
                 columns = [([], []) for _ in self.fields]
+                blocks = []
+                raw = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
                 nbytes, done = 0, position
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]
             self._end_paragraph(docs, recs)  # the input's last paragraph
-        yield self._batch(name, stream, columns, nbytes, stream.position() - done)
+        yield self._batch(name, stream, self._packed(blocks, first_line) or columns, nbytes, stream.position() - done)
+
+    @staticmethod
+    def _packed(blocks: List[bytes], first_line: int) -> Optional[List[Tuple[Any, Any]]]:
+        """The batch's one column as a LineBlock of `blocks` and its records
+        (None: no blocks, the documents are strs)."""
+        if not blocks:
+            return None
+        lines = LineBlock(blocks[0] if len(blocks) == 1 else b"".join(blocks))
+        return [(lines, range(first_line, first_line + len(lines)))]
+
+    @staticmethod
+    def _unpack(blocks: List[bytes], first_line: int, column: Tuple[List[str], List[int]]) -> None:
+        """`blocks` as strs into a column of strs."""
+        packed = DocumentReader._packed(blocks, first_line)
+        assert packed is not None
+        lines, records = packed[0]
+        column[0].extend(lines.strings())
+        column[1].extend(records)
 
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""

@@ -70,6 +70,7 @@ from spmbpe._csrc cimport (
     spm_hash_bytes,
     spm_head8,
     spm_utf8_len as utf8_len,
+    spm_utf8_valid_prefix,
     SPM_PAIRS_EMPTY,
     spm_pair_slot,
     spm_pairs_find,

@@ -40,6 +40,8 @@ from .spec import PREFIX_SCHEMES, TokenizerSpec
 from .tokens import AddedToken, TokenType
 
 if TYPE_CHECKING:
+    from array import array
+
     from ._hf_call import BatchEncoding
     from ._streaming import StreamingDecoder
 
@@ -452,6 +454,23 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
+
+    def _encode_line_block(
+        self, block: bytes, *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
+    ) -> Optional[Tuple[bytearray, "array[int]"]]:
+        """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
+        line ending with "\\n" and a "\\r" before it left out, as the command
+        line reads text files -- without a str per line: (every id as native
+        uint32 in a bytearray, array('q') of each line's end).  None when
+        the block must take encode_batch's way: an added token of a kind
+        `special` splits out is in it, the planner decides every text, or a
+        line failed (encode_batch then raises its error).  ValueError when
+        the block is not UTF-8.  (The command line's fast path: what
+        ``spmbpe encode`` writes is checked equal to encode_batch's.)"""
+        prefix = self._line_block_prefix(block, special)
+        if prefix < 0:
+            return None
+        return _batch.encode_line_block(self._core, block, thread_count(num_threads), prefix)
 
     # ------------------------------------------------------------ transformers-style call
 

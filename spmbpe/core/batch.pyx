@@ -26,6 +26,28 @@ def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t 
     return share, longest, stops
 
 
+cdef Py_ssize_t count_lines(const char *s, Py_ssize_t n) noexcept nogil:
+    """The lines of s[0:n] as start_lines reads them: one per "\\n", and one
+    more when the last does not end with one."""
+    cdef Py_ssize_t lines = 0, i = 0
+    cdef const char *at
+    while i < n:
+        at = <const char *>memchr(s + i, b"\n", <size_t>(n - i))
+        lines += 1
+        if at == NULL:
+            break
+        i = (at - s) + 1
+    return lines
+
+
+def utf8_valid_prefix(const unsigned char[::1] data):
+    """How many bytes of `data` are valid UTF-8 from the start (len(data)
+    when all are, else where bytes.decode("utf-8") reports its error)."""
+    if data.shape[0] == 0:
+        return 0
+    return spm_utf8_valid_prefix(<const char *>&data[0], <size_t>data.shape[0])
+
+
 cdef class BatchJob:
     """One encode_batch call shared by threads.
 
@@ -90,6 +112,65 @@ cdef class BatchJob:
                 or self.unit_end == NULL:
             raise MemoryError()
         gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
+        self.cut_units(units)
+
+    def start_lines(self, bytes block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
+        """Gives the job its texts as the lines of `block`, UTF-8 bytes: each
+        line ends with "\\n" (the last may lack it), a "\\r" before the "\\n"
+        is left out (as the command line reads text files), and each line is
+        one text part with the dummy prefix by the PREFIX_* rule `prefix`.
+        The block is checked to be UTF-8 first: ValueError naming the byte.
+        No str is made for a line (the command line's input is read as
+        bytes: a str per line cost more than merging a short one)."""
+        cdef const char *s = PyBytes_AS_STRING(block)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(block), valid, n_lines, t, k, begin, end
+        cdef const char *at
+        if self.batch is not None or self.closed:
+            raise RuntimeError("a BatchJob takes one batch")
+        valid = <Py_ssize_t>spm_utf8_valid_prefix(s, <size_t>n)
+        if valid < n:
+            raise ValueError(f"the block is not UTF-8: invalid byte {valid}")
+        self.batch = [block]  # keeps the parts' UTF-8 alive
+        n_lines = count_lines(s, n)
+        self.n_texts = n_lines
+        self.alpha = 0.0
+        self.items = <PlanPart *>malloc((n_lines + 1) * sizeof(PlanPart))
+        self.counts = <int32_t *>malloc((n_lines + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((n_lines + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
+        # Every line a text part (none for an empty line), packed: a text's
+        # parts are found through counts.
+        k = 0
+        begin = 0
+        for t in range(n_lines):
+            at = <const char *>memchr(s + begin, b"\n", <size_t>(n - begin))
+            end = n if at == NULL else at - s
+            self.counts[t] = 0
+            if end > begin and s[end - 1] == b"\r" and at != NULL:
+                end -= 1
+            if end > begin:
+                self.items[k].kind = PART_TEXT
+                self.items[k].src = s + begin
+                self.items[k].n = end - begin
+                self.items[k].prefix = takes_prefix(prefix, s + begin, end - begin)
+                self.items[k].skip = 0
+                self.items[k].token_id = -1
+                self.items[k].start = self.items[k].end = self.items[k].origin = self.items[k].lead = 0
+                self.items[k].text = NULL
+                self.items[k].align = NULL
+                self.counts[t] = 1
+                k += 1
+            begin = n if at == NULL else (at - s) + 1
+        self.cut_units(units)
+
+    cdef int cut_units(self, Py_ssize_t units) except -1:
+        """Cuts the gathered texts into about `units` units of consecutive
+        texts, each about total / units bytes, and lets the workers in."""
+        cdef Py_ssize_t t, k, total = 0, share, filled = 0
         # Units of consecutive texts, each about total / units bytes.
         k = 0
         for t in range(self.n_texts):
@@ -113,6 +194,7 @@ cdef class BatchJob:
         if self.unit_ids == NULL or self.unit_done == NULL:
             raise MemoryError()
         spm_store_release_u32(&self.started, 1)
+        return 0
 
     cdef Workspace *join(self) except? NULL:
         """A workspace for one more worker, or NULL when the job takes no

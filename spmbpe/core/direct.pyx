@@ -255,6 +255,18 @@ cdef class TokenizerBase:
                 return -1
         return self.prefix_mode
 
+    def _line_block_prefix(self, bytes block, special):
+        """The prefix rule (PREFIX_*) to hand the core with the lines of
+        `block` (UTF-8 bytes, BatchJob.start_lines) when no line holds an
+        added token of a kind `special` splits out, so that each line is one
+        segment; -1 when one may (a token across a line end counts too: the
+        lines then go the planned way), or when the policy needs the
+        planner."""
+        cdef int mask = self.direct_mask(special)
+        if not mask or scan_finds(&self.scan, PyBytes_AS_STRING(block), PyBytes_GET_SIZE(block), mask):
+            return -1
+        return self.prefix_mode
+
     def _plan_unit(self, text, bint matched, allowed):
         """A batch text's plan: the whole text as one segment when no added
         token can occur in it (the planner is not called), else the

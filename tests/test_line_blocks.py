@@ -1,0 +1,270 @@
+"""Lines of text input encoded from the bytes read (the command line's way).
+
+``spmbpe encode`` reads a text file as bytes; a run of whole lines that is
+all UTF-8 goes to the merge as those bytes (SpmTokenizer._encode_line_block
+over BatchJob.start_lines), with no str per line.  Its ids must be exactly
+encode_batch's over the same lines -- and so the references' -- and a block
+that the fast way cannot take (an added token of the policy in it, a line
+the merge refuses, bytes that are not UTF-8) must go encode_batch's way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import spmbpe
+from spmbpe import _testing
+from spmbpe._cli_read import LineBlock
+from spmbpe._core import utf8_valid_prefix
+from spmbpe.cli import main
+
+from conftest import DATA_DIR, LLAMA_SPM_GGUF
+
+MODEL = DATA_DIR / "mistral-v1.model"
+JSON = DATA_DIR / "mistral-v1.tokenizer.json"
+PATHS = {"model": MODEL, "gguf": LLAMA_SPM_GGUF, "json": JSON}
+# The special tokens of the GGUF and tokenizer.json (a bare .model has none
+# that text can spell: sentencepiece never reads a control token from text).
+SPECIAL_TEXTS = ("<s>", "</s>", "<unk>")
+
+
+@pytest.fixture(scope="module")
+def toks():
+    return {name: spmbpe.load(path) for name, path in PATHS.items()}
+
+
+def flat(rows):
+    return [i for row in rows for i in row], np.cumsum([len(r) for r in rows], dtype=np.int64).tolist()
+
+
+def block_ids(tok, block, **kw):
+    got = tok._encode_line_block(block, **kw)
+    if got is None:
+        return None
+    data, ends = got
+    return np.frombuffer(data, dtype=np.uint32).tolist(), list(ends)
+
+
+def read_lines(text):
+    """The documents the command line reads from `text`: its lines, a "\\r"
+    before a line end left out."""
+    lines = text.split("\n")
+    if text.endswith("\n") or not text:
+        lines.pop()
+    return [s[:-1] if s.endswith("\r") else s for s in lines]
+
+
+# ------------------------------------------------------------------ the UTF-8 check
+
+
+def python_valid_prefix(data):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    return len(data)
+
+
+EDGES = [
+    b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xdf\xbf",          # overlong leads / smallest two-byte
+    b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xe0\xa0\x80",           # overlong / smallest three-byte
+    b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",           # last before / first, last surrogate
+    b"\xef\xbf\xbf", b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80",   # overlong four-byte / smallest
+    b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",  # U+10FFFF / past it
+    b"\x80", b"\xbf", b"\xfe", b"\xff", b"\xe2\x96", b"\xf0\x9f\x99",  # strays, cut short
+    b"\xe2\x96\x81", b"abcdefgh", b"abcdefghijklmno",
+]
+
+
+@given(st.lists(st.one_of(
+    st.sampled_from(EDGES),
+    st.binary(max_size=5),
+    st.text(max_size=6).map(lambda s: s.encode("utf-8", "surrogatepass")),
+), max_size=12).map(b"".join))
+@example(b"abcdefg\xe2\x96\x81")
+@example(b"abcdefgh\xed\xa0\x80")
+@settings(max_examples=1500, deadline=None)
+def test_utf8_check_agrees_with_pythons_decoder(data):
+    """What is valid, and where the first fault starts, as bytes.decode
+    says: the reader sends a block the check passes to the merge."""
+    assert utf8_valid_prefix(data) == python_valid_prefix(data)
+
+
+# ------------------------------------------------------------------ ids
+
+
+def golden_rows(name):
+    text = (DATA_DIR / name).read_bytes().decode("utf-8")
+    rows = [json.loads(line) for line in text.split("\n") if line.strip()]
+    return [row for row in rows if "\n" not in row["text"] and "\r" not in row["text"]]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize(
+    "path, golden, special, field",
+    [
+        (LLAMA_SPM_GGUF, "llama-spm.gguf.jsonl", "none", "ids"),  # llama.cpp, special tokens as text
+        (MODEL, "mistral-v1.model.jsonl", "all", "sp"),           # sentencepiece
+    ],
+    ids=["gguf-llama.cpp", "mistral-v1-sentencepiece"],
+)
+def test_golden_lines_in_one_block_give_the_references_ids(path, golden, special, field, threads):
+    rows = golden_rows(golden)
+    assert len(rows) > 20
+    block = "".join(row["text"] + "\n" for row in rows).encode("utf-8")
+    got = block_ids(spmbpe.load(path), block, special=special, num_threads=threads)
+    assert got == flat([row[field] for row in rows])
+
+
+def test_a_vocabulary_whose_texts_are_all_planned_takes_encode_batchs_way():
+    """Mistral v3's .model has user-defined pieces (sentencepiece splits
+    them out of any text): every text is planned, no block goes the byte
+    way."""
+    tok = spmbpe.load(DATA_DIR / "mistral-v3.model")
+    assert tok._encode_line_block(b"plain text\n", special="none") is None
+
+
+def test_corpus_lines_in_one_block_give_tokenizers_ids():
+    """The tokenizer.json's prefix rule (none before a space or "▁") is
+    taken per line: live tokenizers."""
+    from tokenizers import Tokenizer
+
+    lines = []
+    for name in ("en_botchan.txt", "multi_ja.txt", "code_py.txt"):
+        lines += read_lines((DATA_DIR / "corpus" / name).read_text(encoding="utf-8"))[:500]
+    lines += [" leading space", "▁marker first", "\tx"]
+    ref = [e.ids for e in Tokenizer.from_file(str(JSON)).encode_batch(lines, add_special_tokens=False)]
+    block = ("\n".join(lines) + "\n").encode("utf-8")
+    assert block_ids(spmbpe.load(JSON), block, special="none", num_threads=2) == flat(ref)
+
+
+LINE = st.lists(
+    st.sampled_from(["a", "b", "ab", " ", "  ", "▁", "\r", "é", "日本", "🙂", "x\ty", "<s>", "</s>", "<unk>", "s>"]),
+    max_size=8,
+).map("".join)
+
+
+@given(
+    lines=st.lists(LINE, max_size=10),
+    crlf=st.booleans(),
+    name=st.sampled_from(sorted(PATHS)),
+    special=st.sampled_from(["none", "all", "raise"]),
+    threads=st.sampled_from([1, 2]),
+)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_block_gives_encode_batchs_ids_or_goes_its_way(toks, lines, crlf, name, special, threads):
+    """Empty lines, "\\r" inside and before a line end, a space or "▁"
+    first (the tokenizer.json's prefix rule): the ids of encode_batch over
+    the lines as read.  None (encode_batch's way) exactly when a special
+    token the policy splits out is spelled in the block."""
+    text = ("\r\n" if crlf else "\n").join(lines) + "\n"
+    docs = read_lines(text)
+    tok = toks[name]
+    got = block_ids(tok, text.encode("utf-8"), special=special, num_threads=threads)
+    splits = special != "none" and name != "model" and any(t in text for t in SPECIAL_TEXTS)
+    if splits:
+        assert got is None
+    else:
+        assert got == flat(tok.encode_batch(docs, special=special))
+
+
+def test_a_line_the_merge_refuses_sends_the_block_encode_batchs_way():
+    tok = spmbpe.load(MODEL)
+    _testing.limit_segment_bytes(tok._core, 600)
+    block = b"fine\n" + b"x" * 900 + b"\nfine too\n"
+    for threads in (1, 2):
+        assert tok._encode_line_block(block, special="none", num_threads=threads) is None
+    with pytest.raises(ValueError, match="900 UTF-8 bytes"):
+        tok.encode_batch(LineBlock(block).strings(), special="none")
+    assert block_ids(tok, b"fine\n", special="none") == flat([tok.encode("fine")])
+
+
+def test_a_block_that_is_not_utf8_is_refused():
+    tok = spmbpe.load(MODEL)
+    with pytest.raises(ValueError, match="invalid byte 7"):
+        tok._encode_line_block(b"ok\nfine\xff\n", special="none")
+    assert block_ids(tok, b"", special="none") == ([], [])
+
+
+def test_line_block_documents():
+    block = LineBlock("a\r\n\nb\rc\né\r\n".encode("utf-8"))
+    assert len(block) == 4
+    assert block.strings() == ["a", "", "b\rc", "é"]
+    assert list(block) == block.strings() and block[3] == "é"
+    assert block.text_bytes() == sum(len(s.encode("utf-8")) for s in block.strings())
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def run(args, monkeypatch, capsysbinary):
+    monkeypatch.setattr(sys, "stdin", None)
+    code = main([str(a) for a in args])
+    out, err = capsysbinary.readouterr()
+    assert code == 0, err.decode()
+    return out
+
+
+def npy_docs(stem):
+    ids, starts = np.load(f"{stem}.npy"), np.load(f"{stem}.docs.npy").tolist()
+    return [ids[a:b].tolist() for a, b in zip(starts[:-1], starts[1:])]
+
+
+@pytest.mark.parametrize("errors", ["replace", "skip"])
+@pytest.mark.parametrize("batch_size", ["700", "3K", "1M"])
+def test_command_line_mixes_byte_blocks_and_strs_as_encode_batch(tmp_path, monkeypatch, capsysbinary, errors,
+                                                                 batch_size):
+    """A file whose batches hold UTF-8 blocks, blocks with a line that is
+    not UTF-8 (the batch then turns to strs), CRLF and empty lines: the
+    documents and ids of encode_batch over the lines Python decodes with
+    the same --errors, and count's bytes of their text."""
+    text = (DATA_DIR / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")
+    lines = [s.encode("utf-8") for s in read_lines(text)[:600]]
+    for at in (40, 41, 300, 599):
+        lines[at] = b"bad \xff line \xe2\x96"
+    for at in range(100, 140):
+        lines[at] += b"\r"
+    lines[200] = b""
+    data = b"\n".join(lines) + b"\n"
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    if errors == "replace":
+        docs = read_lines(data.decode("utf-8", "replace"))
+    else:
+        docs = [s for raw in lines if python_valid_prefix(raw) == len(raw) for s in read_lines(raw.decode() + "\n")]
+    want = spmbpe.load(MODEL).encode_batch(docs, special="none")
+    out = tmp_path / "out.npy"
+    run(["encode", "--model", MODEL, "--errors", errors, "--batch-size", batch_size, "--no-progress",
+         "-o", out, src], monkeypatch, capsysbinary)
+    assert npy_docs(tmp_path / "out") == want
+    counted = json.loads(run(["count", "--model", MODEL, "--errors", errors, "--batch-size", batch_size,
+                              "--json", "--no-progress", src], monkeypatch, capsysbinary))
+    assert counted["total"] == {"tokens": sum(map(len, want)), "documents": len(docs),
+                                "bytes": sum(len(d.encode("utf-8")) for d in docs)}
+
+
+def test_command_line_takes_the_byte_path(tmp_path, monkeypatch, capsysbinary):
+    """Valid UTF-8 text input reaches the merge as LineBlocks (the encoder
+    is handed no list of strs), and a special token in the text under
+    --special all still gives its id (the block goes encode_batch's way)."""
+    from spmbpe import _cli_encode
+
+    seen = []
+    original = _cli_encode.Encoder._encode
+    monkeypatch.setattr(_cli_encode.Encoder, "_encode", lambda self, texts: seen.append(type(texts)) or original(self, texts))
+    src = tmp_path / "in.txt"
+    src.write_text("Hello world\n<s> starts\n", encoding="utf-8")
+    out = tmp_path / "out.npy"
+    run(["encode", "--model", LLAMA_SPM_GGUF, "--special", "all", "--no-progress", "-o", out, src],
+        monkeypatch, capsysbinary)
+    tok = spmbpe.load(LLAMA_SPM_GGUF)
+    assert npy_docs(tmp_path / "out") == tok.encode_batch(["Hello world", "<s> starts"], special="all")
+    assert npy_docs(tmp_path / "out")[1][0] == tok.bos_id
+    assert seen == [LineBlock]
