@@ -16,6 +16,7 @@ apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
 
 from __future__ import annotations
 
+import operator
 from array import array
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -193,6 +194,10 @@ def _merge_rules(
     does)."""
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
+    try:
+        return _merge_ids(merges, vocab)
+    except (KeyError, TypeError, ValueError):
+        pass  # a rule at fault: the loop below names it
     left, right, merged = array("i"), array("i"), array("i")
     for i, rule in enumerate(merges):
         if isinstance(rule, str):
@@ -210,6 +215,28 @@ def _merge_rules(
         right.append(right_id)
         merged.append(merged_id)
     return left, right, merged
+
+
+def _merge_ids(merges: List[Any], vocab: Dict[str, int]) -> Tuple["array[int]", "array[int]", "array[int]"]:
+    """_merge_rules of well-formed rules, a list at a time (a rule per
+    Python statement took 0.15 s for Mistral's 59,000); KeyError, TypeError
+    or ValueError when a rule is not a pair of pieces whose join is a
+    piece.  (Every key of `vocab` is a str: a part that is not one is no
+    key, or not hashable.)"""
+    if all(type(rule) is str for rule in merges):
+        parts = [rule.partition(" ") for rule in merges]
+        if not all(sep for _, sep, _ in parts):
+            raise ValueError("a rule without a space")
+        lefts = [a for a, _, _ in parts]
+        rights = [b for _, _, b in parts]
+    else:
+        if not all(type(rule) is list and len(rule) == 2 for rule in merges):
+            raise ValueError("a rule that is not a pair")
+        lefts = [rule[0] for rule in merges]
+        rights = [rule[1] for rule in merges]
+    get = vocab.__getitem__
+    return (array("i", map(get, lefts)), array("i", map(get, rights)),
+            array("i", map(get, map(operator.add, lefts, rights))))
 
 
 def _template_ends(data: Dict[str, Any], path: str) -> Tuple[Optional[int], Optional[int]]:

@@ -212,15 +212,61 @@ def test_invalid_json_names_the_file_and_offset(tmp_path):
     assert info.value.path == str(path) and info.value.offset is not None
 
 
-def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
-    def edit(data):
-        data["model"]["merges"].append(["\u2581zzq", "qqz"])
+def _edited(tmp_path, edit):
+    """The path of a copy of the shipped tokenizer.json changed by `edit`."""
     data = json.loads(JSON.read_text(encoding="utf-8"))
     edit(data)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _merges_as_strings(data):
+    data["model"]["merges"] = [f"{a} {b}" for a, b in data["model"]["merges"]]
+
+
+def _merges_mixed(data):
+    merges = data["model"]["merges"]
+    data["model"]["merges"] = [f"{a} {b}" if i % 2 else [a, b] for i, (a, b) in enumerate(merges)]
+
+
+@pytest.mark.parametrize("edit", [_merges_as_strings, _merges_mixed], ids=["strings", "mixed"])
+def test_merge_rules_in_every_form_give_tokenizers_ids(tmp_path, edit):
+    """Rules as "left right" strings (the older files) or pairs and strings
+    in one list (read rule by rule) rank as the pairs of the file as
+    shipped: live tokenizers' ids for that file, on the corpus lines."""
+    tok = spmbpe.load(_edited(tmp_path, edit))
+    ref = Tokenizer.from_file(str(JSON))
+    lines = [x for p in CORPUS for x in p.read_text(encoding="utf-8").splitlines()[:200] if x.strip()]
+    assert tok.encode_batch(lines, special="none") == [e.ids for e in ref.encode_batch(lines, add_special_tokens=False)]
+
+
+@pytest.mark.parametrize("form", ["pairs", "strings"])
+def test_well_formed_rules_take_the_list_at_a_time_reading(form):
+    """The shipped file's rules, read a list at a time (no rule-by-rule
+    fallback): each rule's left, right and joined piece ids."""
+    from spmbpe.tokenizer_json import _merge_ids
+
+    model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
+    vocab, merges = model["vocab"], model["merges"]
+    rules = merges if form == "pairs" else [f"{a} {b}" for a, b in merges]
+    left, right, merged = _merge_ids(rules, vocab)
+    assert list(zip(left, right, merged)) == [(vocab[a], vocab[b], vocab[a + b]) for a, b in merges]
+
+
+@pytest.mark.parametrize("rule", [[1, 2], ["\u2581", "t", "x"], {"a": "b"}, ["\u2581", 5], ["\u2581", ["t"]], 7, "\u2581t"])
+def test_a_malformed_merge_rule_is_named(tmp_path, rule):
+    def edit(data):
+        data["model"]["merges"].insert(3, rule)
+    with pytest.raises(ModelFormatError, match="merge rule 3"):
+        spmbpe.load(_edited(tmp_path, edit))
+
+
+def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
+    def edit(data):
+        data["model"]["merges"].append(["\u2581zzq", "qqz"])
     with pytest.raises(ModelFormatError, match="merge rule"):
-        spmbpe.load(path)
+        spmbpe.load(_edited(tmp_path, edit))
 
 
 
