@@ -123,6 +123,11 @@ MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
 # symbols (merge_small); longer ones over the heap.
 cdef enum:
     SMALL_BYTES = 48
+# A text longer than two of these is escaped and merged this many bytes at a
+# time (encode_blocks): the escaped block and its boundaries stay in the
+# CPU's second-level cache.
+cdef enum:
+    BLOCK_BYTES = 1 << 16
 
 # U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's whitespace marker, in UTF-8.
 cdef const char *MARKER = b"\xe2\x96\x81"

@@ -137,6 +137,55 @@ def test_a_large_document_cut_for_threads_gives_the_ids_of_the_whole(name):
         assert ids.tolist() == whole and offsets.tolist() == [0, len(whole)]
 
 
+# Texts longer than two blocks (core BLOCK_BYTES, 64 KiB) are escaped and
+# merged a block at a time, each block ending before a space that follows
+# an ASCII character other than a space.  Where the first search for such a
+# space starts: a run of spaces, a literal "▁", a non-ASCII character or a
+# line end before the space, or no space for longer than a block.
+_BLOCK = 1 << 16
+_JUNCTIONS = ["  y z", "é y", "\u2581 y", "\u3042 y", "\n y", " y", "y z", "x" * 70000 + " y"]
+
+
+def _long_document(junction, lead=""):
+    tail = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")
+    cjk = (DATA / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")
+    body = lead + "x" * (_BLOCK - 2 - len(lead)) + junction
+    return body + " " + tail[:70000] + junction + cjk[:50000] + junction + tail[-30000:]
+
+
+@pytest.mark.parametrize("junction", _JUNCTIONS, ids=range(len(_JUNCTIONS)))
+def test_long_texts_merged_block_by_block_give_the_ids_of_the_whole(pair, junction):
+    fast, slow = pair
+    for lead in ("", " ", "\u2581"):  # (the tokenizer.json's prefix rule reads the first character)
+        doc = _long_document(junction, lead)
+        assert len(doc.encode("utf-8")) > 2 * _BLOCK
+        assert fast.encode(doc, special="all") == slow.encode(doc, special="all")
+
+
+def test_long_texts_block_by_block_equal_sentencepiece_and_keep_their_offsets():
+    import sentencepiece
+
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
+    for junction in _JUNCTIONS:
+        doc = _long_document(junction)
+        assert tok.encode(doc, special="none") == sp.encode(doc)
+    # Offsets merge the whole text (their spans are positions in it): the
+    # spans of whole-segment merging.
+    doc = _long_document(" y")
+    _, slow = _pair(DATA / "mistral-v1.model")
+    ids, spans = tok.encode_with_offsets(doc, special="none")
+    assert ids == sp.encode(doc) and spans == slow.encode_with_offsets(doc, special="none")[1]
+
+
+def test_a_long_text_past_the_segment_limit_is_refused_before_any_block():
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    doc = _long_document(" y")
+    _testing.limit_segment_bytes(tok._core, 3 * _BLOCK)
+    with pytest.raises(ValueError, match=f"longer than the {3 * _BLOCK} bytes"):
+        tok.encode(doc, special="none")
+
+
 @pytest.mark.parametrize("violators", [[">▁</"], ["a▁b", "b▁▁a"]])
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(["a", "b", " ", "  ", ">", "</", "▁", "ab"]), min_size=1, max_size=80).map("".join),
