@@ -53,7 +53,7 @@ def run_batch(
     index of the text each unit belongs to (None: every unit a whole text,
     in order).  `plain`: the texts need no planning (one segment each)."""
     # Sampled texts are never cut (sentencepiece draws over whole texts).
-    groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
+    groups, owners, size = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
     # (Sampling seeds each text by its index in the batch.)
     starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
 
@@ -80,7 +80,7 @@ def run_batch(
             units = texts if owners is None else [unit for group in groups for unit in group]
             indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
             seeds = array("Q", [text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
-            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix)]
+            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix, size)]
             owners = None if owners is None else [list(indices)]
         else:
             with worker_pool(min(threads, len(groups))) as pool:
@@ -113,11 +113,14 @@ def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[Li
 
 def _encode_job(
     core: SpmCore, units: List[Any], threads: int, flat: bool, alpha: float,
-    seeds: Optional["array[int]"], prefix: int,
+    seeds: Optional["array[int]"], prefix: int, size: int,
 ) -> Any:
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
-    included, sharing one BatchJob."""
-    result = _run_job(core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix))
+    included, sharing one BatchJob (`size`: about the bytes of the units,
+    so that it hands out units while it gathers them)."""
+    result = _run_job(
+        core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix, size)
+    )
     if result is None:
         # A text failed: the one-thread call raises the error it would.
         result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
@@ -154,23 +157,24 @@ def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob]
 def _batch_groups(
     core: SpmCore, plan: PlanFunction, texts: List[str], include: bool,
     allowed: Optional[FrozenSet[str]], threads: int, cut: bool,
-) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
+) -> Tuple[List[List[Any]], Optional[List[List[int]]], int]:
     """The batch as groups of work, one thread's call to the core each, in
     text order, and for each group the index of the text each of its units
     belongs to -- None when every unit is a whole text (the common case: the
-    groups are then consecutive slices of `texts`).  Groups hold about an
+    groups are then consecutive slices of `texts`) -- and the characters of
+    the texts (0 on one thread).  Groups hold about an
     equal share of the characters.  With `cut`, on several threads, a text
     larger than two shares is planned here and its long segments cut at
     exact chunk boundaries (SpmCore.split_points), so that one large
     document keeps every thread busy."""
     if not texts:
-        return [], None
+        return [], None, 0
     if threads <= 1:
-        return [texts], None
-    share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
+        return [texts], None, 0
+    share, longest, stops, total = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
     if not (cut and core.chunked and longest > 2 * share):
         # Consecutive slices, each filling its share (at most 2048 texts).
-        return [texts[a:b] for a, b in zip([0] + stops, stops)], None
+        return [texts[a:b] for a, b in zip([0] + stops, stops)], None, total
     groups = []
     owners: List[List[int]] = []
     group: List[Any] = []
@@ -192,7 +196,7 @@ def _batch_groups(
     if group:
         groups.append(group)
         owners.append(owner)
-    return groups, owners
+    return groups, owners, total
 
 
 def _cut_plan(core: SpmCore, plan: Plan, share: int) -> List[Plan]:

@@ -250,6 +250,11 @@ cdef class TokenizerBase:
         cdef bint prefix
         if not mask:
             return -1
+        if self.scan.texts == NULL or self.scan.only[mask & 3] < 0:
+            # No added token of those kinds exists: every str is one
+            # segment.  (The core's gather refuses anything else, and a str
+            # that is no UTF-8, by the errors the planned path gives.)
+            return self.prefix_mode
         for text in texts:
             if type(text) is not str or not self.one_segment(<str>text, mask, &prefix):
                 return -1
