@@ -3,6 +3,7 @@ name the text at fault, and how many threads it takes and keeps."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -95,3 +96,43 @@ def test_no_pool_outlives_its_use():
     assert len(shared) <= _threads.available_cpus()
     del tok
     assert len([t for t in threading.enumerate() if t.name.startswith("spmbpe")]) <= _threads.available_cpus()
+
+
+def _collections_during(call):
+    """How many cyclic-GC collections ran while `call` ran."""
+    runs = []
+
+    def count(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        call()
+    finally:
+        gc.callbacks.remove(count)
+    return len(runs)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_of_lists_holds_the_gc_off_and_restores_it(tok, threads):
+    """30,000 lists of ids would trigger dozens of collections (each list
+    counts toward the next); the batch holds the GC off while it makes them
+    -- at most the one collection that follows -- and leaves it as it found
+    it, on errors too.  The ids are those of encoding each text alone."""
+    texts = [f"line {i} of the batch" for i in range(30_000)]
+    assert gc.isenabled()
+    got = []
+    assert _collections_during(lambda: got.extend(tok.encode_batch(texts, num_threads=threads))) <= 2
+    assert got[:3] + got[-2:] == [tok.encode(t) for t in texts[:3] + texts[-2:]]
+    assert gc.isenabled()
+    with pytest.raises(TypeError, match=r"texts\[2\]"):
+        tok.encode_batch(["a", "b", 3] * 10_000, num_threads=threads)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        tok.encode_batch(texts[:100], num_threads=threads)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # (The NumPy result makes no lists: nothing to hold off.)
