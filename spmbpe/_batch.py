@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from itertools import accumulate
 from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, cast
 
-from ._core import BatchJob, Plan, SpmCore, batch_slices
+from ._core import BatchJob, Plan, SpmCore, batch_shape, batch_slices
 from ._policy import check_surrogates, check_text, text_seed
 from ._threads import worker_pool
 from .errors import DisallowedSpecialError
@@ -54,6 +54,14 @@ def run_batch(
     """The core's results for the batch's groups, and for each group the
     index of the text each unit belongs to (None: every unit a whole text,
     in order).  `plain`: the texts need no planning (one segment each)."""
+    if plain and threads > 1:
+        # The common batch: nothing to plan, so one job over the texts as
+        # they are, unless a long one must be cut (_batch_groups).
+        share, longest, total, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
+        if several and not (not sample_alpha and core.chunked and longest > 2 * share):
+            seeds = array("Q", [text_seed(sample_seed, i) for i in range(len(texts))]) if sample_alpha else None
+            with _surrogates_named(texts), _gc_paused(not flat):
+                return [_encode_job(core, texts, threads, flat, sample_alpha, seeds, prefix, total)], None
     # Sampled texts are never cut (sentencepiece draws over whole texts).
     groups, owners, size = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
     # (Sampling seeds each text by its index in the batch.)
@@ -73,26 +81,33 @@ def run_batch(
             return core.encode_parts_batch(plans, flat, sample_alpha, seeds, prefix)
         return core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
+    with _surrogates_named(texts), _gc_paused(not flat):
+        if threads <= 1 or len(groups) < 2:
+            results = [encode_group(k) for k in range(len(groups))]
+        elif plain:
+            # Nothing to plan under the GIL: all units in one job that the
+            # threads share (BatchJob).
+            units = texts if owners is None else [unit for group in groups for unit in group]
+            indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
+            seeds = array("Q", [text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
+            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix, size)]
+            owners = None if owners is None else [list(indices)]
+        else:
+            with worker_pool(min(threads, len(groups))) as pool:
+                results = list(pool.map(encode_group, range(len(groups))))
+    return results, owners
+
+
+@contextmanager
+def _surrogates_named(texts: List[Any]) -> Iterator[None]:
+    """A text that is no UTF-8 (a lone surrogate) fails in the core as a
+    UnicodeEncodeError: raised instead as check_surrogates' ValueError."""
     try:
-        with _gc_paused(not flat):
-            if threads <= 1 or len(groups) < 2:
-                results = [encode_group(k) for k in range(len(groups))]
-            elif plain:
-                # Nothing to plan under the GIL: all units in one job that the
-                # threads share (BatchJob).
-                units = texts if owners is None else [unit for group in groups for unit in group]
-                indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
-                seeds = array("Q", [text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
-                results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix, size)]
-                owners = None if owners is None else [list(indices)]
-            else:
-                with worker_pool(min(threads, len(groups))) as pool:
-                    results = list(pool.map(encode_group, range(len(groups))))
+        yield
     except UnicodeEncodeError:
         for t in texts:
             check_surrogates(t)
         raise
-    return results, owners
 
 
 @contextmanager

@@ -17,10 +17,12 @@ import json
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spmbpe
 from spmbpe import _testing
-from spmbpe._core import BatchJob
+from spmbpe._core import BatchJob, batch_shape, batch_slices
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
 
@@ -396,3 +398,19 @@ def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
         with pytest.raises(error, match="cache_capacity"):
             tok.cache_capacity = bad
     assert tok.cache_capacity == 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 40), max_size=30),
+    parts=st.integers(1, 9),
+    min_share=st.integers(1, 60),
+    max_items=st.integers(1, 12),
+)
+def test_batch_shape_is_batch_slices_in_one_pass(lengths, parts, min_share, max_items):
+    """The one-pass shape of a batch (the job path for texts that need no
+    planning) says what the split says: its share, longest text, total, and
+    whether it makes two groups or more."""
+    texts = ["x" * n for n in lengths]
+    share, longest, stops, total = batch_slices(texts, parts, min_share, max_items)
+    assert batch_shape(texts, parts, min_share, max_items) == (share, longest, total, len(stops) >= 2)
