@@ -1,20 +1,32 @@
 # The batch scheduler: BatchJob (declared in core/batch.pxd) and the split
 # of a batch into groups (batch_slices).
 
+cdef Py_ssize_t batch_share(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t *longest,
+                            Py_ssize_t *total, Py_ssize_t *last) except -1:
+    """The share of a batch_slices group: total / parts characters, at least
+    min_share; the longest text, the total and the last text's length on
+    the way (one pass)."""
+    cdef Py_ssize_t i, length = 0
+    longest[0] = total[0] = 0
+    for i in range(len(texts)):
+        length = len(<object>texts[i])
+        total[0] += length
+        if length > longest[0]:
+            longest[0] = length
+    last[0] = length
+    return max(min_share, -(-total[0] // max(parts, 1)))
+
+
 def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
     """encode_batch's split of `texts` into consecutive groups of about
     total / parts characters each (at least min_share, at most max_items
     texts): (share, longest, stops, total), stops[k] being where group k
-    ends, longest the length of the longest text and total their sum.  A C loop: the Python one took
-    a millisecond per 10,000 texts while the threads waited."""
-    cdef Py_ssize_t n = len(texts), i, total = 0, longest = 0, length, share, filled = 0, start = 0
+    ends, longest the length of the longest text and total their sum.  A C
+    loop: the Python one took a millisecond per 10,000 texts while the
+    threads waited."""
+    cdef Py_ssize_t n = len(texts), i, total, longest, last, share, filled = 0, start = 0
     cdef list stops = []
-    for i in range(n):
-        length = len(<object>texts[i])
-        total += length
-        if length > longest:
-            longest = length
-    share = max(min_share, -(-total // max(parts, 1)))
+    share = batch_share(texts, parts, min_share, &longest, &total, &last)
     for i in range(n):
         filled += len(<object>texts[i])
         if filled >= share or i + 1 - start >= max_items:
@@ -32,16 +44,11 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     whether its split has two groups or more (a batch that needs no
     planning is one job whatever its groups: reading every text's length
     twice took a tenth of a two-thread batch of short lines)."""
-    cdef Py_ssize_t n = len(texts), i, total = 0, longest = 0, length = 0, share
-    for i in range(n):
-        length = len(<object>texts[i])
-        total += length
-        if length > longest:
-            longest = length
-    share = max(min_share, -(-total // max(parts, 1)))
+    cdef Py_ssize_t n = len(texts), total, longest, last, share
+    share = batch_share(texts, parts, min_share, &longest, &total, &last)
     # (The split closes a group before the last text exactly when the texts
     # before it fill a share, or hold max_items.)
-    return share, longest, total, n > max_items or (n > 1 and total - length >= share)
+    return share, longest, total, n > max_items or (n > 1 and total - last >= share)
 
 
 cdef Py_ssize_t count_lines(const char *s, Py_ssize_t n) noexcept nogil:
