@@ -57,13 +57,13 @@ def run_batch(
     if plain and threads > 1:
         # The common batch: nothing to plan, so one job over the texts as
         # they are, unless a long one must be cut (_batch_groups).
-        share, longest, total, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
+        share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
         if several and not (not sample_alpha and core.chunked and longest > 2 * share):
             seeds = array("Q", [text_seed(sample_seed, i) for i in range(len(texts))]) if sample_alpha else None
             with _surrogates_named(texts), _gc_paused(not flat):
-                return [_encode_job(core, texts, threads, flat, sample_alpha, seeds, prefix, total)], None
+                return [_encode_job(core, texts, threads, flat, sample_alpha, seeds, prefix)], None
     # Sampled texts are never cut (sentencepiece draws over whole texts).
-    groups, owners, size = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
+    groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
     # (Sampling seeds each text by its index in the batch.)
     starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
 
@@ -90,7 +90,7 @@ def run_batch(
             units = texts if owners is None else [unit for group in groups for unit in group]
             indices = range(len(texts)) if owners is None else [i for owner in owners for i in owner]
             seeds = array("Q", [text_seed(sample_seed, i) for i in indices]) if sample_alpha else None
-            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix, size)]
+            results = [_encode_job(core, units, threads, flat, sample_alpha, seeds, prefix)]
             owners = None if owners is None else [list(indices)]
         else:
             with worker_pool(min(threads, len(groups))) as pool:
@@ -151,14 +151,11 @@ def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[Li
 
 def _encode_job(
     core: SpmCore, units: List[Any], threads: int, flat: bool, alpha: float,
-    seeds: Optional["array[int]"], prefix: int, size: int,
+    seeds: Optional["array[int]"], prefix: int,
 ) -> Any:
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
-    included, sharing one BatchJob (`size`: about the bytes of the units,
-    so that it hands out units while it gathers them)."""
-    result = _run_job(
-        core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix, size)
-    )
+    included, sharing one BatchJob."""
+    result = _run_job(core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix))
     if result is None:
         # A text failed: the one-thread call raises the error it would.
         result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
@@ -195,24 +192,23 @@ def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob]
 def _batch_groups(
     core: SpmCore, plan: PlanFunction, texts: List[str], include: bool,
     allowed: Optional[FrozenSet[str]], threads: int, cut: bool,
-) -> Tuple[List[List[Any]], Optional[List[List[int]]], int]:
+) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
     """The batch as groups of work, one thread's call to the core each, in
     text order, and for each group the index of the text each of its units
     belongs to -- None when every unit is a whole text (the common case: the
-    groups are then consecutive slices of `texts`) -- and the characters of
-    the texts (0 on one thread).  Groups hold about an
+    groups are then consecutive slices of `texts`).  Groups hold about an
     equal share of the characters.  With `cut`, on several threads, a text
     larger than two shares is planned here and its long segments cut at
     exact chunk boundaries (SpmCore.split_points), so that one large
     document keeps every thread busy."""
     if not texts:
-        return [], None, 0
+        return [], None
     if threads <= 1:
-        return [texts], None, 0
-    share, longest, stops, total = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
+        return [texts], None
+    share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
     if not (cut and core.chunked and longest > 2 * share):
         # Consecutive slices, each filling its share (at most 2048 texts).
-        return [texts[a:b] for a, b in zip([0] + stops, stops)], None, total
+        return [texts[a:b] for a, b in zip([0] + stops, stops)], None
     groups = []
     owners: List[List[int]] = []
     group: List[Any] = []
@@ -234,7 +230,7 @@ def _batch_groups(
     if group:
         groups.append(group)
         owners.append(owner)
-    return groups, owners, total
+    return groups, owners
 
 
 def _cut_plan(core: SpmCore, plan: Plan, share: int) -> List[Plan]:

@@ -110,8 +110,6 @@ cdef int _POOL_SIZE = 16
 # Single texts shorter than this are merged without releasing the GIL (the
 # release and re-acquisition cost more); batches release it once per chunk.
 cdef Py_ssize_t _NOGIL_BYTES = 2048
-# Texts a BatchJob gathers between handing out the units they close.
-cdef Py_ssize_t _GATHER_STEP = 256
 # A pooled workspace keeps buffers up to these sizes between calls (bytes of
 # escaped text; ids, with their spans); larger ones are freed when it goes
 # back to the pool.  A batch's ids fill one buffer per thread: kept, they

@@ -119,13 +119,9 @@ def test_batch_takes_the_shared_job(monkeypatch):
     assert calls == [len(LINES)]
 
 
-@pytest.mark.parametrize("total", [-1, 1, 40_000, 10**12], ids=["gathered-first", "tiny-hint", "hint", "huge-hint"])
 @pytest.mark.parametrize("units", [1, 2, 7, 10**6])
 @pytest.mark.parametrize("helpers", [0, 1, 3])
-def test_job_units_and_helpers(units, helpers, total):
-    """Any units, helpers and size hint (a hint hands units out while the
-    rest are gathered; a wrong one only changes how big they are): the ids
-    of encode_parts_batch on one thread."""
+def test_job_units_and_helpers(units, helpers):
     tok = spmbpe.load(MODEL)
     batch = LINES[:300] + [""] + LINES[300:600]
     want = tok._core.encode_parts_batch(batch, False, 0.0, None, True)
@@ -136,7 +132,7 @@ def test_job_units_and_helpers(units, helpers, total):
         for t in threads:
             t.start()  # (before the texts: they wait for them)
         try:
-            job.start(batch, units, 0.0, None, True, total)
+            job.start(batch, units, 0.0, None, True)
             got = job.lead(flat)
         finally:
             job.close()
@@ -338,29 +334,6 @@ def test_helpers_waiting_for_texts_leave_when_the_job_fails():
     assert tok.encode_ordinary("a b") == spmbpe.load(MODEL).encode_ordinary("a b")
 
 
-def test_helpers_merging_handed_out_units_stop_when_gathering_fails():
-    """With a size hint, units are handed out while later texts are still
-    gathered; a text that then fails to gather (a lone surrogate, far into
-    the batch) stops the helpers, start raises, and the tokenizer works on."""
-    tok = spmbpe.load(MODEL)
-    batch = LINES * 3 + ["bad \ud800 text"] + LINES
-    for helpers in (1, 3):
-        job = BatchJob(tok._core)
-        threads = [threading.Thread(target=job.work) for _ in range(helpers)]
-        for t in threads:
-            t.start()
-        with pytest.raises(UnicodeEncodeError):
-            job.start(batch, 64, 0.0, None, True, 10_000)
-        assert job.lead(True) is None
-        job.close()
-        for t in threads:
-            t.join(timeout=60)
-        assert not any(t.is_alive() for t in threads)
-    assert tok.encode_batch(LINES, special="none", num_threads=2) == expected_ids(MODEL, LINES, special="none")
-    with pytest.raises(ValueError, match=rf"texts\[{3 * len(LINES)}\]: .*lone surrogate"):
-        tok.encode_batch(batch, special="none", num_threads=2)
-
-
 @pytest.mark.parametrize("path", [MODEL, DATA_DIR / "mistral-v1.tokenizer.json"], ids=["model", "json"])
 def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
     import pickle
@@ -409,8 +382,8 @@ def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
 )
 def test_batch_shape_is_batch_slices_in_one_pass(lengths, parts, min_share, max_items):
     """The one-pass shape of a batch (the job path for texts that need no
-    planning) says what the split says: its share, longest text, total, and
+    planning) says what the split says: its share, longest text, and
     whether it makes two groups or more."""
     texts = ["x" * n for n in lengths]
-    share, longest, stops, total = batch_slices(texts, parts, min_share, max_items)
-    assert batch_shape(texts, parts, min_share, max_items) == (share, longest, total, len(stops) >= 2)
+    share, longest, stops = batch_slices(texts, parts, min_share, max_items)
+    assert batch_shape(texts, parts, min_share, max_items) == (share, longest, len(stops) >= 2)

@@ -16,13 +16,7 @@ cdef class BatchJob:
     cdef int32_t **unit_ids           # each finished unit's ids (owned)
     cdef uint32_t *unit_done          # atomic flags: unit_ids[u] is complete
     cdef Py_ssize_t n_texts
-    cdef Py_ssize_t n_units           # units closed so far (start's thread only)
-    cdef Py_ssize_t unit_cap          # room for units
-    cdef uint32_t published           # atomic: units the workers may take (n_units, released)
-    cdef uint32_t sealed              # atomic flag: every unit is published (or start failed)
-    cdef Py_ssize_t share             # bytes a unit is closed at
-    cdef Py_ssize_t filled            # bytes of the unit being filled
-    cdef Py_ssize_t next_item         # the first part of the next text to cut
+    cdef Py_ssize_t n_units
     cdef uint32_t next_unit           # atomic: the next unit to take
     cdef uint32_t running             # atomic: workers merging
     cdef uint32_t failed              # atomic flag: a text failed (redone serially for its error)
@@ -31,9 +25,7 @@ cdef class BatchJob:
     cdef Workspace *workers[64]
     cdef int n_workers
 
-    cdef int allocate(self, Py_ssize_t n_parts, Py_ssize_t units) except -1
-    cdef int cut_units(self, Py_ssize_t first, Py_ssize_t stop) except -1
-    cdef void seal(self) noexcept
+    cdef int cut_units(self, Py_ssize_t units) except -1
     cdef Workspace *join(self) except? NULL
     cdef bint run_unit(self, Workspace *w) noexcept nogil
     cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1

@@ -20,10 +20,9 @@ cdef Py_ssize_t batch_share(list texts, Py_ssize_t parts, Py_ssize_t min_share, 
 def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
     """encode_batch's split of `texts` into consecutive groups of about
     total / parts characters each (at least min_share, at most max_items
-    texts): (share, longest, stops, total), stops[k] being where group k
-    ends, longest the length of the longest text and total their sum.  A C
-    loop: the Python one took a millisecond per 10,000 texts while the
-    threads waited."""
+    texts): (share, longest, stops), stops[k] being where group k ends and
+    longest the length of the longest text.  A C loop: the Python one took
+    a millisecond per 10,000 texts while the threads waited."""
     cdef Py_ssize_t n = len(texts), i, total, longest, last, share, filled = 0, start = 0
     cdef list stops = []
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
@@ -35,11 +34,11 @@ def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t 
             filled = 0
     if start < n:
         stops.append(n)
-    return share, longest, stops, total
+    return share, longest, stops
 
 
 def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
-    """(share, longest, total, several) of batch_slices(texts, parts,
+    """(share, longest, several) of batch_slices(texts, parts,
     min_share, max_items) in one pass, without the stops: `several` says
     whether its split has two groups or more (a batch that needs no
     planning is one job whatever its groups: reading every text's length
@@ -48,7 +47,7 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
     # (The split closes a group before the last text exactly when the texts
     # before it fill a share, or hold max_items.)
-    return share, longest, total, n > max_items or (n > 1 and total - last >= share)
+    return share, longest, n > max_items or (n > 1 and total - last >= share)
 
 
 cdef Py_ssize_t count_lines(const char *s, Py_ssize_t n) noexcept nogil:
@@ -100,12 +99,6 @@ cdef class BatchJob:
         self.seed_ptr = NULL
         self.n_workers = 0
         self.n_units = 0
-        self.unit_cap = 0
-        self.published = 0
-        self.sealed = 0
-        self.share = 1
-        self.filled = 0
-        self.next_item = 0
         self.next_unit = 0
         self.running = 0
         self.failed = 0
@@ -117,19 +110,12 @@ cdef class BatchJob:
         `start`), so that waking them overlaps gathering the texts."""
         self.core = core
 
-    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS,
-              Py_ssize_t total=-1):
+    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS):
         """Gives the job its texts: `batch` as for encode_parts_batch, cut
         into about `units` units; with `alpha` > 0, BPE-dropout with text
-        t's generator seeded by seeds[t] (array('Q')).  `total`: about how
-        many bytes the texts hold, or their characters (-1: unknown); given,
-        each unit is handed
-        to the helpers as soon as its texts are gathered, so that they
-        merge while this thread gathers the rest (gathering a 16 MB batch of
-        lines took a tenth of its time, with the helpers waiting)."""
+        t's generator seeded by seeds[t] (array('Q'))."""
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
-        cdef Py_ssize_t n_parts, first = 0, stop, k = 0
-        cdef bint gathered
+        cdef Py_ssize_t n_parts, t, k, total = 0, share, filled = 0
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = batch
@@ -141,27 +127,16 @@ cdef class BatchJob:
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
         n_parts = _count_parts(batch)
-        self.allocate(n_parts, units)
-        try:
-            gathered = total < 0
-            if gathered:
-                k = gather(&self.core.t, batch, 0, self.n_texts, self.items, n_parts, self.counts, prefix)
-                total = 0
-                for stop in range(k):
-                    total += _part_size(&self.items[stop])
-            self.share = max(1, total // max(units, 1))
-            spm_store_release_u32(&self.started, 1)
-            while first < self.n_texts:
-                stop = min(self.n_texts, first + _GATHER_STEP)
-                if not gathered:
-                    k += gather(&self.core.t, batch, first, stop, self.items + k, n_parts - k, self.counts, prefix)
-                self.cut_units(first, stop)
-                first = stop
-        except BaseException:
-            spm_store_u32(&self.failed, 1)
-            raise
-        finally:
-            self.seal()
+        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
+        self.counts = <int32_t *>malloc((self.n_texts + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((self.n_texts + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
+        gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
+        self.cut_units(units)
 
     def start_lines(self, bytes block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
         """Gives the job its texts as the lines of `block`, UTF-8 bytes: each
@@ -183,7 +158,14 @@ cdef class BatchJob:
         n_lines = count_lines(s, n)
         self.n_texts = n_lines
         self.alpha = 0.0
-        self.allocate(n_lines, units)
+        self.items = <PlanPart *>malloc((n_lines + 1) * sizeof(PlanPart))
+        self.counts = <int32_t *>malloc((n_lines + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((n_lines + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
         # Every line a text part (none for an empty line), packed: a text's
         # parts are found through counts.
         k = 0
@@ -207,53 +189,36 @@ cdef class BatchJob:
                 self.counts[t] = 1
                 k += 1
             begin = n if at == NULL else (at - s) + 1
-        self.share = max(1, n // max(units, 1))
-        spm_store_release_u32(&self.started, 1)
-        self.cut_units(0, n_lines)
-        self.seal()
+        self.cut_units(units)
 
-    cdef int allocate(self, Py_ssize_t n_parts, Py_ssize_t units) except -1:
-        """The job's arrays for n_texts texts of n_parts parts in all, cut
-        into at most about `units` units."""
-        cdef Py_ssize_t n = self.n_texts
-        # (Up to four times `units`: start's size may count characters, of
-        # up to four bytes each.)
-        self.unit_cap = max(1, min(n, 4 * max(units, 1) + 2))
-        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
-        self.counts = <int32_t *>malloc((n + 1) * sizeof(int32_t))
-        self.first_item = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
-        self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
-        self.unit_end = <Py_ssize_t *>malloc((self.unit_cap + 1) * sizeof(Py_ssize_t))
-        self.unit_ids = <int32_t **>calloc(self.unit_cap + 1, sizeof(int32_t *))
-        self.unit_done = <uint32_t *>calloc(self.unit_cap + 1, sizeof(uint32_t))
-        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
-                or self.unit_end == NULL or self.unit_ids == NULL or self.unit_done == NULL:
-            raise MemoryError()
-        return 0
-
-    cdef int cut_units(self, Py_ssize_t first, Py_ssize_t stop) except -1:
-        """Cuts gathered texts first..stop-1 (the next ones) into units of
-        consecutive texts, each about `share` bytes, and hands each to the
-        workers as it closes.  The last text closes the last unit."""
-        cdef Py_ssize_t t, k
-        for t in range(first, stop):
-            self.first_item[t] = self.next_item
-            for k in range(self.next_item, self.next_item + self.counts[t]):
-                self.filled += _part_size(&self.items[k])
-            self.next_item += self.counts[t]
-            if (self.filled >= self.share and self.n_units + 1 < self.unit_cap) or t + 1 == self.n_texts:
+    cdef int cut_units(self, Py_ssize_t units) except -1:
+        """Cuts the gathered texts into about `units` units of consecutive
+        texts, each about total / units bytes, and lets the workers in."""
+        cdef Py_ssize_t t, k, total = 0, share, filled = 0
+        # Units of consecutive texts, each about total / units bytes.
+        k = 0
+        for t in range(self.n_texts):
+            self.first_item[t] = k
+            k += self.counts[t]
+        self.first_item[self.n_texts] = k
+        # (The parts gathered: n_parts also counted a part for each empty
+        # text, which has none.)
+        for k in range(self.first_item[self.n_texts]):
+            total += _part_size(&self.items[k])
+        share = max(1, total // max(units, 1))
+        for t in range(self.n_texts):
+            for k in range(self.first_item[t], self.first_item[t + 1]):
+                filled += _part_size(&self.items[k])
+            if filled >= share or t + 1 == self.n_texts:
                 self.unit_end[self.n_units] = t + 1
                 self.n_units += 1
-                self.filled = 0
-                # (Release: a worker that sees the count reads the unit's
-                # texts, parts and end, all written before.)
-                spm_store_release_u32(&self.published, <uint32_t>self.n_units)
+                filled = 0
+        self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
+        self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
+        if self.unit_ids == NULL or self.unit_done == NULL:
+            raise MemoryError()
+        spm_store_release_u32(&self.started, 1)
         return 0
-
-    cdef void seal(self) noexcept:
-        """No unit will be added: workers waiting for one leave."""
-        self.first_item[self.n_texts] = self.next_item
-        spm_store_release_u32(&self.sealed, 1)
 
     cdef Workspace *join(self) except? NULL:
         """A workspace for one more worker, or NULL when the job takes no
@@ -294,15 +259,8 @@ cdef class BatchJob:
         if spm_load_u32(&self.failed):
             return False
         u = spm_fetch_add_u32(&self.next_unit, 1)
-        # Unit u may still be gathered (start hands units out as they close).
-        while u >= spm_load_acquire_u32(&self.published):
-            if spm_load_acquire_u32(&self.sealed):
-                if u >= spm_load_acquire_u32(&self.published):
-                    return False
-                break
-            if spm_load_u32(&self.failed):
-                return False
-            spm_yield()
+        if u >= self.n_units:
+            return False
         lo = self.unit_end[u - 1] if u else 0
         hi = self.unit_end[u]
         w.ids_len = 0

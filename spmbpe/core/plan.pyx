@@ -317,19 +317,19 @@ cdef inline bint takes_prefix(int rule, const char *s, Py_ssize_t n) noexcept no
     return rule == PREFIX_ALWAYS
 
 
-cdef Py_ssize_t gather(const CoreTables *t, list batch, Py_ssize_t first, Py_ssize_t stop, PlanPart *items,
-                       Py_ssize_t n_items, int32_t *counts, int prefix) except -1:
-    """The parts of texts first..stop-1 of `batch` (see encode_parts_batch)
-    into items (room for n_items) and how many each text has into
-    counts[first..stop-1]: a Plan's parts are copied, a str is one text part
-    with the dummy prefix as the PREFIX_* rule `prefix` says.  Returns the
-    parts written.  The UTF-8 they point to belongs to the strs `batch`
-    holds (a Plan's own or the batch's), which `batch` keeps alive."""
+cdef int gather(const CoreTables *t, list batch, PlanPart *items, Py_ssize_t n_items,
+                int32_t *counts, int prefix) except -1:
+    """The parts of every text of `batch` (see encode_parts_batch) into
+    items (n_items = _count_parts(batch) of them) and how many each text
+    has into counts: a Plan's parts are copied, a str is one text part
+    with the dummy prefix as the PREFIX_* rule `prefix` says.
+    The UTF-8 they point to belongs to the strs `batch` holds (a Plan's own
+    or the batch's), which `batch` keeps alive."""
     cdef Py_ssize_t i = 0, j, n
     cdef const char *src
     cdef Plan plan
     cdef object entry
-    for j in range(first, stop):
+    for j in range(len(batch)):
         entry = batch[j]
         if type(entry) is Plan:
             plan = <Plan>entry
@@ -359,7 +359,7 @@ cdef Py_ssize_t gather(const CoreTables *t, list batch, Py_ssize_t first, Py_ssi
             items[i].text = <PyObject *>entry
             items[i].align = NULL
             i += 1
-    return i
+    return 0
 
 
 cdef int encode_run(const CoreTables *t, Workspace *w, const PlanPart *items, Py_ssize_t n_items,

@@ -494,7 +494,7 @@ cdef class SpmCore:
         w = self.acquire()
         w.alpha = alpha
         try:
-            gather(&self.t, batch, 0, n_texts, items, n_parts, counts, prefix)
+            gather(&self.t, batch, items, n_parts, counts, prefix)
             with nogil:
                 rc = encode_items(&self.t, w, items, counts, n_texts, ends, &failed,
                                   &seed_view[0] if seed_view.shape[0] else NULL)
