@@ -235,10 +235,11 @@ class LineBlock:
         if self._strings is None:
             text = self.data.decode("utf-8")
             lines = text.split("\n")
-            if text.endswith("\n") or not text:
-                lines.pop()
+            tail = lines.pop()  # after the last "\n": a last line without one, kept as is
             if "\r" in text:
                 lines = [s[:-1] if s.endswith("\r") else s for s in lines]
+            if tail:
+                lines.append(tail)
             self._strings = lines
         return self._strings
 

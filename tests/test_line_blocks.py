@@ -54,11 +54,10 @@ def block_ids(tok, block, **kw):
 
 def read_lines(text):
     """The documents the command line reads from `text`: its lines, a "\\r"
-    before a line end left out."""
+    before a line end left out (a last line without a line end as is)."""
     lines = text.split("\n")
-    if text.endswith("\n") or not text:
-        lines.pop()
-    return [s[:-1] if s.endswith("\r") else s for s in lines]
+    tail = lines.pop()
+    return [s[:-1] if s.endswith("\r") else s for s in lines] + ([tail] if tail else [])
 
 
 # ------------------------------------------------------------------ the UTF-8 check
@@ -154,18 +153,20 @@ LINE = st.lists(
 @given(
     lines=st.lists(LINE, max_size=10),
     crlf=st.booleans(),
+    ended=st.booleans(),
     name=st.sampled_from(sorted(PATHS)),
     special=st.sampled_from(["none", "all", "raise"]),
     threads=st.sampled_from([1, 2]),
 )
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_block_gives_encode_batchs_ids_or_goes_its_way(toks, lines, crlf, name, special, threads):
+def test_a_block_gives_encode_batchs_ids_or_goes_its_way(toks, lines, crlf, ended, name, special, threads):
     """Empty lines, "\\r" inside and before a line end, a space or "▁"
     first (the tokenizer.json's prefix rule): the ids of encode_batch over
     the lines as read.  None (encode_batch's way) exactly when a special
     token the policy splits out is spelled in the block."""
-    text = ("\r\n" if crlf else "\n").join(lines) + "\n"
+    text = ("\r\n" if crlf else "\n").join(lines) + ("\n" if ended else "")
     docs = read_lines(text)
+    assert LineBlock(text.encode("utf-8")).strings() == docs and len(LineBlock(text.encode("utf-8"))) == len(docs)
     tok = toks[name]
     got = block_ids(tok, text.encode("utf-8"), special=special, num_threads=threads)
     splits = special != "none" and name != "model" and any(t in text for t in SPECIAL_TEXTS)
@@ -199,6 +200,9 @@ def test_line_block_documents():
     assert block.strings() == ["a", "", "b\rc", "é"]
     assert list(block) == block.strings() and block[3] == "é"
     assert block.text_bytes() == sum(len(s.encode("utf-8")) for s in block.strings())
+    unended = LineBlock(b"a\r\nb\r")  # (the reader always ends a block with "\n")
+    assert unended.strings() == ["a", "b\r"] and len(unended) == 2
+    assert unended.text_bytes() == 3 and len(LineBlock(b"")) == 0 and LineBlock(b"").strings() == []
 
 
 # ------------------------------------------------------------------ the command line
