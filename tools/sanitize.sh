@@ -51,6 +51,7 @@ DEFAULT_TESTS=(
     tests/test_untrusted.py
     tests/test_threads.py
     tests/test_batch_job.py
+    tests/test_line_blocks.py
     tests/test_fuzz_regressions.py
 )
 EXCLUDE=(
