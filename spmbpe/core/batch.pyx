@@ -273,7 +273,11 @@ cdef class BatchJob:
         if ids == NULL:
             spm_store_u32(&self.failed, 1)
             return False
-        memcpy(ids, w.ids, w.ids_len * sizeof(int32_t))
+        if w.ids_len:
+            # (A unit of empty texts has no ids, and a workspace that gave
+            # back its buffer has none: memcpy from NULL is undefined even
+            # for no bytes.)
+            memcpy(ids, w.ids, w.ids_len * sizeof(int32_t))
         self.unit_ids[u] = ids
         spm_store_release_u32(&self.unit_done[u], 1)
         return True
