@@ -387,3 +387,23 @@ def test_batch_shape_is_batch_slices_in_one_pass(lengths, parts, min_share, max_
     texts = ["x" * n for n in lengths]
     share, longest, stops = batch_slices(texts, parts, min_share, max_items)
     assert batch_shape(texts, parts, min_share, max_items) == (share, longest, len(stops) >= 2)
+
+
+def test_a_unit_of_empty_texts_on_a_workspace_without_ids():
+    """A workspace that gave back a large ids buffer has none; a unit whose
+    texts are all empty then has no ids to copy (the sanitizer run checks
+    that nothing is read from the missing buffer: memcpy from NULL)."""
+    tok = spmbpe.load(MODEL)
+    big = "word " * 100_000  # more ids than a pooled workspace keeps
+    for flat in (False, True):
+        assert len(tok.encode(big, special="none")) > 1 << 16
+        job = BatchJob(tok._core)
+        try:
+            job.start(["", "", ""], 4, 0.0, None, True)
+            got = job.lead(flat)
+        finally:
+            job.close()
+        if flat:
+            assert bytes(got[0]) == b"" and list(got[1]) == [0, 0, 0]
+        else:
+            assert got == [[], [], []]
