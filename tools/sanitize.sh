@@ -163,8 +163,10 @@ else
     done
     tests+=("${EXCLUDE[@]}")
 fi
+# (--capture=sys: a sanitizer writes its report to file descriptor 2, which
+# pytest's default capture would swallow as the process exits.)
 "${SAN_ENV[@]}" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1" \
-    SPMBPE_SANITIZED=1 "$PYTHON" -m pytest -q -p no:cacheprovider -x --durations=10 "${tests[@]}" || status=$?
+    SPMBPE_SANITIZED=1 "$PYTHON" -m pytest -q -p no:cacheprovider -x --capture=sys --durations=10 "${tests[@]}" || status=$?
 echo "== tests under sanitizers: status $status, $(( $(date +%s) - start )) s"
 
 if [ $status -eq 0 ] && [ $LEAKS -eq 1 ]; then
