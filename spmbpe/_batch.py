@@ -54,16 +54,19 @@ def run_batch(
     """The core's results for the batch's groups, and for each group the
     index of the text each unit belongs to (None: every unit a whole text,
     in order).  `plain`: the texts need no planning (one segment each)."""
-    if plain and threads > 1:
-        # The common batch: nothing to plan, so one job over the texts as
-        # they are, unless a long one must be cut (_batch_groups).
-        share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
-        if several and not (not sample_alpha and core.chunked and longest > 2 * share):
-            seeds = array("Q", [text_seed(sample_seed, i) for i in range(len(texts))]) if sample_alpha else None
-            with _surrogates_named(texts), _gc_paused(not flat):
-                return [_encode_job(core, texts, threads, flat, sample_alpha, seeds, prefix)], None
     # Sampled texts are never cut (sentencepiece draws over whole texts).
-    groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut=not sample_alpha)
+    cut = not sample_alpha
+    # The common batch, nothing to plan on several threads, is one job over
+    # the texts as they are, unless a long one must be cut: its shape is
+    # read in one pass, and no groups are built.
+    one_job = False
+    if plain and threads > 1:
+        share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
+        one_job = several and not _cuts_long_texts(core, cut, share, longest)
+    groups: List[List[Any]] = []
+    owners: Optional[List[List[int]]] = None
+    if not one_job:
+        groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut)
     # (Sampling seeds each text by its index in the batch.)
     starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
 
@@ -82,7 +85,7 @@ def run_batch(
         return core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
     with _surrogates_named(texts), _gc_paused(not flat):
-        if threads <= 1 or len(groups) < 2:
+        if not one_job and (threads <= 1 or len(groups) < 2):
             results = [encode_group(k) for k in range(len(groups))]
         elif plain:
             # Nothing to plan under the GIL: all units in one job that the
@@ -206,7 +209,7 @@ def _batch_groups(
     if threads <= 1:
         return [texts], None
     share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
-    if not (cut and core.chunked and longest > 2 * share):
+    if not _cuts_long_texts(core, cut, share, longest):
         # Consecutive slices, each filling its share (at most 2048 texts).
         return [texts[a:b] for a, b in zip([0] + stops, stops)], None
     groups = []
@@ -231,6 +234,13 @@ def _batch_groups(
         groups.append(group)
         owners.append(owner)
     return groups, owners
+
+
+def _cuts_long_texts(core: SpmCore, cut: bool, share: int, longest: int) -> bool:
+    """Whether a batch's long texts are cut at exact chunk boundaries for
+    the threads: a text longer than two shares, when cutting is allowed and
+    the core chunks."""
+    return cut and core.chunked and longest > 2 * share
 
 
 def _cut_plan(core: SpmCore, plan: Plan, share: int) -> List[Plan]:

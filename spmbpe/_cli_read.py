@@ -477,7 +477,8 @@ class DocumentReader:
         # Lines of text input stay bytes (LineBlock) while every block of the
         # batch is UTF-8 and each line is a document as it is; a block that
         # is not UTF-8 (errors="replace"/"skip") turns the batch into strs.
-        raw = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
+        bytes_ok = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
+        raw = bytes_ok
         blocks: List[bytes] = []
         first_line = 0  # the record of the first line of `blocks`
         nbytes = 0
@@ -506,7 +507,7 @@ class DocumentReader:
                 yield self._batch(name, stream, self._packed(blocks, first_line) or columns, nbytes, position - done)
                 columns = [([], []) for _ in self.fields]
                 blocks = []
-                raw = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
+                raw = bytes_ok
                 nbytes, done = 0, position
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]

@@ -25,6 +25,7 @@ cdef class BatchJob:
     cdef Workspace *workers[64]
     cdef int n_workers
 
+    cdef int allocate(self, Py_ssize_t n_parts) except -1
     cdef int cut_units(self, Py_ssize_t units) except -1
     cdef Workspace *join(self) except? NULL
     cdef bint run_unit(self, Workspace *w) noexcept nogil

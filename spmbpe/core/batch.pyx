@@ -127,14 +127,7 @@ cdef class BatchJob:
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
         n_parts = _count_parts(batch)
-        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
-        self.counts = <int32_t *>malloc((self.n_texts + 1) * sizeof(int32_t))
-        self.first_item = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
-        self.ends = <size_t *>malloc((self.n_texts + 1) * sizeof(size_t))
-        self.unit_end = <Py_ssize_t *>malloc((self.n_texts + 1) * sizeof(Py_ssize_t))
-        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
-                or self.unit_end == NULL:
-            raise MemoryError()
+        self.allocate(n_parts)
         gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
         self.cut_units(units)
 
@@ -158,14 +151,7 @@ cdef class BatchJob:
         n_lines = count_lines(s, n)
         self.n_texts = n_lines
         self.alpha = 0.0
-        self.items = <PlanPart *>malloc((n_lines + 1) * sizeof(PlanPart))
-        self.counts = <int32_t *>malloc((n_lines + 1) * sizeof(int32_t))
-        self.first_item = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
-        self.ends = <size_t *>malloc((n_lines + 1) * sizeof(size_t))
-        self.unit_end = <Py_ssize_t *>malloc((n_lines + 1) * sizeof(Py_ssize_t))
-        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
-                or self.unit_end == NULL:
-            raise MemoryError()
+        self.allocate(n_lines)
         # Every line a text part (none for an empty line), packed: a text's
         # parts are found through counts.
         k = 0
@@ -177,19 +163,24 @@ cdef class BatchJob:
             if end > begin and s[end - 1] == b"\r" and at != NULL:
                 end -= 1
             if end > begin:
-                self.items[k].kind = PART_TEXT
-                self.items[k].src = s + begin
-                self.items[k].n = end - begin
-                self.items[k].prefix = takes_prefix(prefix, s + begin, end - begin)
-                self.items[k].skip = 0
-                self.items[k].token_id = -1
-                self.items[k].start = self.items[k].end = self.items[k].origin = self.items[k].lead = 0
-                self.items[k].text = NULL
-                self.items[k].align = NULL
+                text_part(&self.items[k], s + begin, end - begin, takes_prefix(prefix, s + begin, end - begin), NULL)
                 self.counts[t] = 1
                 k += 1
             begin = n if at == NULL else (at - s) + 1
         self.cut_units(units)
+
+    cdef int allocate(self, Py_ssize_t n_parts) except -1:
+        """The arrays for n_texts texts of n_parts parts in all."""
+        cdef Py_ssize_t n = self.n_texts
+        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
+        self.counts = <int32_t *>malloc((n + 1) * sizeof(int32_t))
+        self.first_item = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
+        self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
+        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
+                or self.unit_end == NULL:
+            raise MemoryError()
+        return 0
 
     cdef int cut_units(self, Py_ssize_t units) except -1:
         """Cuts the gathered texts into about `units` units of consecutive

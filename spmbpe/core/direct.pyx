@@ -10,6 +10,11 @@ from spmbpe._policy import check_text, sampling, special_policy, surrogate_error
 _PREFIX_MODES = {"never": PREFIX_NEVER, "always": PREFIX_ALWAYS, "unless_space": PREFIX_UNLESS_SPACE}
 
 
+cdef inline bint scan_can_find(const AddedScan *scan, int mask) noexcept nogil:
+    """Whether any added token of a kind in `mask` exists to be found."""
+    return scan.texts != NULL and scan.only[mask & 3] >= 0
+
+
 cdef inline bint scan_finds(const AddedScan *scan, const char *s, Py_ssize_t n, int mask) noexcept nogil:
     """Whether the text of an added token of a kind in `mask` occurs in
     s[:n] (a hash lookup per distinct length where the byte starts one).
@@ -18,11 +23,9 @@ cdef inline bint scan_finds(const AddedScan *scan, const char *s, Py_ssize_t n, 
     cdef Py_ssize_t i = 0
     cdef int only
     cdef const char *at
-    if scan.texts == NULL:
+    if not scan_can_find(scan, mask):
         return False
     only = scan.only[mask & 3]
-    if only < 0:
-        return False
     if only < 256:
         while i < n:
             at = <const char *>memchr(s + i, only, <size_t>(n - i))
@@ -250,7 +253,7 @@ cdef class TokenizerBase:
         cdef bint prefix
         if not mask:
             return -1
-        if self.scan.texts == NULL or self.scan.only[mask & 3] < 0:
+        if not scan_can_find(&self.scan, mask):
             # No added token of those kinds exists: every str is one
             # segment.  (The core's gather refuses anything else, and a str
             # that is no UTF-8, by the errors the planned path gives.)

@@ -317,6 +317,21 @@ cdef inline bint takes_prefix(int rule, const char *s, Py_ssize_t n) noexcept no
     return rule == PREFIX_ALWAYS
 
 
+cdef inline void text_part(PlanPart *part, const char *src, Py_ssize_t n, bint prefix,
+                           PyObject *text) noexcept nogil:
+    """A batch's text part: src[0:n], whole, with or without the dummy
+    prefix (`text`: its str, borrowed, or NULL)."""
+    part.kind = PART_TEXT
+    part.src = src
+    part.n = n
+    part.prefix = prefix
+    part.skip = 0
+    part.token_id = -1
+    part.start = part.end = part.origin = part.lead = 0
+    part.text = text
+    part.align = NULL
+
+
 cdef int gather(const CoreTables *t, list batch, PlanPart *items, Py_ssize_t n_items,
                 int32_t *counts, int prefix) except -1:
     """The parts of every text of `batch` (see encode_parts_batch) into
@@ -347,17 +362,9 @@ cdef int gather(const CoreTables *t, list batch, PlanPart *items, Py_ssize_t n_i
         if n:
             if i >= n_items:
                 raise RuntimeError("the batch changed while it was gathered")
-            items[i].kind = PART_TEXT
-            items[i].src = src
-            items[i].n = n
-            items[i].prefix = takes_prefix(prefix, src, n)
-            items[i].skip = 0
-            items[i].token_id = -1
-            items[i].start = items[i].end = items[i].origin = items[i].lead = 0
-            # (Borrowed, as are the copied parts' references: the batch
-            # keeps them alive, and nothing releases them.)
-            items[i].text = <PyObject *>entry
-            items[i].align = NULL
+            # (The str borrowed, as are the copied parts' references: the
+            # batch keeps them alive, and nothing releases them.)
+            text_part(&items[i], src, n, takes_prefix(prefix, src, n), <PyObject *>entry)
             i += 1
     return 0
 
