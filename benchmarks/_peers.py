@@ -337,7 +337,12 @@ def file_kind(name: str) -> str:
 
 def env_threads(n: int) -> Dict[str, str]:
     """Environment of a worker: Rayon's pool (tokenizers, splintr-rs, kitoken,
-    tokie) sized like spmbpe's batch."""
+    tokie) sized like spmbpe's batch, and one OpenBLAS thread.  (NumPy is
+    imported just before the timing, and OpenBLAS's threads spin for a
+    while after NumPy's import: on two cores they took a core from
+    whichever tokenizer ran next.  No tokenizer here uses BLAS; the
+    spmbpe program sets the same for itself.)"""
     env = dict(os.environ)
     env["RAYON_NUM_THREADS"] = str(n)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return env

@@ -40,8 +40,20 @@ from ._cli_info import cmd_info
 from ._cli_read import DOCUMENT_MODES
 from ._signals import Interrupted, handling_signals
 
-__all__ = ["main"]
+__all__ = ["console_main", "main"]
 
+
+
+def console_main() -> int:
+    """The ``spmbpe`` program and ``python -m spmbpe``: main() in a process
+    of its own, set up for it.  (main() itself changes nothing in the
+    process that calls it.)"""
+    # NumPy's OpenBLAS starts a thread per core when NumPy is imported, and
+    # that thread spins for a while (about 0.1 s of CPU here): on a
+    # two-core machine it took a core from the merging threads.  The
+    # command line does no linear algebra.  A value the user set wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return main()
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -148,6 +148,44 @@ def test_console_script_matches_python_m():
     assert result.returncode == 0 and result.stdout == b"22557 1526\n"
 
 
+_BLAS_PROBE = """
+import os, runpy, sys
+sys.argv = ["spmbpe", "info"]
+try:
+    runpy.run_module("spmbpe", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    assert e.code == 0, e.code
+print(os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_the_program_keeps_numpy_to_one_blas_thread_unless_told(preset):
+    # NumPy's OpenBLAS starts a spinning thread per core at import, which
+    # took a core from the merging threads: the program (python -m spmbpe,
+    # and the console script through the same function) asks for one,
+    # unless the user set a number.
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    result = subprocess.run([sys.executable, "-c", _BLAS_PROBE], capture_output=True, env=env, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode().splitlines()[-1] == (preset or "1")
+
+
+def test_the_console_script_is_console_main_and_main_leaves_the_environment(monkeypatch, capsys):
+    from importlib.metadata import entry_points
+
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name == "spmbpe"}
+    assert scripts == {"spmbpe": "spmbpe.cli:console_main"}
+    # main() is also called from Python programs, whose NumPy it must not
+    # set up.
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert main(["info"]) == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert "mistral-v1" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", ["en_botchan.txt", "multi_ja.txt"])
 def test_encode_files_equals_the_api(name):
     path = CORPUS / name
