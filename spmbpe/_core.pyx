@@ -71,6 +71,9 @@ from spmbpe._csrc cimport (
     spm_head8,
     spm_utf8_len as utf8_len,
     spm_utf8_valid_prefix,
+    spm_ucs_to_utf8,
+    spm_ucs_utf8_size,
+    spm_ucs_space_after_ascii,
     SPM_PAIRS_EMPTY,
     spm_pair_slot,
     spm_pairs_find,
@@ -98,6 +101,18 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
+    # A str as CPython stores it (PEP 393), for long texts read block by
+    # block (SpmCore.encode_long).
+    int PyUnicode_KIND(object text)
+    const void *PyUnicode_DATA(object text)
+    bint PyUnicode_IS_ASCII(object text)
+    Py_UCS4 PyUnicode_READ_CHAR(object text, Py_ssize_t index)
+    # A list filled in place as a long text's blocks are merged.
+    ctypedef struct PyListObject:
+        PyObject **ob_item
+        Py_ssize_t allocated
+    void Py_SET_SIZE(object obj, Py_ssize_t size)
+    void *PyMem_Realloc(void *p, size_t n)
 
 from spmbpe.errors import InvalidTokenIdError
 

@@ -23,6 +23,12 @@ cdef extern from "spm_bytes.h" nogil:
     size_t spm_utf8_valid_prefix(const char *s, size_t n)
 
 
+cdef extern from "spm_ucs.h" nogil:
+    Py_ssize_t spm_ucs_to_utf8(int kind, const void *data, size_t start, size_t end, char *out)
+    size_t spm_ucs_utf8_size(int kind, const void *data, size_t n)
+    size_t spm_ucs_space_after_ascii(int kind, const void *data, size_t start, size_t n)
+
+
 cdef extern from "spm_vocab.h" nogil:
     ctypedef struct spm_vocab:
         int32_t n

@@ -18,7 +18,9 @@ cuts on synthetic vocabularies with multi-character CJK, emoji, Cyrillic
 and punctuation pieces, and live sentencepiece on Mistral v1.
 """
 
+import gc
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,99 @@ def test_a_long_text_past_the_segment_limit_is_refused_before_any_block():
     _testing.limit_segment_bytes(tok._core, 3 * _BLOCK)
     with pytest.raises(ValueError, match=f"longer than the {3 * _BLOCK} bytes"):
         tok.encode(doc, special="none")
+
+
+# A long text that is one segment (encode_ordinary; encode when no added
+# token can occur in it) is read from the str as CPython stores it, 1, 2 or
+# 4 bytes per character, a block of 64 KiB // that many characters at a
+# time (SpmCore.encode_long), without the UTF-8 copy that CPython would
+# keep on the str.  Each storage, with the junctions above at the block's
+# edge in characters.
+_KINDS = {"ascii": "", "latin-1": "\u00e9", "ucs-2": "\u3042", "ucs-4": "\U0001f999"}
+
+
+def _str_kind(text):
+    """Bytes per character CPython stores `text` with."""
+    top = max(map(ord, text), default=0)
+    return 1 if top <= 0xFF else 2 if top <= 0xFFFF else 4
+
+
+def _long_str(kind_char, junction, lead=""):
+    tail = (DATA / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")
+    if not kind_char:
+        tail = tail.encode("ascii", "replace").decode("ascii")
+    elif ord(kind_char) <= 0xFF:
+        tail = tail.encode("latin-1", "replace").decode("latin-1")
+    rest = junction + " " + tail[:70000] + junction + kind_char * 3 + " " + tail[-40000:]
+    # The junction where the first search for a block's end starts.
+    block = _BLOCK // _str_kind(lead + kind_char + rest)
+    return lead + kind_char + "x" * (block - 2 - len(lead) - len(kind_char)) + rest
+
+
+@pytest.mark.parametrize("junction", _JUNCTIONS, ids=range(len(_JUNCTIONS)))
+@pytest.mark.parametrize("kind", list(_KINDS))
+def test_long_strs_read_block_by_block_give_the_ids_of_the_whole(pair, kind, junction):
+    fast, slow = pair
+    # (A "▁" lead makes any str two bytes a character.)
+    for lead in ("", " ", "\u2581") if kind.startswith("ucs") else ("", " "):
+        doc = _long_str(_KINDS[kind], junction, lead)
+        size = sys.getsizeof(doc)
+        assert fast.encode_ordinary(doc) == slow.encode_ordinary(doc)
+        # (slow merges whole segments from the str's UTF-8: only fast can
+        # show that no copy was left on the str.)
+        if kind != "ascii":
+            fresh = doc.encode("utf-8").decode("utf-8")
+            fast.encode_ordinary(fresh)
+            assert sys.getsizeof(fresh) == size
+
+
+@pytest.mark.parametrize("kind", list(_KINDS))
+def test_long_strs_equal_sentencepiece_and_keep_no_utf8_copy(kind):
+    import sentencepiece
+
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
+    cjk = (DATA / "corpus" / "multi_ja.txt").read_text(encoding="utf-8")
+    # Byte-fallback emoji give four ids a character, Japanese about one:
+    # the list outgrows its first guess (a token per four characters).
+    for doc in (_long_str(_KINDS[kind], " y"), _long_str(_KINDS[kind], "x") + cjk[:60000] + "\U0001f999" * 9000):
+        size = sys.getsizeof(doc)
+        ordinary, ids = tok.encode_ordinary(doc), tok.encode(doc)
+        assert sys.getsizeof(doc) == size
+        expected = sp.encode(doc)  # (sentencepiece leaves a UTF-8 copy on doc)
+        assert ordinary == expected and ids == expected
+    # The list is an ordinary list of the right size, not tracked by the
+    # cyclic GC (as every list of ids).
+    assert sys.getsizeof(ids) == sys.getsizeof([0] * len(ids))
+    assert not gc.is_tracked(ids)
+    copy = list(ids)
+    ids.append(7)
+    ids.extend(range(3))
+    assert ids == copy + [7, 0, 1, 2]
+
+
+@pytest.mark.parametrize("where", [0, 1, 70000, -1])
+def test_a_surrogate_in_a_long_str_is_named_as_in_a_short_one(where):
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    doc = list(_long_str(_KINDS["ucs-2"], " y"))
+    doc[where] = "\ud800"
+    doc = "".join(doc)
+    at = where % len(doc)
+    for call in (tok.encode_ordinary, tok.encode, lambda t: tok.encode(t, special="all")):
+        with pytest.raises(ValueError, match=f"lone surrogate '\\\\ud800' at position {at},"):
+            call(doc)
+
+
+def test_a_long_str_past_the_segment_limit_in_utf8_bytes_is_refused():
+    # 140,000 Japanese characters: fewer characters than the limit, more
+    # UTF-8 bytes (three each), so the limit is checked on the UTF-8 length.
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    doc = ("\u3042\u3044 " * 50000)[:140000]
+    _testing.limit_segment_bytes(tok._core, 3 * _BLOCK)
+    with pytest.raises(ValueError, match=f"a text segment of {len(doc.encode())} UTF-8 bytes is longer than the {3 * _BLOCK} bytes"):
+        tok.encode_ordinary(doc)
+    _testing.limit_segment_bytes(tok._core, len(doc.encode()))
+    assert tok.encode_ordinary(doc) == spmbpe.load(DATA / "mistral-v1.model").encode_ordinary(doc)
 
 
 @pytest.mark.parametrize("violators", [[">▁</"], ["a▁b", "b▁▁a"]])

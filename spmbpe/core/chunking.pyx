@@ -215,9 +215,57 @@ cdef int encode_segment(const CoreTables *t, Workspace *w, const char *src, Py_s
     cdef Py_ssize_t m
     if n == 0 and not prefix:
         return OK
-    if n > 2 * BLOCK_BYTES and t.rules.chunked and t.rules.n_violations == 0 and t.rules.escape_spaces \
-            and w.alpha == 0.0 and not w.want_spans:
+    if n > 2 * BLOCK_BYTES and blocks_apply(t) and w.alpha == 0.0 and not w.want_spans:
         return encode_blocks(t, w, src, n, prefix)
+    m = escape(t, w, src, n, prefix)
+    if m < 0:
+        return <int>m
+    return run(t, w, <int32_t>m)
+
+
+cdef inline bint blocks_apply(const CoreTables *t) noexcept nogil:
+    """Whether a long text may be merged a block at a time (encode_blocks:
+    each block ends at a chunk boundary no piece crosses)."""
+    return t.rules.chunked and t.rules.n_violations == 0 and t.rules.escape_spaces
+
+
+cdef Py_ssize_t str_block_end(int kind, const void *data, Py_ssize_t start, Py_ssize_t n) noexcept nogil:
+    """Where the block of a str's characters data[start:n] (`kind` bytes
+    each) that starts at `start` ends, as encode_blocks cuts UTF-8: before
+    the first space that follows an ASCII character other than a space, at
+    least a block's worth of bytes on (BLOCK_BYTES // kind characters)."""
+    cdef Py_ssize_t end = start + BLOCK_BYTES // kind
+    if end >= n:
+        return n
+    return <Py_ssize_t>spm_ucs_space_after_ascii(kind, data, <size_t>end, <size_t>n)
+
+
+cdef int encode_str_block(const CoreTables *t, Workspace *w, int kind, bint ascii, const void *data,
+                          Py_ssize_t start, Py_ssize_t end, bint prefix) noexcept nogil:
+    """A block of encode_blocks read from a str as CPython stores it: its
+    characters data[start:end] (`kind` bytes each; `ascii`: the str is
+    ASCII, its data already UTF-8) are escaped and merged, the ids appended.
+    No UTF-8 copy of the whole str is made.  ERR_SURROGATE when the block
+    holds a surrogate."""
+    cdef const char *src
+    cdef Py_ssize_t n, m
+    cdef char *grown
+    cdef size_t need
+    if ascii:
+        src = <const char *>data + start
+        n = end - start
+    else:
+        need = 4 * <size_t>(end - start) + TEXT_SLACK
+        if need > w.utf8_cap:
+            grown = <char *>realloc(w.utf8, need)
+            if grown == NULL:
+                return ERR_NOMEM
+            w.utf8 = grown
+            w.utf8_cap = need
+        n = spm_ucs_to_utf8(kind, data, <size_t>start, <size_t>end, w.utf8)
+        if n < 0:
+            return ERR_SURROGATE
+        src = w.utf8
     m = escape(t, w, src, n, prefix)
     if m < 0:
         return <int>m

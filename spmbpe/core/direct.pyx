@@ -165,7 +165,14 @@ cdef class TokenizerBase:
         it), with its dummy prefix in `prefix`; 0 when it must be planned
         (also a text that is no UTF-8: the planned path names the fault)."""
         cdef Py_ssize_t n
-        cdef const char *s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
+        cdef const char *s
+        if PyUnicode_GET_LENGTH(text) > BLOCK_BYTES // 2 and not scan_can_find(&self.scan, mask) \
+                and self.direct_core.by_str_blocks(text):
+            # (Read from the str itself: asking for its UTF-8 would make a
+            # copy that stays on it.  A surrogate shows up as it is read.)
+            prefix[0] = takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
+            return 1
+        s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
         if s == NULL:
             PyErr_Clear()
             return 0
@@ -177,8 +184,15 @@ cdef class TokenizerBase:
     cdef list segment_ids(self, str text, bint prefix):
         """The ids of a text that is one segment (none for an empty text,
         as every planner gives: the dummy prefix alone is no text)."""
+        cdef list ids
         if PyUnicode_GET_LENGTH(text) == 0:
             return []
+        if PyUnicode_GET_LENGTH(text) > BLOCK_BYTES // 2 and self.direct_core.by_str_blocks(text):
+            ids = self.direct_core.encode_long(text, prefix)
+            if ids is None:
+                # (What the planned path raises for it.)
+                raise surrogate_error(text)
+            return ids
         return self.direct_core.encode_text(text, prefix)
 
     cdef list encode_planned(self, object text, object special, bint add_special_tokens,

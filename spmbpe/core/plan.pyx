@@ -317,6 +317,13 @@ cdef inline bint takes_prefix(int rule, const char *s, Py_ssize_t n) noexcept no
     return rule == PREFIX_ALWAYS
 
 
+cdef inline bint takes_prefix_char(int rule, Py_UCS4 first) noexcept nogil:
+    """takes_prefix of a non-empty text by its first character."""
+    if rule == PREFIX_UNLESS_SPACE:
+        return first != 0x20 and first != 0x2581
+    return rule == PREFIX_ALWAYS
+
+
 cdef inline void text_part(PlanPart *part, const char *src, Py_ssize_t n, bint prefix,
                            PyObject *text) noexcept nogil:
     """A batch's text part: src[0:n], whole, with or without the dummy

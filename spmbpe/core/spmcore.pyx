@@ -2,6 +2,33 @@
 # read, owns what they point to, and keeps the pool of workspaces.  Test
 # hooks that reach into it live in spmbpe/_testing.pyx, not here.
 
+cdef inline void put_ids(PyObject **objects, PyObject **items, const int32_t *ids, size_t n):
+    """The int objects of n ids (objects[id], SpmCore.id_objects) into
+    items[0:n], as new references (the GIL is held)."""
+    cdef size_t i
+    cdef PyObject *item
+    for i in range(n):
+        item = objects[ids[i]]
+        Py_INCREF(<object>item)
+        items[i] = item
+
+
+cdef int list_room(list out, Py_ssize_t cap) except -1:
+    """Makes room for exactly `cap` items in `out` (at least its length), a
+    list no other code sees yet: its item array is reallocated in place, as
+    the list's own growth does."""
+    cdef PyListObject *l = <PyListObject *>out
+    cdef PyObject **items
+    if cap == l.allocated or cap < len(out) or cap == 0:
+        return 0
+    items = <PyObject **>PyMem_Realloc(l.ob_item, <size_t>cap * sizeof(PyObject *))
+    if items == NULL:
+        raise MemoryError()
+    l.ob_item = items
+    l.allocated = cap
+    return 0
+
+
 cdef class SpmCore:
     """Merge ranks, flags and decode table over a PieceTable.
 
@@ -142,21 +169,82 @@ cdef class SpmCore:
         once and shared (allocating a fresh int per token is most of the
         cost of returning a list); the GIL is held."""
         cdef list out
-        cdef size_t i
-        cdef PyObject *item
         if self.id_objects == NULL:
             self.make_id_objects()
         out = PyList_New(n)
-        for i in range(n):
-            item = self.id_objects[ids[i]]
-            Py_INCREF(<object>item)
-            PyList_SET_ITEM(out, i, <object>item)
+        put_ids(self.id_objects, (<PyListObject *>out).ob_item, ids, n)
         # A list of ints cannot be part of a reference cycle, so the cyclic
         # GC need not visit it (msgspec untracks its decoded containers of
         # atoms the same way): per-line encoding makes thousands of these
         # lists, and traversing them was a fifth of the time.  Lists the
         # caller later fills with containers are only at risk of an
         # uncollected cycle, never of a wrong free.
+        PyObject_GC_UnTrack(<void *>out)
+        return out
+
+    cdef int append_ids(self, list out, const int32_t *ids, size_t n) except -1:
+        """Appends n ids to `out`, a list no other code sees yet, growing
+        its items in place."""
+        cdef Py_ssize_t size = len(out)
+        cdef Py_ssize_t need = size + <Py_ssize_t>n
+        if need > (<PyListObject *>out).allocated:
+            # (At least doubled: a large one is moved by the allocator's
+            # mremap, not copied.)
+            list_room(out, max(need, 2 * (<PyListObject *>out).allocated))
+        put_ids(self.id_objects, (<PyListObject *>out).ob_item + size, ids, n)
+        Py_SET_SIZE(out, need)
+        return 0
+
+    cdef bint by_str_blocks(self, str text):
+        """Whether encode_long takes `text` (one segment): longer than two
+        of its blocks (str_block_end), in a vocabulary whose long texts
+        merge block by block."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        # (Most texts are short: the first test decides.)
+        return n > BLOCK_BYTES // 2 and n > 2 * (BLOCK_BYTES // PyUnicode_KIND(text)) and blocks_apply(&self.t)
+
+    cdef list encode_long(self, str text, bint prefix):
+        """encode_text of a long segment (by_str_blocks), read block by block
+        from the str as CPython stores it (encode_str_block).  No UTF-8 copy
+        of the text is made: CPython keeps the one PyUnicode_AsUTF8AndSize
+        makes on the str for its lifetime (a 40 MB document held 40 MB more
+        once encoded).  No ids buffer as long as the text either: each
+        block's ids go into the list as they come.  None when the text holds
+        a surrogate (the caller raises the planned path's error)."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void *data = PyUnicode_DATA(text)
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), start = 0, end
+        cdef bint too_long = n > self.t.max_segment
+        cdef int rc
+        cdef list out
+        cdef Workspace *w
+        if not too_long and 4 * n > self.t.max_segment:
+            too_long = spm_ucs_utf8_size(kind, data, <size_t>n) > <size_t>self.t.max_segment
+        if self.id_objects == NULL:
+            self.make_id_objects()
+        out = PyList_New(0)
+        # (About a token per four characters of English; CJK takes more,
+        # and the list grows.)
+        list_room(out, n // 4 + 64)
+        w = self.acquire()
+        try:
+            if too_long:
+                check_rc(ERR_TOO_LONG, &self.t, w, text)
+            while start < n:
+                w.ids_len = 0
+                with nogil:
+                    end = str_block_end(kind, data, start, n)
+                    rc = encode_str_block(&self.t, w, kind, ascii, data, start, end, prefix and start == 0)
+                if rc == ERR_SURROGATE:
+                    return None
+                check_rc(rc, &self.t, w, text)
+                self.append_ids(out, w.ids, w.ids_len)
+                start = end
+        finally:
+            self.release(w)
+        # (The room left over is given back.)
+        list_room(out, len(out))
         PyObject_GC_UnTrack(<void *>out)
         return out
 
@@ -246,6 +334,10 @@ cdef class SpmCore:
                 self.full_lookups += w.cache_lookups
                 self.full_hits += w.cache_hits
         w.cache_lookups = w.cache_hits = 0
+        if w.utf8_cap > _KEEP_TEXT_BYTES:
+            free(w.utf8)
+            w.utf8 = NULL
+            w.utf8_cap = 0
         if w.text_cap > _KEEP_TEXT_BYTES:
             free(w.text)
             free(w.symbols)

@@ -6,6 +6,7 @@ cdef enum:
     ERR_NOMEM = -1
     ERR_UNENCODABLE = -2
     ERR_TOO_LONG = -3
+    ERR_SURROGATE = -4    # a str's code point UTF-8 cannot hold (encode_str_block)
 
 # Entries of a workspace's PairMemo and character memo (powers of two).
 cdef enum:
@@ -45,6 +46,8 @@ ctypedef struct Workspace:
     Symbol *symbols
     size_t symbols_cap
     spm_heap heap
+    char *utf8            # a block of a long str as UTF-8 (encode_str_block)
+    size_t utf8_cap
     int32_t *ids          # output ids
     size_t ids_len
     size_t ids_cap

@@ -7,6 +7,8 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.symbols = NULL
     w.symbols_cap = 0
     spm_heap_init(&w.heap)
+    w.utf8 = NULL
+    w.utf8_cap = 0
     w.ids = NULL
     w.ids_len = 0
     w.ids_cap = 0
@@ -53,6 +55,7 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.text)
     free(w.symbols)
     spm_heap_free(&w.heap)
+    free(w.utf8)
     free(w.ids)
     free(w.split_left)
     free(w.split_touched)
