@@ -165,14 +165,15 @@ def _encode_job(
     return result
 
 
-def encode_line_block(core: SpmCore, block: bytes, threads: int, prefix: int) -> Optional[Tuple[bytearray, "array[int]"]]:
+def encode_line_block(core: SpmCore, block: bytes, threads: int, prefix: int) -> Optional[Tuple[bytearray, bytearray]]:
     """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
     segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
-    `threads` threads: (every id as native uint32 in a bytearray,
-    array('q') of each line's end), or None when a line failed (the
-    caller's general path then raises the error it would)."""
+    `threads` threads: (every id as native uint32 in a bytearray, the
+    offsets of each line's ids and the end as native int64 in a bytearray),
+    or None when a line failed (the caller's general path then raises the
+    error it would)."""
     result = _run_job(core, threads, True, lambda job: job.start_lines(block, threads * _UNITS_PER_THREAD, prefix))
-    return cast(Optional[Tuple[bytearray, "array[int]"]], result)
+    return cast(Optional[Tuple[bytearray, bytearray]], result)
 
 
 def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], None]) -> Any:
@@ -288,12 +289,18 @@ def join_numpy(
     np: Any, dtype: Any, n_texts: int, owners: Optional[List[List[int]]],
     results: List[Tuple[bytearray, Any]], bos_id: Optional[int], eos_id: Optional[int],
 ) -> Any:
-    """encode_batch's NumPy result from the groups' flat ids and ends, with
-    `bos_id`/`eos_id` (when not None) around each text."""
+    """encode_batch's NumPy result from the groups' flat ids and offsets,
+    with `bos_id`/`eos_id` (when not None) around each text."""
+    if len(results) == 1 and owners is None and bos_id is None and eos_id is None:
+        # One job's result as it is: the arrays share the core's buffers (a
+        # copy of tens of megabytes into new pages cost a fifth of the batch).
+        data, offsets = results[0]
+        flat = np.frombuffer(data, dtype=np.uint32)
+        return flat.astype(dtype, copy=False), np.frombuffer(offsets, dtype=np.int64)
     pieces, unit_lengths = [], []
-    for data, ends in results:
-        pieces.append(np.frombuffer(data, dtype=np.int32).view(np.uint32))
-        unit_lengths.append(np.diff(np.frombuffer(ends, dtype=np.int64), prepend=0))
+    for data, offsets in results:
+        pieces.append(np.frombuffer(data, dtype=np.uint32))
+        unit_lengths.append(np.diff(np.frombuffer(offsets, dtype=np.int64)))
     flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint32)
     if owners is None:
         lengths = np.concatenate(unit_lengths) if unit_lengths else np.zeros(0, dtype=np.int64)

@@ -115,10 +115,8 @@ class Encoder:
             if got is None:
                 texts = texts.strings()  # encode_batch's way (it raises what a line does)
             else:
-                data, ends = got
-                offsets = np.zeros(len(ends) + 1, dtype=np.int64)
-                offsets[1:] = np.frombuffer(ends, dtype=np.int64)
-                return self._around(np.frombuffer(data, dtype=np.uint32), offsets)
+                data, offsets = got
+                return self._around(np.frombuffer(data, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64))
         if np is None:
             lists = self.tok.encode_batch(texts, special=self.special, num_threads=self.threads)
             head = [] if self.bos is None else [self.bos]

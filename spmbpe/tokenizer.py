@@ -457,11 +457,12 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
 
     def _encode_line_block(
         self, block: bytes, *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
-    ) -> Optional[Tuple[bytearray, "array[int]"]]:
+    ) -> Optional[Tuple[bytearray, bytearray]]:
         """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
         line ending with "\\n" and a "\\r" before it left out, as the command
         line reads text files -- without a str per line: (every id as native
-        uint32 in a bytearray, array('q') of each line's end).  None when
+        uint32 in a bytearray, the offsets of each line's ids and the end as
+        native int64 in a bytearray).  None when
         the block must take encode_batch's way: an added token of a kind
         `special` splits out is in it, the planner decides every text, or a
         line failed (encode_batch then raises its error).  ValueError when

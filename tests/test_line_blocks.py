@@ -48,8 +48,10 @@ def block_ids(tok, block, **kw):
     got = tok._encode_line_block(block, **kw)
     if got is None:
         return None
-    data, ends = got
-    return np.frombuffer(data, dtype=np.uint32).tolist(), list(ends)
+    data, offsets = got
+    offsets = np.frombuffer(offsets, dtype=np.int64).tolist()
+    assert offsets[0] == 0 and len(data) == 4 * offsets[-1]
+    return np.frombuffer(data, dtype=np.uint32).tolist(), offsets[1:]
 
 
 def read_lines(text):

@@ -15,6 +15,11 @@ cdef class BatchJob:
     cdef size_t *ends                 # end of text t's ids in its unit's ids
     cdef int32_t **unit_ids           # each finished unit's ids (owned)
     cdef uint32_t *unit_done          # atomic flags: unit_ids[u] is complete
+    cdef uint8_t *unit_collected      # unit u's lists or ids are in the result (lead)
+    cdef Py_ssize_t collected         # units 0 .. collected - 1 all are
+    cdef object flat_ids              # the flat result's ids (bytearray of uint32), and
+    cdef object flat_offsets          # ... each text's offset in it (bytearray of n_texts + 1 int64)
+    cdef size_t flat_at               # ids in flat_ids so far
     cdef Py_ssize_t n_texts
     cdef Py_ssize_t n_units
     cdef uint32_t next_unit           # atomic: the next unit to take
@@ -29,6 +34,6 @@ cdef class BatchJob:
     cdef int cut_units(self, Py_ssize_t units) except -1
     cdef Workspace *join(self) except? NULL
     cdef bint run_unit(self, Workspace *w) noexcept nogil
-    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1
-    cdef tuple flat_ids(self)
+    cdef int collect(self, list out, bint flat) except -1
+    cdef int flat_begin(self) except -1
     cdef void give_back(self)

@@ -96,6 +96,9 @@ cdef class BatchJob:
         self.ends = NULL
         self.unit_ids = NULL
         self.unit_done = NULL
+        self.unit_collected = NULL
+        self.collected = 0
+        self.flat_at = 0
         self.seed_ptr = NULL
         self.n_workers = 0
         self.n_units = 0
@@ -206,7 +209,8 @@ cdef class BatchJob:
                 filled = 0
         self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
         self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
-        if self.unit_ids == NULL or self.unit_done == NULL:
+        self.unit_collected = <uint8_t *>calloc(self.n_units + 1, 1)
+        if self.unit_ids == NULL or self.unit_done == NULL or self.unit_collected == NULL:
             raise MemoryError()
         spm_store_release_u32(&self.started, 1)
         return 0
@@ -275,85 +279,100 @@ cdef class BatchJob:
 
     def lead(self, bint flat=False):
         """The calling thread's part, and the result: merges units like
-        `work`, and builds the lists of every finished unit between its own
-        units and while the helpers finish theirs.  Returns what
-        encode_parts_batch would, or None when a text failed
-        (encode_parts_batch then raises its error)."""
+        `work`, and collects every finished unit (its lists, or its ids into
+        the flat result) between its own units and while the helpers finish
+        theirs.  Returns what encode_parts_batch would, or None when a text
+        failed (encode_parts_batch then raises its error)."""
         cdef Workspace *w = self.join()
-        cdef list out = None if flat else PyList_New(self.n_texts)
-        cdef Py_ssize_t built = 0
-        cdef uint8_t *listed = <uint8_t *>calloc(self.n_units + 1, 1)
+        cdef list out = None
         cdef bint more = w != NULL
-        if listed == NULL:
+        try:
+            if flat:
+                self.flat_begin()
+            else:
+                out = PyList_New(self.n_texts)
+            while more:
+                self.collect(out, flat)
+                with nogil:
+                    more = self.run_unit(w)
+        finally:
             if w != NULL:
                 spm_sub_release_u32(&self.running, 1)
-            raise MemoryError()
-        try:
-            try:
-                while more:
-                    if not flat:
-                        built += self.list_units(out, listed)
-                    with nogil:
-                        more = self.run_unit(w)
-            finally:
-                if w != NULL:
-                    spm_sub_release_u32(&self.running, 1)
-            # The helpers' last units.
-            spm_store_release_u32(&self.closed, 1)
-            while spm_load_acquire_u32(&self.running):
-                if not flat and built < self.n_units:
-                    built += self.list_units(out, listed)
-                with nogil:
-                    spm_yield()
-            if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
-                return None
-            if flat:
-                return self.flat_ids()
-            self.list_units(out, listed)
-            return out
-        finally:
-            free(listed)
+        # The helpers' last units.
+        spm_store_release_u32(&self.closed, 1)
+        while spm_load_acquire_u32(&self.running):
+            if self.collected < self.n_units:
+                self.collect(out, flat)
+            with nogil:
+                spm_yield()
+        if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
+            return None
+        self.collect(out, flat)
+        if flat:
+            # (The room left over is given back.)
+            PyByteArray_Resize(self.flat_ids, <Py_ssize_t>(self.flat_at * sizeof(int32_t)))
+            return self.flat_ids, self.flat_offsets
+        return out
 
-    cdef Py_ssize_t list_units(self, list out, uint8_t *listed) except -1:
-        """Puts the lists of the texts of every finished unit not yet listed
-        into `out`; returns how many units it listed."""
-        cdef Py_ssize_t u, t, lo, done = 0
-        cdef size_t mark
-        for u in range(self.n_units):
-            if listed[u] or not spm_load_acquire_u32(&self.unit_done[u]):
+    cdef int collect(self, list out, bint flat) except -1:
+        """Collects every finished unit not yet collected: its lists into
+        `out`, or (with `flat`) its ids into the flat result, which takes
+        them in order.  A collected unit's buffer is freed at once, so that
+        the next units' buffers reuse its memory instead of new pages (each
+        new 4 KiB page is a page fault: they cost a third of a NumPy batch)."""
+        cdef Py_ssize_t u, t, lo
+        cdef size_t mark, n, need, cap
+        cdef int64_t *offsets
+        for u in range(self.collected, self.n_units):
+            if self.unit_collected[u]:
+                continue
+            if not spm_load_acquire_u32(&self.unit_done[u]):
+                if flat:
+                    break  # (in order)
                 continue
             lo = self.unit_end[u - 1] if u else 0
-            mark = 0
-            for t in range(lo, self.unit_end[u]):
-                item = self.core.id_list(self.unit_ids[u] + mark, self.ends[t] - mark)
-                Py_INCREF(item)
-                PyList_SET_ITEM(out, t, item)
-                mark = self.ends[t]
-            listed[u] = 1
-            done += 1
-        return done
+            if flat:
+                n = self.ends[self.unit_end[u] - 1]
+                need = (self.flat_at + n) * sizeof(int32_t)
+                cap = <size_t>PyByteArray_GET_SIZE(self.flat_ids)
+                if need > cap:
+                    PyByteArray_Resize(self.flat_ids, <Py_ssize_t>max(need, 2 * cap))
+                if n:
+                    memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
+                           self.unit_ids[u], n * sizeof(int32_t))
+                offsets = <int64_t *>PyByteArray_AS_STRING(self.flat_offsets)
+                for t in range(lo, self.unit_end[u]):
+                    offsets[t + 1] = <int64_t>(self.flat_at + self.ends[t])
+                self.flat_at += n
+            else:
+                mark = 0
+                for t in range(lo, self.unit_end[u]):
+                    item = self.core.id_list(self.unit_ids[u] + mark, self.ends[t] - mark)
+                    Py_INCREF(item)
+                    PyList_SET_ITEM(out, t, item)
+                    mark = self.ends[t]
+            free(self.unit_ids[u])
+            self.unit_ids[u] = NULL
+            self.unit_collected[u] = 1
+        while self.collected < self.n_units and self.unit_collected[self.collected]:
+            self.collected += 1
+        return 0
 
-    cdef tuple flat_ids(self):
-        """encode_parts_batch's flat result: (ids as uint32 in a bytearray,
-        array('q') of each text's end)."""
-        cdef Py_ssize_t u, t, lo
-        cdef size_t total = 0, at = 0, n
-        cdef char *dst
-        cdef int64_t[::1] ends_view
-        for u in range(self.n_units):
-            total += self.ends[self.unit_end[u] - 1]
-        ids_out = PyByteArray_FromStringAndSize(NULL, total * sizeof(int32_t))
-        ends_out = array("q", bytes(8 * self.n_texts))
-        ends_view = ends_out
-        dst = PyByteArray_AS_STRING(ids_out)
-        for u in range(self.n_units):
-            lo = self.unit_end[u - 1] if u else 0
-            n = self.ends[self.unit_end[u] - 1]
-            memcpy(dst + at * sizeof(int32_t), self.unit_ids[u], n * sizeof(int32_t))
-            for t in range(lo, self.unit_end[u]):
-                ends_view[t] = at + self.ends[t]
-            at += n
-        return ids_out, ends_out
+    cdef int flat_begin(self) except -1:
+        """The flat result before any unit is collected: a buffer for the
+        ids sized for the most the texts can give (a text part at most one
+        per UTF-8 byte and one for its dummy prefix, a token one), of which
+        only the pages written are ever touched, and the offsets of each
+        text's ids, from 0."""
+        cdef Py_ssize_t k
+        cdef size_t bound = 0
+        for k in range(self.first_item[self.n_texts]):
+            bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
+        self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
+        self.flat_offsets = PyByteArray_FromStringAndSize(NULL, (self.n_texts + 1) * sizeof(int64_t))
+        (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
+        self.flat_at = 0
+        return 0
 
     def close(self):
         """Waits for the helpers and gives the workspaces back."""
@@ -384,3 +403,4 @@ cdef class BatchJob:
         free(self.ends)
         free(self.unit_ids)
         free(self.unit_done)
+        free(self.unit_collected)

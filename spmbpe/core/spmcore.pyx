@@ -556,9 +556,10 @@ cdef class SpmCore:
         The parts are gathered first (UTF-8 pointers into the texts' strs,
         which `batch` keeps alive), then every text is merged in one stretch
         without the GIL, so threads encoding other batches run meanwhile.
-        With `flat`, returns (ids, ends) instead of lists: every id as native
-        uint32 in a bytearray, and array('q') of each text's end index —
-        no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
+        With `flat`, returns (ids, offsets) instead of lists: every id as
+        native uint32 in a bytearray, and where each text's ids start and
+        the last ends, native int64 in a bytearray (n_texts + 1 of them,
+        from 0) — no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
         generator seeded by seeds[t] (array('Q')).
         """
         cdef Py_ssize_t n_parts, t
@@ -571,6 +572,7 @@ cdef class SpmCore:
         cdef int rc
         cdef Py_ssize_t failed = -1
         cdef size_t mark
+        cdef int64_t *offsets
         cdef Workspace *w
         if alpha > 0.0 and seed_view.shape[0] < n_texts:
             raise ValueError("sampling needs one seed per text")
@@ -593,10 +595,12 @@ cdef class SpmCore:
             if rc != OK:
                 check_rc(rc, &self.t, w, _part_text(batch, failed))
             if flat:
-                ends_out = array("q", bytes(8 * n_texts))
+                offsets_out = PyByteArray_FromStringAndSize(NULL, (n_texts + 1) * sizeof(int64_t))
+                offsets = <int64_t *>PyByteArray_AS_STRING(offsets_out)
+                offsets[0] = 0
                 for t in range(n_texts):
-                    ends_out[t] = ends[t]
-                return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), ends_out
+                    offsets[t + 1] = <int64_t>ends[t]
+                return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), offsets_out
             out = []
             mark = 0
             for t in range(n_texts):
