@@ -56,13 +56,16 @@ def run_batch(
     in order).  `plain`: the texts need no planning (one segment each)."""
     # Sampled texts are never cut (sentencepiece draws over whole texts).
     cut = not sample_alpha
-    # The common batch, nothing to plan on several threads, is one job over
-    # the texts as they are, unless a long one must be cut: its shape is
-    # read in one pass, and no groups are built.
+    # The common batch, nothing to plan, is one job over the texts as they
+    # are (on one thread too: the job reads the strs as they are stored and
+    # fills the result as its units finish, where one call gathered a part
+    # per text and copied its ids twice), unless it is small or a long text
+    # must be cut for the threads: its shape is read in one pass, and no
+    # groups are built.
     one_job = False
-    if plain and threads > 1:
+    if plain:
         share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
-        one_job = several and not _cuts_long_texts(core, cut, share, longest)
+        one_job = several and not _cuts_long_texts(core, cut and threads > 1, share, longest)
     groups: List[List[Any]] = []
     owners: Optional[List[List[int]]] = None
     if not one_job:

@@ -26,8 +26,8 @@ from cpython.bytearray cimport (
     PyByteArray_Resize,
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_XINCREF
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF, Py_XINCREF
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
@@ -118,6 +118,20 @@ cdef extern from "Python.h":
         Py_ssize_t allocated
     void Py_SET_SIZE(object obj, Py_ssize_t size)
     void *PyMem_Realloc(void *p, size_t n)
+    # (A function: makes a str of the legacy kind ready, before 3.12.)
+    Py_ssize_t PyUnicode_GetLength(object text) except -1
+    ctypedef struct PyTypeObject:
+        pass
+    PyTypeObject PyUnicode_Type
+    PyTypeObject *Py_TYPE(PyObject *obj)
+
+# A batch's strs read without the GIL (BatchJob holds a reference to each).
+cdef extern from "Python.h" nogil:
+    Py_ssize_t str_length "PyUnicode_GET_LENGTH"(PyObject *text)
+    int str_kind "PyUnicode_KIND"(PyObject *text)
+    const void *str_data "PyUnicode_DATA"(PyObject *text)
+    bint str_is_ascii "PyUnicode_IS_ASCII"(PyObject *text)
+    Py_UCS4 str_read "PyUnicode_READ"(int kind, const void *data, Py_ssize_t index)
 
 from spmbpe.errors import InvalidTokenIdError
 

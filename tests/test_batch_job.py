@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import array
 import json
+import sys
 import threading
+from itertools import accumulate
 
 import numpy as np
 import pytest
@@ -52,7 +54,7 @@ def expected_ids(path, texts, **kw):
     [(MODEL, "none"), (MODEL, "all"), (LLAMA_SPM_GGUF, "none"), (DATA_DIR / "mistral-v1.tokenizer.json", "none")],
     ids=["model", "model-all", "gguf", "json"],
 )
-@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
 def test_batch_equals_each_text_alone(path, special, threads):
     texts = LINES + ["", " ", "a", "x" * 3000]
     want = expected_ids(path, texts, special=special)
@@ -63,12 +65,94 @@ def test_batch_equals_each_text_alone(path, special, threads):
     assert ids.tolist() == [i for w in want for i in w]
 
 
+# A job over strs reads each as CPython stores it: ASCII, Latin-1 (one byte
+# a character, not UTF-8), two and four bytes a character; the dummy prefix
+# is read from the first character (the tokenizer.json's rule: none before
+# " " or "▁").
+_STORAGES = ["plain ascii", "caf\u00e9 cr\u00e8me", "\u65e5\u672c\u8a9e \u3067\u3059", "\U0001f999 llama",
+             " lead", "\u2581lead", "\u00e9", "\U0001f600", "", "tail\u00ff"]
+
+
+@pytest.mark.parametrize("path", [MODEL, LLAMA_SPM_GGUF, DATA_DIR / "mistral-v1.tokenizer.json"],
+                         ids=["model", "gguf", "json"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_job_reads_every_str_storage_and_leaves_no_utf8_on_the_texts(path, threads):
+    texts = [t + f" {i}" if t else t for i in range(300) for t in _STORAGES] + LINES
+    want = expected_ids(path, texts, special="none")
+    tok = spmbpe.load(path)
+    sizes = [sys.getsizeof(t) for t in texts]
+    got = tok.encode_batch(texts, special="none", num_threads=threads)
+    ids, offsets = tok.encode_batch(texts, special="none", num_threads=threads, return_numpy=True)
+    # (CPython keeps the UTF-8 copy that PyUnicode_AsUTF8AndSize makes on a
+    # str that is not ASCII: the job never asks for one.)
+    assert [sys.getsizeof(t) for t in texts] == sizes
+    assert got == want
+    assert ids.tolist() == [i for w in want for i in w] and offsets.tolist() == list(accumulate(map(len, want), initial=0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ids_as_many_as_utf8_bytes_fill_the_flat_result_exactly(threads):
+    # Characters outside the vocabulary become one byte piece per UTF-8
+    # byte, and the dummy prefix one more: the most ids a text can give,
+    # which is what the flat result is sized for.
+    tok = spmbpe.load(MODEL)
+    texts = ["\U0001f999" * (i % 7) for i in range(20000)]
+    want = expected_ids(MODEL, texts, special="none")
+    assert all(len(w) == len(t.encode()) + 1 for t, w in zip(texts, want) if t)
+    ids, offsets = tok.encode_batch(texts, special="none", num_threads=threads, return_numpy=True)
+    assert ids.tolist() == [i for w in want for i in w] and offsets.tolist() == list(accumulate(map(len, want), initial=0))
+    assert ids.flags.writeable and offsets[0] == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("where", [0, 1999, -1])
+def test_a_surrogate_in_a_job_is_named_with_its_text(threads, where):
+    tok = spmbpe.load(MODEL)
+    texts = [f"line {i} caf\u00e9" for i in range(4000)]
+    texts[where] = "ab\ud800cd"
+    with pytest.raises(ValueError, match=rf"texts\[{where % len(texts)}\]: .*lone surrogate .* at position 2"):
+        tok.encode_batch(texts, special="none", num_threads=threads)
+    with pytest.raises(ValueError, match=rf"texts\[{where % len(texts)}\]: .*lone surrogate .* at position 2"):
+        tok.encode_batch(texts, special="none", num_threads=threads, return_numpy=True)
+
+
+def test_a_list_changed_by_another_thread_during_a_batch():
+    # The job takes a reference to every text first: another thread that
+    # replaces texts in the list meanwhile changes nothing it reads (the
+    # texts it replaced are not freed under the threads), and each result
+    # is the ids of the text the list held when the batch began or of its
+    # replacement.
+    tok = spmbpe.load(MODEL)
+    first = [f"first text number {i} \u00e9t\u00e9" for i in range(20000)]
+    second = [f"\u65e5\u672c {i} second" for i in range(20000)]
+    want = {t: tok.encode(t, special="none") for t in first + second}
+    texts = list(first)
+    stop = threading.Event()
+
+    def churn():
+        k = 0
+        while not stop.is_set():
+            i = k % len(texts)
+            texts[i] = second[i] if texts[i] is first[i] else first[i]
+            k += 1
+
+    mutator = threading.Thread(target=churn)
+    mutator.start()
+    try:
+        for _ in range(5):
+            for ids, i in zip(tok.encode_batch(texts, special="none", num_threads=2), range(len(texts))):
+                assert ids in (want[first[i]], want[second[i]])
+    finally:
+        stop.set()
+        mutator.join()
+
+
 def golden_rows(name):
     text = (DATA_DIR / name).read_bytes().decode("utf-8")
     return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
-@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize(
     "path, golden, fields",
     [

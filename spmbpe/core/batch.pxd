@@ -9,6 +9,10 @@ cdef class BatchJob:
     cdef const uint64_t *seed_ptr     # one generator seed per text (sampling), or NULL
     cdef double alpha
     cdef PlanPart *items
+    cdef PyObject **strs              # or, when every text is a str, the texts themselves
+                                      # (a reference each; ends holds their sizes until cut)
+    cdef int prefix_rule              # their dummy prefix (PREFIX_*)
+    cdef size_t str_ids_bound         # the most ids they can give
     cdef int32_t *counts              # parts of each text
     cdef Py_ssize_t *first_item       # text t's first part in items
     cdef Py_ssize_t *unit_end         # unit u holds texts [unit_end[u - 1], unit_end[u])
@@ -31,6 +35,9 @@ cdef class BatchJob:
     cdef int n_workers
 
     cdef int allocate(self, Py_ssize_t n_parts) except -1
+    cdef bint take_strs(self, list batch, int prefix) except -1
+    cdef void drop_strs(self, Py_ssize_t n)
+    cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept
     cdef int cut_units(self, Py_ssize_t units) except -1
     cdef Workspace *join(self) except? NULL
     cdef bint run_unit(self, Workspace *w) noexcept nogil

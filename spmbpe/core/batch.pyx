@@ -90,6 +90,8 @@ cdef class BatchJob:
 
     def __cinit__(self):
         self.items = NULL
+        self.strs = NULL
+        self.str_ids_bound = 0
         self.counts = NULL
         self.first_item = NULL
         self.unit_end = NULL
@@ -129,6 +131,9 @@ cdef class BatchJob:
                 raise ValueError("sampling needs one seed per text")
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
+        if alpha == 0.0 and self.take_strs(batch, prefix):
+            self.cut_units(units)
+            return
         n_parts = _count_parts(batch)
         self.allocate(n_parts)
         gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
@@ -185,24 +190,75 @@ cdef class BatchJob:
             raise MemoryError()
         return 0
 
+    cdef bint take_strs(self, list batch, int prefix) except -1:
+        """Takes the texts of `batch` as they are when every one is a str:
+        a reference to each (nothing another thread does to the list can
+        free one while the threads read it), and its size in ends until the
+        units are cut.  The threads read each str as CPython stores it
+        (encode_strs): no PlanPart per text (80 bytes, new pages that cost
+        more than the gathering) and no UTF-8 copy left on the caller's
+        texts.  False, holding nothing, when a text is not a str."""
+        cdef Py_ssize_t i, n = self.n_texts, length
+        cdef int kind
+        cdef PyObject *text
+        self.strs = <PyObject **>malloc((n + 1) * sizeof(PyObject *))
+        self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
+        self.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
+        if self.strs == NULL or self.ends == NULL or self.unit_end == NULL:
+            raise MemoryError()
+        for i in range(n):
+            text = PyList_GET_ITEM(batch, i)
+            if Py_TYPE(text) is not &PyUnicode_Type:
+                self.drop_strs(i)
+                return False
+            length = PyUnicode_GetLength(<object>text)
+            kind = str_kind(text)
+            self.ends[i] = <size_t>(length * kind)
+            # (The most UTF-8 bytes it can have, and so ids.)
+            self.str_ids_bound += 1 + <size_t>length * (1 if str_is_ascii(text) else kind + 1 if kind < 4 else 4)
+            Py_INCREF(<object>text)
+            self.strs[i] = text
+        self.prefix_rule = prefix
+        return True
+
+    cdef void drop_strs(self, Py_ssize_t n):
+        """Gives back the first n texts taken by take_strs, and its arrays."""
+        cdef Py_ssize_t i
+        for i in range(n):
+            Py_DECREF(<object>self.strs[i])
+        free(self.strs)
+        free(self.ends)
+        free(self.unit_end)
+        self.strs = NULL
+        self.ends = NULL
+        self.unit_end = NULL
+
+    cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept:
+        """Text t's share of the work: its parts' UTF-8 bytes (a token
+        counts 1), or a str's characters times their bytes each."""
+        cdef Py_ssize_t k, size = 0
+        if self.strs != NULL:
+            return <Py_ssize_t>self.ends[t]
+        for k in range(self.first_item[t], self.first_item[t + 1]):
+            size += _part_size(&self.items[k])
+        return size
+
     cdef int cut_units(self, Py_ssize_t units) except -1:
         """Cuts the gathered texts into about `units` units of consecutive
         texts, each about total / units bytes, and lets the workers in."""
-        cdef Py_ssize_t t, k, total = 0, share, filled = 0
-        # Units of consecutive texts, each about total / units bytes.
-        k = 0
+        cdef Py_ssize_t t, k, total = 0, share, filled = 0, size
+        if self.strs == NULL:
+            k = 0
+            for t in range(self.n_texts):
+                self.first_item[t] = k
+                k += self.counts[t]
+            self.first_item[self.n_texts] = k
         for t in range(self.n_texts):
-            self.first_item[t] = k
-            k += self.counts[t]
-        self.first_item[self.n_texts] = k
-        # (The parts gathered: n_parts also counted a part for each empty
-        # text, which has none.)
-        for k in range(self.first_item[self.n_texts]):
-            total += _part_size(&self.items[k])
+            total += self.text_size(t)
+        # Units of consecutive texts, each about total / units bytes.
         share = max(1, total // max(units, 1))
         for t in range(self.n_texts):
-            for k in range(self.first_item[t], self.first_item[t + 1]):
-                filled += _part_size(&self.items[k])
+            filled += self.text_size(t)
             if filled >= share or t + 1 == self.n_texts:
                 self.unit_end[self.n_units] = t + 1
                 self.n_units += 1
@@ -251,6 +307,7 @@ cdef class BatchJob:
         cdef uint32_t u
         cdef Py_ssize_t lo, hi, failed = -1
         cdef int32_t *ids
+        cdef int rc
         if spm_load_u32(&self.failed):
             return False
         u = spm_fetch_add_u32(&self.next_unit, 1)
@@ -259,9 +316,13 @@ cdef class BatchJob:
         lo = self.unit_end[u - 1] if u else 0
         hi = self.unit_end[u]
         w.ids_len = 0
-        if encode_items(&self.core.t, w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
-                        self.ends + lo, &failed,
-                        self.seed_ptr + lo if self.seed_ptr != NULL else NULL) != OK:
+        if self.strs != NULL:
+            rc = encode_strs(&self.core.t, w, self.strs + lo, hi - lo, self.ends + lo, &failed, self.prefix_rule)
+        else:
+            rc = encode_items(&self.core.t, w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
+                              self.ends + lo, &failed,
+                              self.seed_ptr + lo if self.seed_ptr != NULL else NULL)
+        if rc != OK:
             spm_store_u32(&self.failed, 1)
             return False
         ids = <int32_t *>malloc((w.ids_len + 1) * sizeof(int32_t))
@@ -365,9 +426,10 @@ cdef class BatchJob:
         only the pages written are ever touched, and the offsets of each
         text's ids, from 0."""
         cdef Py_ssize_t k
-        cdef size_t bound = 0
-        for k in range(self.first_item[self.n_texts]):
-            bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
+        cdef size_t bound = self.str_ids_bound
+        if self.strs == NULL:
+            for k in range(self.first_item[self.n_texts]):
+                bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
         self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
         self.flat_offsets = PyByteArray_FromStringAndSize(NULL, (self.n_texts + 1) * sizeof(int64_t))
         (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
@@ -396,6 +458,8 @@ cdef class BatchJob:
         if self.unit_ids != NULL:
             for u in range(self.n_units):
                 free(self.unit_ids[u])
+        if self.strs != NULL:
+            self.drop_strs(self.n_texts)
         free(self.items)
         free(self.counts)
         free(self.first_item)

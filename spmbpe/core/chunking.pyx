@@ -249,22 +249,13 @@ cdef int encode_str_block(const CoreTables *t, Workspace *w, int kind, bint asci
     holds a surrogate."""
     cdef const char *src
     cdef Py_ssize_t n, m
-    cdef char *grown
-    cdef size_t need
     if ascii:
         src = <const char *>data + start
         n = end - start
     else:
-        need = 4 * <size_t>(end - start) + TEXT_SLACK
-        if need > w.utf8_cap:
-            grown = <char *>realloc(w.utf8, need)
-            if grown == NULL:
-                return ERR_NOMEM
-            w.utf8 = grown
-            w.utf8_cap = need
-        n = spm_ucs_to_utf8(kind, data, <size_t>start, <size_t>end, w.utf8)
+        n = ws_utf8_of(w, kind, data, <size_t>start, <size_t>end)
         if n < 0:
-            return ERR_SURROGATE
+            return <int>n
         src = w.utf8
     m = escape(t, w, src, n, prefix)
     if m < 0:

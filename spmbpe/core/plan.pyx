@@ -376,6 +376,47 @@ cdef int gather(const CoreTables *t, list batch, PlanPart *items, Py_ssize_t n_i
     return 0
 
 
+cdef int encode_str(const CoreTables *t, Workspace *w, PyObject *text, int prefix) noexcept nogil:
+    """Appends the ids of a str that is one segment, read as CPython stores
+    it (the GIL is not needed: the caller holds a reference to it, and a
+    str does not change), with the dummy prefix by the PREFIX_* rule
+    `prefix`.  An ASCII str is its own UTF-8; any other is converted into
+    the workspace, not asked for the UTF-8 copy CPython would keep on it
+    (encode_batch left one on every such text of the caller's list).
+    ERR_SURROGATE when it holds one."""
+    cdef Py_ssize_t n = str_length(text), m
+    cdef int kind
+    cdef const void *data
+    cdef bint with_prefix
+    if n == 0:
+        return OK
+    kind = str_kind(text)
+    data = str_data(text)
+    with_prefix = takes_prefix_char(prefix, str_read(kind, data, 0))
+    if str_is_ascii(text):
+        return encode_segment(t, w, <const char *>data, n, with_prefix)
+    m = ws_utf8_of(w, kind, data, 0, <size_t>n)
+    if m < 0:
+        return <int>m
+    return encode_segment(t, w, w.utf8, m, with_prefix)
+
+
+cdef int encode_strs(const CoreTables *t, Workspace *w, PyObject **texts, Py_ssize_t n_texts,
+                     size_t *ends, Py_ssize_t *failed, int prefix) noexcept nogil:
+    """encode_items for n_texts strs, each one segment (encode_str): text
+    j's ids end at ends[j]; on an error, the index of the text in
+    failed[0]."""
+    cdef Py_ssize_t j
+    cdef int rc
+    for j in range(n_texts):
+        rc = encode_str(t, w, texts[j], prefix)
+        if rc != OK:
+            failed[0] = j
+            return rc
+        ends[j] = w.ids_len
+    return OK
+
+
 cdef int encode_run(const CoreTables *t, Workspace *w, const PlanPart *items, Py_ssize_t n_items,
                     Py_ssize_t *failed) noexcept nogil:
     """Appends the ids of n_items parts to w.ids: a token's id as is, a
