@@ -33,6 +33,15 @@ static inline ptrdiff_t spm_ucs_to_utf8(int kind, const void *data, size_t start
         uint32_t c;
         if (kind == 1) {
             const uint8_t *s = (const uint8_t *)data;
+            while (end - i >= 32) {
+                uint64_t x[4];
+                memcpy(x, s + i, 32);
+                if ((x[0] | x[1] | x[2] | x[3]) & 0x8080808080808080ULL) break;
+                memcpy(o, s + i, 32);
+                o += 32;
+                i += 32;
+            }
+            if (i == end) break;
             if (end - i >= 8) {
                 uint64_t x;
                 memcpy(&x, s + i, 8);
@@ -46,6 +55,18 @@ static inline ptrdiff_t spm_ucs_to_utf8(int kind, const void *data, size_t start
             c = s[i];
         } else if (kind == 2) {
             const uint16_t *s = (const uint16_t *)data;
+            /* (16 at a time: the compiler packs the copy into vector
+             * instructions; 4 at a time ran at a third of Python's own
+             * encoder.) */
+            while (end - i >= 16) {
+                uint64_t x[4];
+                memcpy(x, s + i, 32);
+                if ((x[0] | x[1] | x[2] | x[3]) & 0xFF80FF80FF80FF80ULL) break;
+                for (int k = 0; k < 16; k++) o[k] = (uint8_t)s[i + k];
+                o += 16;
+                i += 16;
+            }
+            if (i == end) break;
             if (end - i >= 4) {
                 uint64_t x;
                 memcpy(&x, s + i, 8);

@@ -150,6 +150,10 @@ cdef Py_ssize_t _NOGIL_BYTES = 2048
 # stayed resident after the batch (8 MB for 8 MB of text on two threads).
 cdef size_t _KEEP_TEXT_BYTES = 1 << 20
 cdef size_t _KEEP_IDS = 1 << 16
+# A long text read from its str (SpmCore.encode_long) puts its ids into the
+# list this many at a time once it has that many; fewer, in one list at the
+# end, as any text.
+cdef size_t _LONG_IDS = 1 << 20
 # SpmCore.set_cache_capacity's bound (2**24 table slots).
 cdef Py_ssize_t _MAX_CACHE_CHUNKS = 1 << 23
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C

@@ -90,6 +90,42 @@ def test_a_job_reads_every_str_storage_and_leaves_no_utf8_on_the_texts(path, thr
     assert ids.tolist() == [i for w in want for i in w] and offsets.tolist() == list(accumulate(map(len, want), initial=0))
 
 
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(texts=st.lists(st.text(alphabet="ab \u00e9\u3042\U0001f999\u2581", max_size=90), max_size=12),
+       flat=st.booleans())
+def test_a_job_over_strs_converts_them_as_python_does(texts, flat):
+    # Runs of ASCII of every length around the 4, 8, 16 and 32 characters
+    # the conversion takes at a time, in each storage: the job reading the
+    # strs as stored gives the ids of the strs' own UTF-8 (encode_parts_batch
+    # gathers PyUnicode_AsUTF8AndSize's).
+    tok = spmbpe.load(MODEL)
+    texts = [t.replace("a", "a" * 29) for t in texts]
+    want = tok._core.encode_parts_batch(list(texts), flat, 0.0, None, True)
+    job = BatchJob(tok._core)
+    try:
+        job.start(list(texts), 3, 0.0, None, True)
+        got = job.lead(flat)
+    finally:
+        job.close()
+    assert (tuple(bytes(x) for x in got) == tuple(bytes(x) for x in want)) if flat else got == want
+
+
+@pytest.mark.parametrize("lead", ["\u00e9", "\u3042", "\U0001f999", "\u00e9 x\u00e9"])
+def test_ascii_runs_of_every_length_after_a_wide_character(lead):
+    # The conversion copies runs of ASCII 4, 8, 16 and 32 characters at a
+    # time: a run that ends exactly at the text's end (or before another
+    # wide character) at each of those steps.
+    tok = spmbpe.load(MODEL)
+    texts = [lead + "x" * k + tail for k in range(70) for tail in ("", "\u00e9", " \u3042")]
+    want = tok._core.encode_parts_batch(list(texts), False, 0.0, None, True)
+    job = BatchJob(tok._core)
+    try:
+        job.start(list(texts), 5, 0.0, None, True)
+        assert job.lead(False) == want
+    finally:
+        job.close()
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_ids_as_many_as_utf8_bytes_fill_the_flat_result_exactly(threads):
     # Characters outside the vocabulary become one byte piece per UTF-8

@@ -208,8 +208,9 @@ cdef class SpmCore:
         from the str as CPython stores it (encode_str_block).  No UTF-8 copy
         of the text is made: CPython keeps the one PyUnicode_AsUTF8AndSize
         makes on the str for its lifetime (a 40 MB document held 40 MB more
-        once encoded).  No ids buffer as long as the text either: each
-        block's ids go into the list as they come.  None when the text holds
+        once encoded).  Nor, for a very long text, an ids buffer as long
+        as the text: past _LONG_IDS ids they go into the list as the blocks
+        give them.  None when the text holds
         a surrogate (the caller raises the planned path's error)."""
         cdef int kind = PyUnicode_KIND(text)
         cdef const void *data = PyUnicode_DATA(text)
@@ -217,30 +218,39 @@ cdef class SpmCore:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), start = 0, end
         cdef bint too_long = n > self.t.max_segment
         cdef int rc
-        cdef list out
+        cdef list out = None
         cdef Workspace *w
         if not too_long and 4 * n > self.t.max_segment:
             too_long = spm_ucs_utf8_size(kind, data, <size_t>n) > <size_t>self.t.max_segment
         if self.id_objects == NULL:
             self.make_id_objects()
-        out = PyList_New(0)
-        # (About a token per four characters of English; CJK takes more,
-        # and the list grows.)
-        list_room(out, n // 4 + 64)
         w = self.acquire()
         try:
             if too_long:
                 check_rc(ERR_TOO_LONG, &self.t, w, text)
+            w.ids_len = 0
             while start < n:
-                w.ids_len = 0
                 with nogil:
                     end = str_block_end(kind, data, start, n)
                     rc = encode_str_block(&self.t, w, kind, ascii, data, start, end, prefix and start == 0)
                 if rc == ERR_SURROGATE:
                     return None
                 check_rc(rc, &self.t, w, text)
-                self.append_ids(out, w.ids, w.ids_len)
+                if w.ids_len >= _LONG_IDS:
+                    # A very long text's ids go into the list as they come,
+                    # instead of an ids buffer as long as the text (new
+                    # pages for all of it: a tenth of a 40 MB document's
+                    # time).  (About a token per four characters at first.)
+                    if out is None:
+                        out = PyList_New(0)
+                        list_room(out, n // 4 + 64)
+                    self.append_ids(out, w.ids, w.ids_len)
+                    w.ids_len = 0
                 start = end
+            if out is None:
+                out = self.id_list(w.ids, w.ids_len)
+                return out
+            self.append_ids(out, w.ids, w.ids_len)
         finally:
             self.release(w)
         # (The room left over is given back.)
