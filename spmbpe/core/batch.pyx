@@ -205,13 +205,18 @@ cdef class BatchJob:
         self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
         self.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
         if self.strs == NULL or self.ends == NULL or self.unit_end == NULL:
+            self.drop_strs(0)
             raise MemoryError()
         for i in range(n):
             text = PyList_GET_ITEM(batch, i)
             if Py_TYPE(text) is not &PyUnicode_Type:
                 self.drop_strs(i)
                 return False
-            length = PyUnicode_GetLength(<object>text)
+            try:
+                length = PyUnicode_GetLength(<object>text)
+            except BaseException:
+                self.drop_strs(i)
+                raise
             kind = str_kind(text)
             self.ends[i] = <size_t>(length * kind)
             # (The most UTF-8 bytes it can have, and so ids.)
@@ -232,6 +237,7 @@ cdef class BatchJob:
         self.strs = NULL
         self.ends = NULL
         self.unit_end = NULL
+        self.str_ids_bound = 0
 
     cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept:
         """Text t's share of the work: its parts' UTF-8 bytes (a token
@@ -246,7 +252,7 @@ cdef class BatchJob:
     cdef int cut_units(self, Py_ssize_t units) except -1:
         """Cuts the gathered texts into about `units` units of consecutive
         texts, each about total / units bytes, and lets the workers in."""
-        cdef Py_ssize_t t, k, total = 0, share, filled = 0, size
+        cdef Py_ssize_t t, k, total = 0, share, filled = 0
         if self.strs == NULL:
             k = 0
             for t in range(self.n_texts):
