@@ -87,6 +87,18 @@ def test_a_job_reads_every_str_storage_and_leaves_no_utf8_on_the_texts(path, thr
     # str that is not ASCII: the job never asks for one.)
     assert [sys.getsizeof(t) for t in texts] == sizes
     assert got == want
+    # The references themselves where they can be asked (the GGUF's are the
+    # llama.cpp golden batches above).
+    if path == MODEL:
+        import sentencepiece
+
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(MODEL))
+        assert got == sp.encode(texts)
+    elif str(path).endswith(".json"):
+        from tokenizers import Tokenizer
+
+        ref = Tokenizer.from_file(str(path))
+        assert got == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
     assert ids.tolist() == [i for w in want for i in w] and offsets.tolist() == list(accumulate(map(len, want), initial=0))
 
 

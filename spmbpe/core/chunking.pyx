@@ -229,6 +229,15 @@ cdef inline bint blocks_apply(const CoreTables *t) noexcept nogil:
     return t.rules.chunked and t.rules.n_violations == 0 and t.rules.escape_spaces
 
 
+cdef inline bint by_str_blocks(const CoreTables *t, str text) noexcept:
+    """Whether a one-segment text is read from its str a block at a time
+    (SpmCore.encode_long): longer than two of its blocks (str_block_end),
+    in a vocabulary whose long texts merge block by block.  (Most texts are
+    short: the first test decides.)"""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    return n > BLOCK_BYTES // 2 and n > 2 * (BLOCK_BYTES // PyUnicode_KIND(text)) and blocks_apply(t)
+
+
 cdef Py_ssize_t str_block_end(int kind, const void *data, Py_ssize_t start, Py_ssize_t n) noexcept nogil:
     """Where the block of a str's characters data[start:n] (`kind` bytes
     each) that starts at `start` ends, as encode_blocks cuts UTF-8: before
@@ -248,15 +257,9 @@ cdef int encode_str_block(const CoreTables *t, Workspace *w, int kind, bint asci
     No UTF-8 copy of the whole str is made.  ERR_SURROGATE when the block
     holds a surrogate."""
     cdef const char *src
-    cdef Py_ssize_t n, m
-    if ascii:
-        src = <const char *>data + start
-        n = end - start
-    else:
-        n = ws_utf8_of(w, kind, data, <size_t>start, <size_t>end)
-        if n < 0:
-            return <int>n
-        src = w.utf8
+    cdef Py_ssize_t n = ws_utf8_of(w, kind, ascii, data, <size_t>start, <size_t>end, &src), m
+    if n < 0:
+        return <int>n
     m = escape(t, w, src, n, prefix)
     if m < 0:
         return <int>m

@@ -166,8 +166,7 @@ cdef class TokenizerBase:
         (also a text that is no UTF-8: the planned path names the fault)."""
         cdef Py_ssize_t n
         cdef const char *s
-        if PyUnicode_GET_LENGTH(text) > BLOCK_BYTES // 2 and not scan_can_find(&self.scan, mask) \
-                and self.direct_core.by_str_blocks(text):
+        if by_str_blocks(&self.direct_core.t, text) and not scan_can_find(&self.scan, mask):
             # (Read from the str itself: asking for its UTF-8 would make a
             # copy that stays on it.  A surrogate shows up as it is read.)
             prefix[0] = takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
@@ -187,7 +186,7 @@ cdef class TokenizerBase:
         cdef list ids
         if PyUnicode_GET_LENGTH(text) == 0:
             return []
-        if PyUnicode_GET_LENGTH(text) > BLOCK_BYTES // 2 and self.direct_core.by_str_blocks(text):
+        if by_str_blocks(&self.direct_core.t, text):
             ids = self.direct_core.encode_long(text, prefix)
             if ids is None:
                 # (What the planned path raises for it.)

@@ -387,18 +387,17 @@ cdef int encode_str(const CoreTables *t, Workspace *w, PyObject *text, int prefi
     cdef Py_ssize_t n = str_length(text), m
     cdef int kind
     cdef const void *data
+    cdef const char *src
     cdef bint with_prefix
     if n == 0:
         return OK
     kind = str_kind(text)
     data = str_data(text)
     with_prefix = takes_prefix_char(prefix, str_read(kind, data, 0))
-    if str_is_ascii(text):
-        return encode_segment(t, w, <const char *>data, n, with_prefix)
-    m = ws_utf8_of(w, kind, data, 0, <size_t>n)
+    m = ws_utf8_of(w, kind, str_is_ascii(text), data, 0, <size_t>n, &src)
     if m < 0:
         return <int>m
-    return encode_segment(t, w, w.utf8, m, with_prefix)
+    return encode_segment(t, w, src, m, with_prefix)
 
 
 cdef int encode_strs(const CoreTables *t, Workspace *w, PyObject **texts, Py_ssize_t n_texts,

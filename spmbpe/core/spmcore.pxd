@@ -33,5 +33,4 @@ cdef class SpmCore:
     cdef list id_list(self, const int32_t *ids, size_t n)
     cdef list encode_text(self, str text, bint prefix)
     cdef int append_ids(self, list out, const int32_t *ids, size_t n) except -1
-    cdef bint by_str_blocks(self, str text)
     cdef list encode_long(self, str text, bint prefix)

@@ -195,14 +195,6 @@ cdef class SpmCore:
         Py_SET_SIZE(out, need)
         return 0
 
-    cdef bint by_str_blocks(self, str text):
-        """Whether encode_long takes `text` (one segment): longer than two
-        of its blocks (str_block_end), in a vocabulary whose long texts
-        merge block by block."""
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-        # (Most texts are short: the first test decides.)
-        return n > BLOCK_BYTES // 2 and n > 2 * (BLOCK_BYTES // PyUnicode_KIND(text)) and blocks_apply(&self.t)
-
     cdef list encode_long(self, str text, bint prefix):
         """encode_text of a long segment (by_str_blocks), read block by block
         from the str as CPython stores it (encode_str_block).  No UTF-8 copy

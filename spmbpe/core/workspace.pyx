@@ -91,14 +91,18 @@ cdef inline int ws_push_id(Workspace *w, int32_t token_id) noexcept nogil:
     return OK
 
 
-cdef inline Py_ssize_t ws_utf8_of(Workspace *w, int kind, const void *data, size_t start,
-                                  size_t end) noexcept nogil:
+cdef inline Py_ssize_t ws_utf8_of(Workspace *w, int kind, bint ascii, const void *data, size_t start,
+                                  size_t end, const char **src) noexcept nogil:
     """The UTF-8 of characters [start, end) of a str's data (`kind` bytes
-    each) into w.utf8: its length, or ERR_NOMEM, or ERR_SURROGATE when one
-    of them is a surrogate."""
+    each) in src[0]: an ASCII str's own data, else converted into w.utf8.
+    Returns its length, or ERR_NOMEM, or ERR_SURROGATE when one of them is
+    a surrogate."""
     cdef size_t need = 4 * (end - start) + TEXT_SLACK
     cdef char *grown
     cdef Py_ssize_t m
+    if ascii:
+        src[0] = <const char *>data + start
+        return <Py_ssize_t>(end - start)
     if need > w.utf8_cap:
         grown = <char *>realloc(w.utf8, need)
         if grown == NULL:
@@ -106,6 +110,7 @@ cdef inline Py_ssize_t ws_utf8_of(Workspace *w, int kind, const void *data, size
         w.utf8 = grown
         w.utf8_cap = need
     m = spm_ucs_to_utf8(kind, data, start, end, w.utf8)
+    src[0] = w.utf8
     return m if m >= 0 else ERR_SURROGATE
 
 
