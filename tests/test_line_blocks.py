@@ -196,6 +196,89 @@ def test_a_block_that_is_not_utf8_is_refused():
     assert block_ids(tok, b"", special="none") == ([], [])
 
 
+# ------------------------------------------------------------------ blocks cut into units
+
+
+def corpus_block(names=("en_botchan.txt", "multi_ja.txt", "code_py.txt", "multi_ru.txt")):
+    """About 100 KB of corpus lines with the line ends that matter at a
+    unit's edge: CRLF, empty lines, a "\\r" inside, byte-fallback emoji,
+    a space or "▁" first."""
+    lines = []
+    for name in names:
+        lines += read_lines((DATA_DIR / "corpus" / name).read_text(encoding="utf-8"))[:900]
+    odd = ["", "\r", "a\rb", " lead", "▁marker", "🙂🙂 🙂", "x" * 300, "\t"]
+    mixed = []
+    for i, line in enumerate(lines):
+        mixed.append(line + ("\r" if i % 7 == 0 else ""))
+        if i % 5 == 0:
+            mixed.append(odd[i % len(odd)])
+    return mixed
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_block_of_many_units_gives_sentencepieces_ids(threads):
+    """A block large enough to be cut into many units (each worker finds
+    and checks the lines of its own): live sentencepiece's ids line by
+    line, and encode_batch's."""
+    import sentencepiece as spm
+
+    lines = corpus_block()
+    block = "\n".join(lines).encode("utf-8")  # (the last line without a line end)
+    assert len(block) > 48 * 4096
+    docs = read_lines(block.decode("utf-8"))
+    sp = spm.SentencePieceProcessor(model_file=str(MODEL))
+    want = flat([sp.encode(d) if d else [] for d in docs])
+    tok = spmbpe.load(MODEL)
+    assert block_ids(tok, block, special="none", num_threads=threads) == want
+    assert block_ids(tok, block + b"\n", special="none", num_threads=threads) == want
+    assert flat(tok.encode_batch(docs, special="none")) == want
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_block_of_many_units_gives_tokenizers_ids(threads):
+    from tokenizers import Tokenizer
+
+    block = ("\n".join(corpus_block()) + "\n").encode("utf-8")
+    docs = read_lines(block.decode("utf-8"))
+    ref = [e.ids for e in Tokenizer.from_file(str(JSON)).encode_batch(docs, add_special_tokens=False)]
+    assert block_ids(spmbpe.load(JSON), block, special="none", num_threads=threads) == flat(ref)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_block_of_empty_lines_counts_every_one(threads):
+    """More lines than the offsets are first sized for (one per 32 bytes):
+    empty lines, then lines of byte-fallback characters, the most ids a
+    byte of text can give."""
+    tok = spmbpe.load(MODEL)
+    block = b"\n" * 100_000 + b"x\n" + b"\r\n" * 50_000 + ("🙂" * 3 + "\n").encode("utf-8") * 20_000
+    docs = read_lines(block.decode("utf-8"))
+    assert len(docs) == 170_001
+    assert block_ids(tok, block, special="none", num_threads=threads) == flat(tok.encode_batch(docs, special="none"))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_bytes_not_utf8_deep_in_a_block_are_named(threads):
+    """The check is each unit's, in the worker: the byte named is still the
+    block's first fault, whichever unit holds it."""
+    tok = spmbpe.load(MODEL)
+    good = ("\n".join(corpus_block()) + "\n").encode("utf-8")
+    for at in (len(good) // 3, len(good) - 2):
+        cut = good.rfind(b"\n", 0, at) + 1
+        bad = good[:cut] + b"ab\xe2\x96" + good[cut:]
+        with pytest.raises(ValueError, match=f"invalid byte {cut + 2}$"):
+            tok._encode_line_block(bad, special="none", num_threads=threads)
+
+
+def test_a_line_the_merge_refuses_deep_in_a_block_sends_it_encode_batchs_way():
+    tok = spmbpe.load(MODEL)
+    _testing.limit_segment_bytes(tok._core, 600)
+    lines = [s for s in corpus_block() if len(s.encode("utf-8")) <= 600]
+    block = ("\n".join(lines[:3000]) + "\n" + "y" * 900 + "\n" + "\n".join(lines[3000:]) + "\n").encode("utf-8")
+    assert len(block) > 48 * 4096
+    for threads in (1, 2):
+        assert tok._encode_line_block(block, special="none", num_threads=threads) is None
+
+
 def test_line_block_documents():
     block = LineBlock("a\r\n\nb\rc\né\r\n".encode("utf-8"))
     assert len(block) == 4

@@ -13,6 +13,12 @@ cdef class BatchJob:
                                       # (a reference each; ends holds their sizes until cut)
     cdef int prefix_rule              # their dummy prefix (PREFIX_*)
     cdef size_t str_ids_bound         # the most ids they can give
+    cdef bytes lines                  # or (start_lines) the block whose lines are the texts
+    cdef const char *line_data        # ... its bytes (NULL: not lines); unit_end then holds
+                                      # byte offsets in it, and the texts are counted as
+                                      # the units are collected
+    cdef size_t **unit_line_ends      # each finished unit's line ends in its ids (owned)
+    cdef Py_ssize_t *unit_lines       # ... and its number of lines
     cdef int32_t *counts              # parts of each text
     cdef Py_ssize_t *first_item       # text t's first part in items
     cdef Py_ssize_t *unit_end         # unit u holds texts [unit_end[u - 1], unit_end[u])
@@ -39,8 +45,13 @@ cdef class BatchJob:
     cdef void drop_strs(self, Py_ssize_t n)
     cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept
     cdef int cut_units(self, Py_ssize_t units) except -1
+    cdef int cut_lines(self, Py_ssize_t units) except -1
+    cdef int unit_arrays(self) except -1
     cdef Workspace *join(self) except? NULL
     cdef bint run_unit(self, Workspace *w) noexcept nogil
     cdef int collect(self, list out, bint flat) except -1
+    cdef int collect_lines(self, Py_ssize_t u) except -1
+    cdef void unit_collected_free(self, Py_ssize_t u) noexcept
+    cdef int flat_room(self, object buffer, size_t need) except -1
     cdef int flat_begin(self) except -1
     cdef void give_back(self)

@@ -50,18 +50,24 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     return share, longest, n > max_items or (n > 1 and total - last >= share)
 
 
-cdef Py_ssize_t count_lines(const char *s, Py_ssize_t n) noexcept nogil:
-    """The lines of s[0:n] as start_lines reads them: one per "\\n", and one
-    more when the last does not end with one."""
-    cdef Py_ssize_t lines = 0, i = 0
+def count_newlines(const unsigned char[::1] data):
+    """How many "\\n" bytes `data` holds: what bytes.count(b"\\n") says, by
+    memchr from one to the next (CPython 3.11's count reads a byte at a
+    time, and the command line's reader counted every block twice)."""
+    cdef const char *s
     cdef const char *at
-    while i < n:
-        at = <const char *>memchr(s + i, b"\n", <size_t>(n - i))
-        lines += 1
-        if at == NULL:
-            break
-        i = (at - s) + 1
-    return lines
+    cdef Py_ssize_t n = data.shape[0], i = 0, count = 0
+    if n == 0:
+        return 0
+    s = <const char *>&data[0]
+    with nogil:
+        while i < n:
+            at = <const char *>memchr(s + i, b"\n", <size_t>(n - i))
+            if at == NULL:
+                break
+            count += 1
+            i = (at - s) + 1
+    return count
 
 
 def utf8_valid_prefix(const unsigned char[::1] data):
@@ -90,6 +96,9 @@ cdef class BatchJob:
 
     def __cinit__(self):
         self.items = NULL
+        self.line_data = NULL
+        self.unit_line_ends = NULL
+        self.unit_lines = NULL
         self.strs = NULL
         self.str_ids_bound = 0
         self.counts = NULL
@@ -144,38 +153,52 @@ cdef class BatchJob:
         line ends with "\\n" (the last may lack it), a "\\r" before the "\\n"
         is left out (as the command line reads text files), and each line is
         one text part with the dummy prefix by the PREFIX_* rule `prefix`.
-        The block is checked to be UTF-8 first: ValueError naming the byte.
         No str is made for a line (the command line's input is read as
-        bytes: a str per line cost more than merging a short one)."""
-        cdef const char *s = PyBytes_AS_STRING(block)
-        cdef Py_ssize_t n = PyBytes_GET_SIZE(block), valid, n_lines, t, k, begin, end
-        cdef const char *at
+        bytes: a str per line cost more than merging a short one), nor any
+        record per line: the block is cut into about `units` units of whole
+        lines, and each worker finds the lines of its units, checks their
+        bytes to be UTF-8 and merges them (encode_lines).  (Lines found,
+        checked and recorded here, 80 bytes each, took the leader an eighth
+        of a two-thread block while the helpers waited.)  Only a flat result
+        (lead(True)); a block that is not UTF-8 makes lead raise ValueError
+        naming the byte."""
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
-        valid = <Py_ssize_t>spm_utf8_valid_prefix(s, <size_t>n)
-        if valid < n:
-            raise ValueError(f"the block is not UTF-8: invalid byte {valid}")
-        self.batch = [block]  # keeps the parts' UTF-8 alive
-        n_lines = count_lines(s, n)
-        self.n_texts = n_lines
+        self.batch = []
+        self.lines = block  # (keeps the lines' bytes alive)
+        self.line_data = PyBytes_AS_STRING(block)
         self.alpha = 0.0
-        self.allocate(n_lines)
-        # Every line a text part (none for an empty line), packed: a text's
-        # parts are found through counts.
-        k = 0
-        begin = 0
-        for t in range(n_lines):
-            at = <const char *>memchr(s + begin, b"\n", <size_t>(n - begin))
-            end = n if at == NULL else at - s
-            self.counts[t] = 0
-            if end > begin and s[end - 1] == b"\r" and at != NULL:
-                end -= 1
-            if end > begin:
-                text_part(&self.items[k], s + begin, end - begin, takes_prefix(prefix, s + begin, end - begin), NULL)
-                self.counts[t] = 1
-                k += 1
-            begin = n if at == NULL else (at - s) + 1
-        self.cut_units(units)
+        self.prefix_rule = prefix
+        self.cut_lines(units)
+
+    cdef int cut_lines(self, Py_ssize_t units) except -1:
+        """start_lines' units: about len(block) / units bytes each, every
+        one but the last ending just after a "\\n"."""
+        cdef const char *s = self.line_data
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(self.lines), u, target, cut = 0
+        cdef const char *at
+        units = max(1, min(units, n // 4096 + 1))
+        self.unit_end = <Py_ssize_t *>malloc((units + 1) * sizeof(Py_ssize_t))
+        if self.unit_end == NULL:
+            raise MemoryError()
+        for u in range(1, units):
+            target = n * u // units
+            if target < cut:
+                continue
+            at = <const char *>memchr(s + target, b"\n", <size_t>(n - target))
+            if at == NULL or at - s + 1 >= n:
+                break
+            cut = at - s + 1
+            self.unit_end[self.n_units] = cut
+            self.n_units += 1
+        if n:
+            self.unit_end[self.n_units] = n
+            self.n_units += 1
+        self.unit_line_ends = <size_t **>calloc(self.n_units + 1, sizeof(size_t *))
+        self.unit_lines = <Py_ssize_t *>calloc(self.n_units + 1, sizeof(Py_ssize_t))
+        if self.unit_line_ends == NULL or self.unit_lines == NULL:
+            raise MemoryError()
+        return self.unit_arrays()
 
     cdef int allocate(self, Py_ssize_t n_parts) except -1:
         """The arrays for n_texts texts of n_parts parts in all."""
@@ -269,6 +292,11 @@ cdef class BatchJob:
                 self.unit_end[self.n_units] = t + 1
                 self.n_units += 1
                 filled = 0
+        return self.unit_arrays()
+
+    cdef int unit_arrays(self) except -1:
+        """Each unit's result slots, once the n_units units are cut; then
+        lets the workers in."""
         self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
         self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
         self.unit_collected = <uint8_t *>calloc(self.n_units + 1, 1)
@@ -322,7 +350,10 @@ cdef class BatchJob:
         lo = self.unit_end[u - 1] if u else 0
         hi = self.unit_end[u]
         w.ids_len = 0
-        if self.strs != NULL:
+        if self.line_data != NULL:
+            rc = encode_lines(&self.core.t, w, self.line_data + lo, hi - lo,
+                              self.prefix_rule, &self.unit_line_ends[u], &self.unit_lines[u])
+        elif self.strs != NULL:
             rc = encode_strs(&self.core.t, w, self.strs + lo, hi - lo, self.ends + lo, &failed, self.prefix_rule)
         else:
             rc = encode_items(&self.core.t, w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
@@ -350,9 +381,14 @@ cdef class BatchJob:
         the flat result) between its own units and while the helpers finish
         theirs.  Returns what encode_parts_batch would, or None when a text
         failed (encode_parts_batch then raises its error)."""
-        cdef Workspace *w = self.join()
+        cdef Workspace *w
         cdef list out = None
-        cdef bint more = w != NULL
+        cdef bint more
+        cdef Py_ssize_t valid
+        if self.line_data != NULL and not flat:
+            raise ValueError("the lines of a block give a flat result")
+        w = self.join()
+        more = w != NULL
         try:
             if flat:
                 self.flat_begin()
@@ -373,11 +409,17 @@ cdef class BatchJob:
             with nogil:
                 spm_yield()
         if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
+            if self.line_data != NULL:
+                valid = <Py_ssize_t>spm_utf8_valid_prefix(self.line_data, <size_t>PyBytes_GET_SIZE(self.lines))
+                if valid < PyBytes_GET_SIZE(self.lines):
+                    raise ValueError(f"the block is not UTF-8: invalid byte {valid}")
             return None
         self.collect(out, flat)
         if flat:
             # (The room left over is given back.)
             PyByteArray_Resize(self.flat_ids, <Py_ssize_t>(self.flat_at * sizeof(int32_t)))
+            if self.line_data != NULL:
+                PyByteArray_Resize(self.flat_offsets, (self.n_texts + 1) * sizeof(int64_t))
             return self.flat_ids, self.flat_offsets
         return out
 
@@ -388,7 +430,7 @@ cdef class BatchJob:
         the next units' buffers reuse its memory instead of new pages (each
         new 4 KiB page is a page fault: they cost a third of a NumPy batch)."""
         cdef Py_ssize_t u, t, lo
-        cdef size_t mark, n, need, cap
+        cdef size_t mark, n
         cdef int64_t *offsets
         for u in range(self.collected, self.n_units):
             if self.unit_collected[u]:
@@ -397,13 +439,13 @@ cdef class BatchJob:
                 if flat:
                     break  # (in order)
                 continue
+            if self.line_data != NULL:
+                self.collect_lines(u)
+                continue
             lo = self.unit_end[u - 1] if u else 0
             if flat:
                 n = self.ends[self.unit_end[u] - 1]
-                need = (self.flat_at + n) * sizeof(int32_t)
-                cap = <size_t>PyByteArray_GET_SIZE(self.flat_ids)
-                if need > cap:
-                    PyByteArray_Resize(self.flat_ids, <Py_ssize_t>max(need, 2 * cap))
+                self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
                 if n:
                     memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
                            self.unit_ids[u], n * sizeof(int32_t))
@@ -418,11 +460,49 @@ cdef class BatchJob:
                     Py_INCREF(item)
                     PyList_SET_ITEM(out, t, item)
                     mark = self.ends[t]
-            free(self.unit_ids[u])
-            self.unit_ids[u] = NULL
-            self.unit_collected[u] = 1
+            self.unit_collected_free(u)
         while self.collected < self.n_units and self.unit_collected[self.collected]:
             self.collected += 1
+        return 0
+
+    cdef int collect_lines(self, Py_ssize_t u) except -1:
+        """collect's part for unit u of a block's lines: its ids after the
+        flat result's, and its lines' offsets after the texts' so far (the
+        offsets grow as the lines are counted)."""
+        cdef Py_ssize_t lines = self.unit_lines[u], t
+        cdef size_t n = self.unit_line_ends[u][lines - 1] if lines else 0
+        cdef const size_t *ends = self.unit_line_ends[u]
+        cdef int64_t *offsets
+        self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
+        self.flat_room(self.flat_offsets, <size_t>(self.n_texts + lines + 1) * sizeof(int64_t))
+        if n:
+            memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
+                   self.unit_ids[u], n * sizeof(int32_t))
+        offsets = (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets)) + self.n_texts + 1
+        for t in range(lines):
+            offsets[t] = <int64_t>(self.flat_at + ends[t])
+        self.flat_at += n
+        self.n_texts += lines
+        self.unit_collected_free(u)
+        return 0
+
+    cdef void unit_collected_free(self, Py_ssize_t u) noexcept:
+        """Marks unit u collected and frees its buffers (the next units'
+        buffers then reuse that memory instead of new pages: each new 4 KiB
+        page is a page fault, and they cost a third of a NumPy batch)."""
+        free(self.unit_ids[u])
+        self.unit_ids[u] = NULL
+        if self.unit_line_ends != NULL:
+            free(self.unit_line_ends[u])
+            self.unit_line_ends[u] = NULL
+        self.unit_collected[u] = 1
+
+    cdef int flat_room(self, object buffer, size_t need) except -1:
+        """Grows a flat result's bytearray to hold `need` bytes (twice its
+        size at least: a large one grows in place, by remapping)."""
+        cdef size_t cap = <size_t>PyByteArray_GET_SIZE(buffer)
+        if need > cap:
+            PyByteArray_Resize(buffer, <Py_ssize_t>max(need, 2 * cap))
         return 0
 
     cdef int flat_begin(self) except -1:
@@ -433,6 +513,18 @@ cdef class BatchJob:
         text's ids, from 0."""
         cdef Py_ssize_t k
         cdef size_t bound = self.str_ids_bound
+        if self.line_data != NULL:
+            # (A line of k bytes gives at most k + 1 ids, and takes k + 1
+            # with its line end; the offsets start at one line per 32 bytes
+            # and grow.)
+            bound = <size_t>PyBytes_GET_SIZE(self.lines) + 1
+            self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
+            self.flat_offsets = PyByteArray_FromStringAndSize(
+                NULL, (PyBytes_GET_SIZE(self.lines) // 32 + 2) * sizeof(int64_t))
+            (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
+            self.n_texts = 0
+            self.flat_at = 0
+            return 0
         if self.strs == NULL:
             for k in range(self.first_item[self.n_texts]):
                 bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
@@ -464,6 +556,11 @@ cdef class BatchJob:
         if self.unit_ids != NULL:
             for u in range(self.n_units):
                 free(self.unit_ids[u])
+        if self.unit_line_ends != NULL:
+            for u in range(self.n_units):
+                free(self.unit_line_ends[u])
+        free(self.unit_line_ends)
+        free(self.unit_lines)
         if self.strs != NULL:
             self.drop_strs(self.n_texts)
         free(self.items)

@@ -416,6 +416,55 @@ cdef int encode_strs(const CoreTables *t, Workspace *w, PyObject **texts, Py_ssi
     return OK
 
 
+cdef int encode_lines(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t n, int prefix,
+                      size_t **line_ends, Py_ssize_t *n_lines) noexcept nogil:
+    """Merges each line of s[0:n] (UTF-8 bytes; BatchJob.start_lines) as
+    one segment with the dummy prefix by the PREFIX_* rule `prefix`, into
+    w.ids: a line ends at a "\\n" (a "\\r" before it left out) or at n; an
+    empty line gives no ids.  Line j's ids end at (*line_ends)[j] (a buffer
+    this allocates, the caller frees), *n_lines of them.  The bytes are
+    checked to be UTF-8 first (ERR_NOT_UTF8): the merge reads a character's
+    continuation bytes by its lead byte."""
+    cdef Py_ssize_t begin = 0, end, after, k = 0, cap
+    cdef const char *at
+    cdef size_t *ends
+    cdef size_t *grown
+    cdef int rc
+    line_ends[0] = NULL
+    n_lines[0] = 0
+    if <Py_ssize_t>spm_utf8_valid_prefix(s, <size_t>n) < n:
+        return ERR_NOT_UTF8
+    # (About one line per 32 bytes of text; grown when there are more.)
+    cap = n // 32 + 8
+    ends = <size_t *>malloc(<size_t>cap * sizeof(size_t))
+    if ends == NULL:
+        return ERR_NOMEM
+    while begin < n:
+        at = <const char *>memchr(s + begin, b"\n", <size_t>(n - begin))
+        end = n if at == NULL else at - s
+        after = n if at == NULL else end + 1
+        if at != NULL and end > begin and s[end - 1] == b"\r":
+            end -= 1
+        if end > begin:
+            rc = encode_segment(t, w, s + begin, end - begin, takes_prefix(prefix, s + begin, end - begin))
+            if rc != OK:
+                free(ends)
+                return rc
+        if k == cap:
+            cap *= 2
+            grown = <size_t *>realloc(ends, <size_t>cap * sizeof(size_t))
+            if grown == NULL:
+                free(ends)
+                return ERR_NOMEM
+            ends = grown
+        ends[k] = w.ids_len
+        k += 1
+        begin = after
+    line_ends[0] = ends
+    n_lines[0] = k
+    return OK
+
+
 cdef int encode_run(const CoreTables *t, Workspace *w, const PlanPart *items, Py_ssize_t n_items,
                     Py_ssize_t *failed) noexcept nogil:
     """Appends the ids of n_items parts to w.ids: a token's id as is, a

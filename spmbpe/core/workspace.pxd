@@ -7,6 +7,7 @@ cdef enum:
     ERR_UNENCODABLE = -2
     ERR_TOO_LONG = -3
     ERR_SURROGATE = -4    # a str's code point UTF-8 cannot hold (encode_str_block)
+    ERR_NOT_UTF8 = -5     # bytes that are not UTF-8 (encode_lines)
 
 # Entries of a workspace's PairMemo and character memo (powers of two).
 cdef enum:
