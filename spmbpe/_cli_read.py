@@ -19,7 +19,7 @@ import zlib
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_common import CliError
-from ._core import utf8_valid_prefix
+from ._core import count_newlines, utf8_valid_prefix
 
 __all__ = [
     "Batch",
@@ -226,9 +226,13 @@ class LineBlock:
 
     __slots__ = ("data", "count", "_strings")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, newlines: Optional[int] = None) -> None:
+        """`newlines`: how many "\\n" `data` holds, when the reader counted
+        them already."""
         self.data = data
-        self.count = data.count(b"\n") + (not data.endswith(b"\n") and len(data) > 0)
+        if newlines is None:
+            newlines = count_newlines(data)
+        self.count = newlines + (not data.endswith(b"\n") and len(data) > 0)
         self._strings: Optional[List[str]] = None
 
     def strings(self) -> List[str]:
@@ -481,6 +485,7 @@ class DocumentReader:
         raw = bytes_ok
         blocks: List[bytes] = []
         first_line = 0  # the record of the first line of `blocks`
+        newlines = 0  # in `blocks` (_skip counted them: a block's lines)
         nbytes = 0
         self._compressed = stream.compressed
         done = 0  # stream.position() at the last batch
@@ -489,7 +494,9 @@ class DocumentReader:
             if raw and utf8_valid_prefix(data) == len(data):
                 if not blocks:
                     first_line = line_no
+                    newlines = 0
                 blocks.append(data)
+                newlines += self.records - line_no + 1
             else:
                 if fmt == "jsonl":
                     got = self._jsonl_docs(name, data, line_no, offset)
@@ -504,7 +511,8 @@ class DocumentReader:
                     recs.extend(new_recs)
             if nbytes >= self.batch_bytes:
                 position = stream.position()
-                yield self._batch(name, stream, self._packed(blocks, first_line) or columns, nbytes, position - done)
+                yield self._batch(name, stream, self._packed(blocks, first_line, newlines) or columns, nbytes,
+                                  position - done)
                 columns = [([], []) for _ in self.fields]
                 blocks = []
                 raw = bytes_ok
@@ -512,15 +520,17 @@ class DocumentReader:
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]
             self._end_paragraph(docs, recs)  # the input's last paragraph
-        yield self._batch(name, stream, self._packed(blocks, first_line) or columns, nbytes, stream.position() - done)
+        yield self._batch(name, stream, self._packed(blocks, first_line, newlines) or columns, nbytes,
+                          stream.position() - done)
 
     @staticmethod
-    def _packed(blocks: List[bytes], first_line: int) -> Optional[List[Tuple[Any, Any]]]:
+    def _packed(blocks: List[bytes], first_line: int, newlines: Optional[int] = None) -> Optional[List[Tuple[Any, Any]]]:
         """The batch's one column as a LineBlock of `blocks` and its records
-        (None: no blocks, the documents are strs)."""
+        (None: no blocks, the documents are strs); `newlines`: the "\\n" in
+        them, when counted."""
         if not blocks:
             return None
-        lines = LineBlock(blocks[0] if len(blocks) == 1 else b"".join(blocks))
+        lines = LineBlock(blocks[0] if len(blocks) == 1 else b"".join(blocks), newlines)
         return [(lines, range(first_line, first_line + len(lines)))]
 
     @staticmethod
@@ -592,7 +602,7 @@ class DocumentReader:
             offset += len(data)
 
     def _skip(self, data: bytes, offset: int) -> Iterator[Tuple[bytes, int, int]]:
-        n = data.count(b"\n")
+        n = count_newlines(data)
         if self.skip_records:
             if n <= self.skip_records:
                 self.skip_records -= n
@@ -605,7 +615,7 @@ class DocumentReader:
             offset += len(data) - len(parts[-1])
             self.skipped_bytes += len(data) - len(parts[-1])
             data = parts[-1]
-            n = data.count(b"\n")
+            n = count_newlines(data)
         line_no = self.records + 1
         self.records += n
         yield data, line_no, offset
