@@ -12,7 +12,7 @@ import gc
 from array import array
 from contextlib import contextmanager
 from itertools import accumulate
-from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, cast
+from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, Union, cast
 
 from ._core import BatchJob, Plan, SpmCore, batch_shape, batch_slices
 from ._policy import check_surrogates, check_text, text_seed
@@ -168,7 +168,7 @@ def _encode_job(
     return result
 
 
-def encode_line_block(core: SpmCore, block: bytes, threads: int, prefix: int) -> Optional[Tuple[bytearray, bytearray]]:
+def encode_line_block(core: SpmCore, block: Union[bytes, bytearray], threads: int, prefix: int) -> Optional[Tuple[bytearray, bytearray]]:
     """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
     segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
     `threads` threads: (every id as native uint32 in a bytearray, the

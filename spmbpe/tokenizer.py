@@ -456,7 +456,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         return out
 
     def _encode_line_block(
-        self, block: bytes, *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
+        self, block: Union[bytes, bytearray], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
     ) -> Optional[Tuple[bytearray, bytearray]]:
         """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
         line ending with "\\n" and a "\\r" before it left out, as the command

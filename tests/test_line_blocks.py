@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import spmbpe
 from spmbpe import _testing
 from spmbpe._cli_read import LineBlock
-from spmbpe._core import utf8_valid_prefix
+from spmbpe._core import count_newlines, read_buffer, utf8_valid_prefix
 from spmbpe.cli import main
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
@@ -96,6 +96,22 @@ def test_utf8_check_agrees_with_pythons_decoder(data):
     """What is valid, and where the first fault starts, as bytes.decode
     says: the reader sends a block the check passes to the merge."""
     assert utf8_valid_prefix(data) == python_valid_prefix(data)
+
+
+@given(st.binary(max_size=300))
+@example(b"\n\n")
+@example(b"a\nb")
+def test_newline_count_agrees_with_bytes_count(data):
+    assert count_newlines(data) == data.count(b"\n")
+    assert count_newlines(bytearray(data)) == data.count(b"\n")
+
+
+def test_a_read_buffer_is_a_bytearray_of_its_size():
+    buf = read_buffer(5000)
+    assert type(buf) is bytearray and len(buf) == 5000
+    assert read_buffer(0) == bytearray()
+    with pytest.raises(ValueError):
+        read_buffer(-1)
 
 
 # ------------------------------------------------------------------ ids
@@ -288,6 +304,40 @@ def test_line_block_documents():
     unended = LineBlock(b"a\r\nb\r")  # (the reader always ends a block with "\n")
     assert unended.strings() == ["a", "b\r"] and len(unended) == 2
     assert unended.text_bytes() == 3 and len(LineBlock(b"")) == 0 and LineBlock(b"").strings() == []
+
+
+def reader_batches(path, batch_bytes):
+    from spmbpe._cli_read import DocumentReader
+
+    reader = DocumentReader([str(path)], input_format="text", field="text", fields=None, errors="strict",
+                            batch_bytes=batch_bytes, documents="line", skip_empty=False)
+    return list(reader)
+
+
+@pytest.mark.parametrize("batch_bytes", [300, 4096, 1 << 20])
+def test_the_reader_hands_on_whole_lines_as_read(tmp_path, batch_bytes):
+    """Each block is the buffer a read filled, cut after its last line end:
+    lines longer than a read (several reads joined), CRLF, empty lines and
+    a last line without a line end give the documents and record numbers
+    Python's split does, every batch but a long line's within its bound."""
+    lines = read_lines((DATA_DIR / "corpus" / "multi_ja.txt").read_text(encoding="utf-8"))[:300]
+    lines[10] = "x" * 5000
+    lines[11] = ""
+    lines[200] = "é" * 3000 + "\r"
+    data = ("\n".join(lines) + "\r\nlast " + "z" * 7000).encode("utf-8")  # (longer than a read)
+    path = tmp_path / "in.txt"
+    path.write_bytes(data)
+    docs, records = [], []
+    for batch in reader_batches(path, batch_bytes):
+        (block,), (recs,) = batch.columns, batch.column_records
+        if not len(block):
+            continue  # (the input's end, after a batch that ended with it)
+        assert isinstance(block, LineBlock)
+        assert len(block.data) <= batch_bytes + batch_bytes // 16 + 9000
+        docs += block.strings()
+        records += list(recs)
+    assert docs == read_lines(data.decode("utf-8"))
+    assert records == list(range(1, len(docs) + 1))
 
 
 # ------------------------------------------------------------------ the command line

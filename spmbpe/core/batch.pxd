@@ -13,7 +13,8 @@ cdef class BatchJob:
                                       # (a reference each; ends holds their sizes until cut)
     cdef int prefix_rule              # their dummy prefix (PREFIX_*)
     cdef size_t str_ids_bound         # the most ids they can give
-    cdef bytes lines                  # or (start_lines) the block whose lines are the texts
+    cdef const unsigned char[::1] lines  # or (start_lines) the block whose lines are the texts
+    cdef Py_ssize_t line_bytes        # ... its size
     cdef const char *line_data        # ... its bytes (NULL: not lines); unit_end then holds
                                       # byte offsets in it, and the texts are counted as
                                       # the units are collected

@@ -50,6 +50,15 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     return share, longest, n > max_items or (n > 1 and total - last >= share)
 
 
+def read_buffer(Py_ssize_t n):
+    """A bytearray of n bytes to read into, not zeroed first (bytearray(n)
+    writes every page before the read does: a page fault per 4 KiB even
+    where the read ends early).  Its caller cuts it to what was read."""
+    if n < 0:
+        raise ValueError("a negative size")
+    return PyByteArray_FromStringAndSize(NULL, n)
+
+
 def count_newlines(const unsigned char[::1] data):
     """How many "\\n" bytes `data` holds: what bytes.count(b"\\n") says, by
     memchr from one to the next (CPython 3.11's count reads a byte at a
@@ -148,8 +157,9 @@ cdef class BatchJob:
         gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
         self.cut_units(units)
 
-    def start_lines(self, bytes block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
-        """Gives the job its texts as the lines of `block`, UTF-8 bytes: each
+    def start_lines(self, block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
+        """Gives the job its texts as the lines of `block`, UTF-8 bytes (or a
+        bytearray, held unresizable while the job lasts): each
         line ends with "\\n" (the last may lack it), a "\\r" before the "\\n"
         is left out (as the command line reads text files), and each line is
         one text part with the dummy prefix by the PREFIX_* rule `prefix`.
@@ -165,8 +175,10 @@ cdef class BatchJob:
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = []
-        self.lines = block  # (keeps the lines' bytes alive)
-        self.line_data = PyBytes_AS_STRING(block)
+        self.lines = block  # (keeps the lines' bytes alive, and their place)
+        self.line_bytes = self.lines.shape[0]
+        # (Any non-NULL pointer marks the lines mode, an empty block's too.)
+        self.line_data = <const char *>&self.lines[0] if self.line_bytes else MARKER
         self.alpha = 0.0
         self.prefix_rule = prefix
         self.cut_lines(units)
@@ -175,7 +187,7 @@ cdef class BatchJob:
         """start_lines' units: about len(block) / units bytes each, every
         one but the last ending just after a "\\n"."""
         cdef const char *s = self.line_data
-        cdef Py_ssize_t n = PyBytes_GET_SIZE(self.lines), u, target, cut = 0
+        cdef Py_ssize_t n = self.line_bytes, u, target, cut = 0
         cdef const char *at
         units = max(1, min(units, n // 4096 + 1))
         self.unit_end = <Py_ssize_t *>malloc((units + 1) * sizeof(Py_ssize_t))
@@ -410,8 +422,8 @@ cdef class BatchJob:
                 spm_yield()
         if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
             if self.line_data != NULL:
-                valid = <Py_ssize_t>spm_utf8_valid_prefix(self.line_data, <size_t>PyBytes_GET_SIZE(self.lines))
-                if valid < PyBytes_GET_SIZE(self.lines):
+                valid = <Py_ssize_t>spm_utf8_valid_prefix(self.line_data, <size_t>self.line_bytes)
+                if valid < self.line_bytes:
                     raise ValueError(f"the block is not UTF-8: invalid byte {valid}")
             return None
         self.collect(out, flat)
@@ -517,10 +529,10 @@ cdef class BatchJob:
             # (A line of k bytes gives at most k + 1 ids, and takes k + 1
             # with its line end; the offsets start at one line per 32 bytes
             # and grow.)
-            bound = <size_t>PyBytes_GET_SIZE(self.lines) + 1
+            bound = <size_t>self.line_bytes + 1
             self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
             self.flat_offsets = PyByteArray_FromStringAndSize(
-                NULL, (PyBytes_GET_SIZE(self.lines) // 32 + 2) * sizeof(int64_t))
+                NULL, (self.line_bytes // 32 + 2) * sizeof(int64_t))
             (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
             self.n_texts = 0
             self.flat_at = 0

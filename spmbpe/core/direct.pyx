@@ -276,15 +276,15 @@ cdef class TokenizerBase:
                 return -1
         return self.prefix_mode
 
-    def _line_block_prefix(self, bytes block, special):
+    def _line_block_prefix(self, const unsigned char[::1] block, special):
         """The prefix rule (PREFIX_*) to hand the core with the lines of
-        `block` (UTF-8 bytes, BatchJob.start_lines) when no line holds an
+        `block` (UTF-8 bytes or bytearray, BatchJob.start_lines) when no line holds an
         added token of a kind `special` splits out, so that each line is one
         segment; -1 when one may (a token across a line end counts too: the
         lines then go the planned way), or when the policy needs the
         planner."""
         cdef int mask = self.direct_mask(special)
-        if not mask or scan_finds(&self.scan, PyBytes_AS_STRING(block), PyBytes_GET_SIZE(block), mask):
+        if not mask or (block.shape[0] and scan_finds(&self.scan, <const char *>&block[0], block.shape[0], mask)):
             return -1
         return self.prefix_mode
 
