@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import sys
 
 import pytest
 
@@ -143,3 +144,43 @@ def test_a_text_without_an_added_token_is_not_planned(tokenizers, name, monkeypa
         # In a batch, only that text is.
         assert tok.encode_batch(plain + [text], special="all", num_threads=1) == expected + [want]
         assert calls == [text]
+
+
+# A single text is read as CPython stores it, as a batch's texts are: a str
+# that is not ASCII is converted into the encoder's own buffer, not asked for
+# the UTF-8 copy CPython would keep on it (a corpus of such lines encoded one
+# by one held half as much again).  ASCII, Latin-1 (one byte a character, not
+# UTF-8), two and four bytes a character, each with the prefix rule's
+# first characters.
+STORAGES = ["plain ascii", "caf\u00e9 cr\u00e8me", "\u65e5\u672c\u8a9e \u3067\u3059", "\U0001f999 llama",
+            " l\u00e9ad", "\u2581l\u00e9ad", "\u00e9", "\U0001f600", "tail\u00ff", "\u0436" * 20000,
+            "\u00e9 " * 16000]
+
+
+@pytest.mark.parametrize("fmt", ["model", "json"])
+def test_one_text_of_every_str_storage_gives_the_references_ids_and_leaves_no_copy(fmt):
+    texts = [t + f" {i}" for i in range(3) for t in STORAGES]
+    sizes = [sys.getsizeof(t) for t in texts]
+    if fmt == "model":
+        import sentencepiece
+
+        tok = spmbpe.load(DATA_DIR / "mistral-v1.model")
+        got = [tok.encode_ordinary(t) for t in texts]
+        assert [sys.getsizeof(t) for t in texts] == sizes
+        assert got == sentencepiece.SentencePieceProcessor(model_file=str(DATA_DIR / "mistral-v1.model")).encode(texts)
+    else:
+        from tokenizers import Tokenizer
+
+        tok = spmbpe.load(JSON)
+        got = [tok.encode(t, special="none") for t in texts]
+        assert [sys.getsizeof(t) for t in texts] == sizes
+        ref = Tokenizer.from_file(str(JSON))
+        assert got == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+
+
+@pytest.mark.parametrize("text, position", [("\u00e9\ud800", 1), ("\u65e5\udfff x", 1), ("\U0001f999 \ud83d", 2)])
+def test_a_surrogate_in_one_short_text_is_named_as_the_planned_path_names_it(text, position):
+    tok = spmbpe.load(DATA_DIR / "mistral-v1.model")
+    for call in (tok.encode_ordinary, lambda t: tok.encode(t, special="none")):
+        with pytest.raises(ValueError, match=f"lone surrogate .* at position {position}, "):
+            call(text)

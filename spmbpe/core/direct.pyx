@@ -166,10 +166,11 @@ cdef class TokenizerBase:
         (also a text that is no UTF-8: the planned path names the fault)."""
         cdef Py_ssize_t n
         cdef const char *s
-        if by_str_blocks(&self.direct_core.t, text) and not scan_can_find(&self.scan, mask):
+        if not scan_can_find(&self.scan, mask):
             # (Read from the str itself: asking for its UTF-8 would make a
             # copy that stays on it.  A surrogate shows up as it is read.)
-            prefix[0] = takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
+            prefix[0] = PyUnicode_GET_LENGTH(text) > 0 and \
+                takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
             return 1
         s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
         if s == NULL:
@@ -192,7 +193,10 @@ cdef class TokenizerBase:
                 # (What the planned path raises for it.)
                 raise surrogate_error(text)
             return ids
-        return self.direct_core.encode_text(text, prefix)
+        try:
+            return self.direct_core.encode_text(text, prefix)
+        except UnicodeEncodeError:
+            raise surrogate_error(text) from None
 
     cdef list encode_planned(self, object text, object special, bint add_special_tokens,
                              bint enable_sampling, object alpha, object seed):

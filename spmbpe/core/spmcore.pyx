@@ -506,10 +506,28 @@ cdef class SpmCore:
         return self.encode_text(text, prefix)
 
     cdef list encode_text(self, str text, bint prefix):
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef int rc
-        cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
-        cdef Workspace *w = self.acquire()
+        cdef const char *src
+        cdef Workspace *w
+        if not PyUnicode_IS_ASCII(text) and n <= BLOCK_BYTES // 2:
+            # Converted into the workspace (encode_str_block, as a batch
+            # reads its strs), not asked for the UTF-8 copy CPython keeps on
+            # the str: encoded line by line, a list of Russian lines held
+            # half as much again once every line had its copy.  (Short: no
+            # text this long has blocks to merge.)
+            w = self.acquire()
+            try:
+                rc = encode_str_block(&self.t, w, PyUnicode_KIND(text), False, PyUnicode_DATA(text), 0, n, prefix)
+                if rc == OK:
+                    return self.id_list(w.ids, w.ids_len)
+                if rc != ERR_SURROGATE:
+                    check_rc(rc, &self.t, w, text)
+            finally:
+                self.release(w)
+            # (A surrogate: CPython's own UnicodeEncodeError, below.)
+        src = PyUnicode_AsUTF8AndSize(text, &n)
+        w = self.acquire()
         try:
             rc = segment(&self.t, w, src, n, prefix)
             if rc != OK:
