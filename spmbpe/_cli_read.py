@@ -236,7 +236,8 @@ class InputStream(io.RawIOBase):
 
 class LineBlock:
     """The documents of a run of whole lines of text input, kept as the
-    UTF-8 bytes read (checked to be UTF-8): one per line, without its "\\n"
+    UTF-8 bytes read (bytes, or the bytearray read into; checked to be
+    UTF-8): one per line, without its "\\n"
     and a "\\r" before it.  The encoder hands the bytes to the merge as they
     are (SpmTokenizer._encode_line_block); `strings()` gives the documents
     as strs, for every other use.  A str per line cost more than merging a

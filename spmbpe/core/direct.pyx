@@ -163,7 +163,8 @@ cdef class TokenizerBase:
     cdef int one_segment(self, str text, int mask, bint *prefix) except -1:
         """1 when `text` is one segment under `mask` (no such added token in
         it), with its dummy prefix in `prefix`; 0 when it must be planned
-        (also a text that is no UTF-8: the planned path names the fault)."""
+        (also a text that is no UTF-8 when it had to be looked through: the
+        planned path names the fault; else its reading names it)."""
         cdef Py_ssize_t n
         cdef const char *s
         if not scan_can_find(&self.scan, mask):
