@@ -112,6 +112,12 @@ cdef extern from "Python.h":
     const void *PyUnicode_DATA(object text)
     bint PyUnicode_IS_ASCII(object text)
     Py_UCS4 PyUnicode_READ_CHAR(object text, Py_ssize_t index)
+    # The UTF-8 CPython keeps on a str once asked for it (NULL when none
+    # has been; read with the GIL held, by encode_text).
+    ctypedef struct PyCompactUnicodeObject:
+        Py_ssize_t utf8_length
+        char *utf8
+    bint PyUnicode_IS_COMPACT(object text)
     # A list filled in place as a long text's blocks are merged.
     ctypedef struct PyListObject:
         PyObject **ob_item
