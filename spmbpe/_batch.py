@@ -168,7 +168,9 @@ def _encode_job(
     return result
 
 
-def encode_line_block(core: SpmCore, block: Union[bytes, bytearray], threads: int, prefix: int) -> Optional[Tuple[bytearray, bytearray]]:
+def encode_line_block(
+    core: SpmCore, block: Union[bytes, bytearray], threads: int, prefix: int
+) -> Optional[Tuple[bytearray, bytearray]]:
     """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
     segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
     `threads` threads: (every id as native uint32 in a bytearray, the

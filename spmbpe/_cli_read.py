@@ -543,7 +543,9 @@ class DocumentReader:
                           stream.position() - done)
 
     @staticmethod
-    def _packed(blocks: List[bytes], first_line: int, newlines: Optional[int] = None) -> Optional[List[Tuple[Any, Any]]]:
+    def _packed(
+        blocks: List[Any], first_line: int, newlines: Optional[int] = None
+    ) -> Optional[List[Tuple[Any, Any]]]:
         """The batch's one column as a LineBlock of `blocks` and its records
         (None: no blocks, the documents are strs); `newlines`: the "\\n" in
         them, when counted."""

@@ -510,14 +510,15 @@ cdef class SpmCore:
         cdef int rc
         cdef const char *src
         cdef Workspace *w
-        if not PyUnicode_IS_ASCII(text) and n <= BLOCK_BYTES // 2 and not (
-                PyUnicode_IS_COMPACT(text) and (<PyCompactUnicodeObject *><PyObject *>text).utf8 != NULL):
+        if PyUnicode_IS_COMPACT(text) and not PyUnicode_IS_ASCII(text) and n <= BLOCK_BYTES // 2 \
+                and (<PyCompactUnicodeObject *><PyObject *>text).utf8 == NULL:
             # Converted into the workspace (encode_str_block, as a batch
             # reads its strs), not asked for the UTF-8 copy CPython keeps on
             # the str: encoded line by line, a list of Russian lines held
             # half as much again once every line had its copy.  (Short: no
             # text this long has blocks to merge.  A str that has the copy
-            # already, from an earlier ask, is read from it below.)
+            # already, from an earlier ask, is read from it below; so is a
+            # str of the legacy kind, which the ask makes ready.)
             w = self.acquire()
             try:
                 rc = encode_str_block(&self.t, w, PyUnicode_KIND(text), False, PyUnicode_DATA(text), 0, n, prefix)
