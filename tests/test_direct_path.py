@@ -178,9 +178,20 @@ def test_one_text_of_every_str_storage_gives_the_references_ids_and_leaves_no_co
 
         tok = spmbpe.load(JSON)
         got = [tok.encode(t, special="none") for t in texts]
+        # Where a special token may occur (special="all", and the default
+        # "raise"), a text is looked through for one in a converted copy,
+        # not in CPython's; one that holds a token is planned.
+        assert [tok.encode(t, special="all") for t in texts] == got
+        assert [tok.encode(t) for t in texts] == got
+        with_tokens = [f"\u65e5\u672c<s>\u8a9e {i}" for i in range(3)] + [" \u00e9</s>", "\u041f\u0440 <unk> \u043c"]
+        token_sizes = [sys.getsizeof(t) for t in with_tokens]
+        got_tokens = [tok.encode(t, special="all") for t in with_tokens]
         assert [sys.getsizeof(t) for t in texts] == sizes
+        assert [sys.getsizeof(t) for t in with_tokens] == token_sizes
         ref = Tokenizer.from_file(str(JSON))
         assert got == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+        assert got_tokens == [e.ids for e in ref.encode_batch(with_tokens, add_special_tokens=False)]
+        assert all(1 in ids or 2 in ids or 0 in ids for ids in got_tokens)
 
 
 @pytest.mark.parametrize("text, position", [("\u00e9\ud800", 1), ("\u65e5\udfff x", 1), ("\U0001f999 \ud83d", 2)])

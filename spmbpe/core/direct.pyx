@@ -10,6 +10,12 @@ from spmbpe._policy import check_text, sampling, special_policy, surrogate_error
 _PREFIX_MODES = {"never": PREFIX_NEVER, "always": PREFIX_ALWAYS, "unless_space": PREFIX_UNLESS_SPACE}
 
 
+# A text of up to this many characters that is not ASCII is looked through
+# for added tokens in a copy of its UTF-8 on the stack (one_segment).
+cdef enum:
+    _SCAN_CHARS = 1024
+
+
 cdef inline bint scan_can_find(const AddedScan *scan, int mask) noexcept nogil:
     """Whether any added token of a kind in `mask` exists to be found."""
     return scan.texts != NULL and scan.only[mask & 3] >= 0
@@ -165,14 +171,33 @@ cdef class TokenizerBase:
         it), with its dummy prefix in `prefix`; 0 when it must be planned
         (also a text that is no UTF-8 when it had to be looked through: the
         planned path names the fault; else its reading names it)."""
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n, length = PyUnicode_GET_LENGTH(text)
         cdef const char *s
+        cdef char *converted
+        cdef char on_stack[4 * _SCAN_CHARS + 64]
+        cdef bint found
         if not scan_can_find(&self.scan, mask):
             # (Read from the str itself: asking for its UTF-8 would make a
             # copy that stays on it.  A surrogate shows up as it is read.)
-            prefix[0] = PyUnicode_GET_LENGTH(text) > 0 and \
-                takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
+            prefix[0] = length > 0 and takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
             return 1
+        if PyUnicode_IS_COMPACT(text) and not PyUnicode_IS_ASCII(text) and length <= BLOCK_BYTES // 2 \
+                and (<PyCompactUnicodeObject *><PyObject *>text).utf8 == NULL:
+            # Converted to be looked through, for the same reason, on the
+            # stack when short (encode_text converts it again to merge it).
+            if length <= _SCAN_CHARS:
+                converted = &on_stack[0]
+            else:
+                converted = <char *>malloc(4 * length + 64)
+                if converted == NULL:
+                    raise MemoryError()
+            n = spm_ucs_to_utf8(PyUnicode_KIND(text), PyUnicode_DATA(text), 0, <size_t>length, converted)
+            found = n < 0 or scan_finds(&self.scan, converted, n, mask)
+            prefix[0] = not found and takes_prefix(self.prefix_mode, converted, n)
+            if converted != &on_stack[0]:
+                free(converted)
+            # (A surrogate, n < 0, goes the planned way, which names it.)
+            return not found
         s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
         if s == NULL:
             PyErr_Clear()
