@@ -53,6 +53,7 @@ cdef class BatchJob:
     cdef int collect(self, list out, bint flat) except -1
     cdef int collect_lines(self, Py_ssize_t u) except -1
     cdef void unit_collected_free(self, Py_ssize_t u) noexcept
+    cdef int flat_put_ids(self, Py_ssize_t u, size_t n) except -1
     cdef int flat_room(self, object buffer, size_t need) except -1
     cdef int flat_begin(self) except -1
     cdef void give_back(self)

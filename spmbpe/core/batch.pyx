@@ -457,10 +457,7 @@ cdef class BatchJob:
             lo = self.unit_end[u - 1] if u else 0
             if flat:
                 n = self.ends[self.unit_end[u] - 1]
-                self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
-                if n:
-                    memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
-                           self.unit_ids[u], n * sizeof(int32_t))
+                self.flat_put_ids(u, n)
                 offsets = <int64_t *>PyByteArray_AS_STRING(self.flat_offsets)
                 for t in range(lo, self.unit_end[u]):
                     offsets[t + 1] = <int64_t>(self.flat_at + self.ends[t])
@@ -485,11 +482,8 @@ cdef class BatchJob:
         cdef size_t n = self.unit_line_ends[u][lines - 1] if lines else 0
         cdef const size_t *ends = self.unit_line_ends[u]
         cdef int64_t *offsets
-        self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
+        self.flat_put_ids(u, n)
         self.flat_room(self.flat_offsets, <size_t>(self.n_texts + lines + 1) * sizeof(int64_t))
-        if n:
-            memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
-                   self.unit_ids[u], n * sizeof(int32_t))
         offsets = (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets)) + self.n_texts + 1
         for t in range(lines):
             offsets[t] = <int64_t>(self.flat_at + ends[t])
@@ -509,6 +503,15 @@ cdef class BatchJob:
             self.unit_line_ends[u] = NULL
         self.unit_collected[u] = 1
 
+    cdef int flat_put_ids(self, Py_ssize_t u, size_t n) except -1:
+        """Copies unit u's n ids after the flat result's (flat_at is the
+        caller's to advance, once it has their offsets)."""
+        self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
+        if n:
+            memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
+                   self.unit_ids[u], n * sizeof(int32_t))
+        return 0
+
     cdef int flat_room(self, object buffer, size_t need) except -1:
         """Grows a flat result's bytearray to hold `need` bytes (twice its
         size at least: a large one grows in place, by remapping)."""
@@ -525,23 +528,19 @@ cdef class BatchJob:
         text's ids, from 0."""
         cdef Py_ssize_t k
         cdef size_t bound = self.str_ids_bound
+        cdef Py_ssize_t offsets = self.n_texts + 1
         if self.line_data != NULL:
             # (A line of k bytes gives at most k + 1 ids, and takes k + 1
-            # with its line end; the offsets start at one line per 32 bytes
-            # and grow.)
+            # with its line end; the lines are counted as the units are
+            # collected: the offsets start at one line per 32 bytes and grow.)
             bound = <size_t>self.line_bytes + 1
-            self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
-            self.flat_offsets = PyByteArray_FromStringAndSize(
-                NULL, (self.line_bytes // 32 + 2) * sizeof(int64_t))
-            (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
+            offsets = self.line_bytes // 32 + 2
             self.n_texts = 0
-            self.flat_at = 0
-            return 0
-        if self.strs == NULL:
+        elif self.strs == NULL:
             for k in range(self.first_item[self.n_texts]):
                 bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
         self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
-        self.flat_offsets = PyByteArray_FromStringAndSize(NULL, (self.n_texts + 1) * sizeof(int64_t))
+        self.flat_offsets = PyByteArray_FromStringAndSize(NULL, offsets * sizeof(int64_t))
         (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
         self.flat_at = 0
         return 0

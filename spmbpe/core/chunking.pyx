@@ -238,6 +238,18 @@ cdef inline bint by_str_blocks(const CoreTables *t, str text) noexcept:
     return n > BLOCK_BYTES // 2 and n > 2 * (BLOCK_BYTES // PyUnicode_KIND(text)) and blocks_apply(t)
 
 
+cdef inline bint short_from_storage(str text) noexcept:
+    """Whether a text short enough to be merged whole (no blocks) is read as
+    CPython stores it rather than as its UTF-8: not ASCII (an ASCII str is
+    its own UTF-8), compact (one of the legacy kind, before 3.12, is made
+    ready by asking for the UTF-8), and without the UTF-8 copy CPython keeps
+    once asked (that one is read as it is).  Asked for, the copy would stay
+    on the caller's str for its lifetime."""
+    return PyUnicode_IS_COMPACT(text) and not PyUnicode_IS_ASCII(text) \
+        and PyUnicode_GET_LENGTH(text) <= BLOCK_BYTES // 2 \
+        and (<PyCompactUnicodeObject *><PyObject *>text).utf8 == NULL
+
+
 cdef Py_ssize_t str_block_end(int kind, const void *data, Py_ssize_t start, Py_ssize_t n) noexcept nogil:
     """Where the block of a str's characters data[start:n] (`kind` bytes
     each) that starts at `start` ends, as encode_blocks cuts UTF-8: before

@@ -181,8 +181,7 @@ cdef class TokenizerBase:
             # copy that stays on it.  A surrogate shows up as it is read.)
             prefix[0] = length > 0 and takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
             return 1
-        if PyUnicode_IS_COMPACT(text) and not PyUnicode_IS_ASCII(text) and length <= BLOCK_BYTES // 2 \
-                and (<PyCompactUnicodeObject *><PyObject *>text).utf8 == NULL:
+        if short_from_storage(text):
             # Converted to be looked through, for the same reason, on the
             # stack when short (encode_text converts it again to merge it).
             if length <= _SCAN_CHARS:

@@ -506,32 +506,23 @@ cdef class SpmCore:
         return self.encode_text(text, prefix)
 
     cdef list encode_text(self, str text, bint prefix):
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        cdef Py_ssize_t n
         cdef int rc
         cdef const char *src
-        cdef Workspace *w
-        if PyUnicode_IS_COMPACT(text) and not PyUnicode_IS_ASCII(text) and n <= BLOCK_BYTES // 2 \
-                and (<PyCompactUnicodeObject *><PyObject *>text).utf8 == NULL:
-            # Converted into the workspace (encode_str_block, as a batch
-            # reads its strs), not asked for the UTF-8 copy CPython keeps on
-            # the str: encoded line by line, a list of Russian lines held
-            # half as much again once every line had its copy.  (Short: no
-            # text this long has blocks to merge.  A str that has the copy
-            # already, from an earlier ask, is read from it below; so is a
-            # str of the legacy kind, which the ask makes ready.)
-            w = self.acquire()
-            try:
-                rc = encode_str_block(&self.t, w, PyUnicode_KIND(text), False, PyUnicode_DATA(text), 0, n, prefix)
-                if rc == OK:
-                    return self.id_list(w.ids, w.ids_len)
-                if rc != ERR_SURROGATE:
-                    check_rc(rc, &self.t, w, text)
-            finally:
-                self.release(w)
-            # (A surrogate: CPython's own UnicodeEncodeError, below.)
-        src = PyUnicode_AsUTF8AndSize(text, &n)
-        w = self.acquire()
+        cdef Workspace *w = self.acquire()
         try:
+            if short_from_storage(text):
+                # Converted into the workspace, as a batch reads its strs
+                # (encoded line by line, a list of Russian lines held half
+                # as much again once every line had CPython's copy).
+                n = ws_utf8_of(w, PyUnicode_KIND(text), False, PyUnicode_DATA(text), 0,
+                               <size_t>PyUnicode_GET_LENGTH(text), &src)
+                if n == ERR_SURROGATE:
+                    PyUnicode_AsUTF8AndSize(text, &n)  # (raises CPython's UnicodeEncodeError)
+                if n < 0:
+                    check_rc(<int>n, &self.t, w, text)
+            else:
+                src = PyUnicode_AsUTF8AndSize(text, &n)
             rc = segment(&self.t, w, src, n, prefix)
             if rc != OK:
                 check_rc(rc, &self.t, w, text)
