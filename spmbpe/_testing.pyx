@@ -16,7 +16,15 @@ through the declarations of its .pxd and the kernels it exports.
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
 from spmbpe._core cimport SpmCore, Workspace, check_rc, escape, find_bounds
-from spmbpe._csrc cimport SPM_CACHE_MAX_SLOTS, spm_cache_clear, spm_cache_table
+from spmbpe._csrc cimport (
+    SPM_CACHE_MAX_SLOTS,
+    spm_cache_clear,
+    spm_cache_entry,
+    spm_cache_get,
+    spm_cache_ids,
+    spm_cache_table,
+    spm_hash_bytes,
+)
 
 from spmbpe._core import MAX_SEGMENT_BYTES
 
@@ -62,6 +70,22 @@ def cache_info(SpmCore core not None):
         return 0, 0, 0, False
     t = core.cache.table
     return t.mask + 1, t.used, min(core.cache.data_len, core.cache.data_cap), bool(core.cache.full)
+
+
+def cached_ids(SpmCore core not None, bytes chunk not None):
+    """The ids the chunk cache holds for an escaped chunk ("\u2581" for a
+    space, as UTF-8), or None.  Only when no thread is encoding."""
+    cdef bytes padded = chunk + bytes(8)  # (the hash reads a last word whole)
+    cdef const spm_cache_entry *e
+    cdef const int32_t *ids
+    cdef int i
+    if not core.cache_ready or not chunk:
+        return None
+    e = spm_cache_get(&core.cache, padded, len(chunk), spm_hash_bytes(padded, len(chunk)))
+    if e == NULL:
+        return None
+    ids = spm_cache_ids(e)
+    return [ids[i] for i in range(e.ids_len)]
 
 
 def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):

@@ -1,0 +1,112 @@
+"""The chunk cache (csrc/spm_cache.h) holds exactly the ids the merge gives.
+
+Every other test of the cache looks at ids that come out of an encode; these
+look at what the cache itself answers for a chunk (``_testing.cached_ids``),
+for chunks of every shape of entry (keys of up to 16 bytes and longer, up to
+3 ids and more; each entry is its key padded to 4 bytes, then its ids),
+through the table's growth and with several threads inserting at once, and
+check it against live sentencepiece.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from collections import defaultdict
+
+import pytest
+import sentencepiece
+
+import spmbpe
+from spmbpe import _testing
+
+from conftest import DATA_DIR
+
+MODEL = DATA_DIR / "mistral-v1.model"
+MARKER = "\u2581".encode()
+
+
+@pytest.fixture(scope="module")
+def sp():
+    return sentencepiece.SentencePieceProcessor(model_file=str(MODEL))
+
+
+@pytest.fixture(scope="module")
+def probe():
+    """A tokenizer only asked where its chunks are cut."""
+    return spmbpe.load(MODEL)
+
+
+def one_chunk(tok, word: str) -> bool:
+    """Whether " word" (a word after a space) is one chunk."""
+    key = MARKER + word.encode()
+    bounds, _ = _testing.chunk_bounds(tok._core, word, True)
+    return bounds == [len(key)]
+
+
+@pytest.fixture(scope="module")
+def shapes(sp, probe):
+    """The words of the test corpora that are one chunk after a space, by
+    the shape of their entry: (key over 16 bytes, more than 3 ids)."""
+    words = set()
+    for name in ("en_botchan.txt", "code_py.txt", "multi_de.txt", "multi_fr.txt"):
+        words |= set(re.findall(r"[A-Za-z]{3,}", (DATA_DIR / "corpus" / name).read_text(encoding="utf-8")))
+    out = defaultdict(list)
+    for word in sorted(words):
+        if one_chunk(probe, word):
+            out[(len(MARKER) + len(word) > 16, len(sp.encode(word)) > 3)].append(word)
+    assert all(len(out[shape]) >= 100 for shape in itertools.product((False, True), repeat=2))
+    return out
+
+
+def test_each_shape_of_entry_answers_the_references_ids(sp, shapes):
+    tok = spmbpe.load(MODEL)
+    words = [w for ws in shapes.values() for w in ws[:40]]
+    text = " ".join(words)
+    assert tok.encode_ordinary(text) == sp.encode(text)
+    for (long_key, many_ids), ws in shapes.items():
+        for word in ws[:40]:
+            assert _testing.cached_ids(tok._core, MARKER + word.encode()) == sp.encode(word), (long_key, many_ids, word)
+    # The text again, now from the cache.
+    assert tok.encode_ordinary(text) == sp.encode(text)
+    # A key that is a cached one's prefix, or one longer, is not found
+    # (unless it is a word of the text too).
+    others = [(w[:-1], w + "q") for w in words]
+    others = [k for pair in others for k in pair if k not in set(words)]
+    assert len(others) > 250
+    for word in others:
+        assert _testing.cached_ids(tok._core, MARKER + word.encode()) is None
+
+
+def test_growth_moves_every_shape_of_entry(sp, shapes):
+    """Thousands of chunks: the table doubles from 1,024 slots several
+    times, each move placing an entry by the hash it keeps."""
+    words = [w for ws in shapes.values() for w in ws]
+    random.Random(11).shuffle(words)
+    tok = spmbpe.load(MODEL)
+    for k in range(0, len(words), 2000):  # several calls: growth between and within them
+        part = " ".join(words[k:k + 2000])
+        assert tok.encode_ordinary(part) == sp.encode(part)
+    slots, used, data, full = _testing.cache_info(tok._core)
+    assert slots >= 32768 and used >= len(words) and not full
+    for word in words:
+        assert _testing.cached_ids(tok._core, MARKER + word.encode()) == sp.encode(word), word
+
+
+def test_threads_fill_every_shape_of_entry(sp, shapes):
+    """Threads inserting chunks of every shape at once into a small cache
+    that grows and fills: every batch gives the references' ids, and what
+    the cache holds is right."""
+    words = [w for ws in shapes.values() for w in ws[:300]]
+    rng = random.Random(3)
+    texts = [" ".join(rng.sample(words, 12)) for _ in range(600)]
+    want = [sp.encode(t) for t in texts]
+    tok = spmbpe.load(MODEL)
+    _testing.limit_cache(tok._core, 2048, 64 * 1024)
+    for _ in range(3):
+        assert tok.encode_batch(texts, special="none", num_threads=3) == want
+    for word in words:
+        got = _testing.cached_ids(tok._core, MARKER + word.encode())
+        assert got is None or got == sp.encode(word), word
+    assert _testing.cache_info(tok._core)[3]  # full: inserts stopped, ids still exact
