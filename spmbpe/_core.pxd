@@ -9,6 +9,7 @@
 #   core/chunking.pxd    escaping, chunk boundaries and their rules, run
 #   core/merge.pxd       the merges (Symbol/Bigram heap, small, ranked)
 #   core/plan.pxd        Plan: the typed plan planners fill, its parts (PlanPart)
+#   core/scan.pxd        AddedScan: whether a text holds an added token
 #   core/spmcore.pxd     SpmCore: owns the tables and the workspace pool
 #   core/batch.pxd       BatchJob: one encode_batch shared by threads
 #   core/decode.pxd      ids back to bytes
@@ -34,6 +35,7 @@ include "core/vocab.pxd"
 include "core/chunking.pxd"
 include "core/merge.pxd"
 include "core/plan.pxd"
+include "core/scan.pxd"
 include "core/spmcore.pxd"
 include "core/batch.pxd"
 include "core/decode.pxd"

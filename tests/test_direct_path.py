@@ -200,3 +200,22 @@ def test_a_surrogate_in_one_short_text_is_named_as_the_planned_path_names_it(tex
     for call in (tok.encode_ordinary, lambda t: tok.encode(t, special="none")):
         with pytest.raises(ValueError, match=f"lone surrogate .* at position {position}, "):
             call(text)
+
+
+@pytest.mark.parametrize("text", ["\u65e5\u672c\ud800 x", "\u00e9<s>\udc00", "\u65e5\ud83d </s> y", "<unk>\u00e9\udfff"])
+def test_a_surrogate_where_a_token_may_occur_fails_as_the_planned_path_fails(text):
+    """Where a special token may occur (the default and "all" on a
+    tokenizer.json), a short text is looked for one in the UTF-8 it is
+    converted into to be merged; a surrogate there sends it to the planner,
+    whose error it gets, as a policy that is a collection (always planned)
+    gives it, whether or not it also spells a token."""
+    tok = spmbpe.load(JSON)
+    specials = frozenset(t.content for t in tok.added_tokens if t.special)
+    assert {"<s>", "</s>", "<unk>"} <= specials
+    for direct, planned in ((lambda t: tok.encode(t), lambda t: tok.encode(t, special=frozenset())),
+                            (lambda t: tok.encode(t, special="all"), lambda t: tok.encode(t, special=specials))):
+        with pytest.raises(Exception) as want:
+            planned(text)
+        with pytest.raises(Exception) as got:
+            direct(text)
+        assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))

@@ -11,55 +11,10 @@ _PREFIX_MODES = {"never": PREFIX_NEVER, "always": PREFIX_ALWAYS, "unless_space":
 
 
 # A text of up to this many characters that is not ASCII is looked through
-# for added tokens in a copy of its UTF-8 on the stack (one_segment).
+# for added tokens in a copy of its UTF-8 on the stack (one_segment, for a
+# batch's texts).
 cdef enum:
     _SCAN_CHARS = 1024
-
-
-cdef inline bint scan_can_find(const AddedScan *scan, int mask) noexcept nogil:
-    """Whether any added token of a kind in `mask` exists to be found."""
-    return scan.texts != NULL and scan.only[mask & 3] >= 0
-
-
-cdef inline bint scan_finds(const AddedScan *scan, const char *s, Py_ssize_t n, int mask) noexcept nogil:
-    """Whether the text of an added token of a kind in `mask` occurs in
-    s[:n] (a hash lookup per distinct length where the byte starts one).
-    Most vocabularies' tokens of a kind all start with one byte ("<"):
-    memchr finds its places, many bytes at a time."""
-    cdef Py_ssize_t i = 0
-    cdef int only
-    cdef const char *at
-    if not scan_can_find(scan, mask):
-        return False
-    only = scan.only[mask & 3]
-    if only < 256:
-        while i < n:
-            at = <const char *>memchr(s + i, only, <size_t>(n - i))
-            if at == NULL:
-                return False
-            i = at - s
-            if token_at(scan, s, n, i, mask):
-                return True
-            i += 1
-        return False
-    for i in range(n):
-        if scan.first[<uint8_t>s[i]] & mask and token_at(scan, s, n, i, mask):
-            return True
-    return False
-
-
-cdef inline bint token_at(const AddedScan *scan, const char *s, Py_ssize_t n, Py_ssize_t i,
-                          int mask) noexcept nogil:
-    """Whether an added token of a kind in `mask` starts at s[i]."""
-    cdef int32_t k, length, found
-    for k in range(scan.n_lengths):
-        length = scan.lengths[k]
-        if length > n - i:
-            break
-        found = spm_vocab_find(scan.texts, s + i, <size_t>length)
-        if found >= 0 and scan.kinds[found] & mask:
-            return True
-    return False
 
 
 @cython.auto_pickle(False)
@@ -158,11 +113,13 @@ cdef class TokenizerBase:
         """The kinds of added tokens that send a text to the planner under
         a special= policy, or 0 when the policy itself needs the planner (a
         collection, which it checks)."""
+        cdef str policy
         if self.direct_core is None or type(special) is not str:
             return 0
-        if special == "raise" or special == "all":
+        policy = <str>special  # (compared as str: the same literal is the same object)
+        if policy == "raise" or policy == "all":
             return KIND_PLAIN | KIND_SPECIAL
-        if special == "none":
+        if policy == "none":
             return KIND_PLAIN
         return 0
 
@@ -183,7 +140,7 @@ cdef class TokenizerBase:
             return 1
         if short_from_storage(text):
             # Converted to be looked through, for the same reason, on the
-            # stack when short (encode_text converts it again to merge it).
+            # stack when short.
             if length <= _SCAN_CHARS:
                 converted = &on_stack[0]
             else:
@@ -206,20 +163,42 @@ cdef class TokenizerBase:
         prefix[0] = takes_prefix(self.prefix_mode, s, n)
         return 1
 
-    cdef list segment_ids(self, str text, bint prefix):
-        """The ids of a text that is one segment (none for an empty text,
-        as every planner gives: the dummy prefix alone is no text)."""
+    cdef list direct_ids(self, str text, int mask):
+        """The ids of `text` when it is one segment under `mask` (no added
+        token of those kinds in it), else None: it must be planned (also a
+        text that is no UTF-8 when it had to be looked through: the planned
+        path names the fault; else its reading names it).  An empty text
+        gives [], as every planner does (the dummy prefix alone is no
+        text)."""
+        cdef Py_ssize_t n
+        cdef const char *s
+        cdef bint prefix
+        cdef bint screen = scan_can_find(&self.scan, mask)
         cdef list ids
         if PyUnicode_GET_LENGTH(text) == 0:
             return []
-        if by_str_blocks(&self.direct_core.t, text):
+        if screen and not short_from_storage(text):
+            s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
+            if s == NULL:
+                PyErr_Clear()
+                return None
+            if scan_finds(&self.scan, s, n, mask):
+                return None
+            prefix = takes_prefix(self.prefix_mode, s, n)
+            screen = False
+        else:
+            # Read from the str itself: asking for its UTF-8 would make a
+            # copy that stays on it.  Where a token may occur, it is looked
+            # for in the UTF-8 the merge converts it into (encode_text).
+            prefix = takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
+        if by_str_blocks(&self.direct_core.t, text):  # (never a screened text: those are short)
             ids = self.direct_core.encode_long(text, prefix)
             if ids is None:
                 # (What the planned path raises for it.)
                 raise surrogate_error(text)
             return ids
         try:
-            return self.direct_core.encode_text(text, prefix)
+            return self.direct_core.encode_text(text, prefix, &self.scan if screen else NULL, mask)
         except UnicodeEncodeError:
             raise surrogate_error(text) from None
 
@@ -266,24 +245,26 @@ cdef class TokenizerBase:
         >>> tok.encode("Hello world")                            # doctest: +SKIP
         [15043, 3186]
         """
-        cdef bint prefix
         cdef list ids
         cdef int mask
         if type(text) is str and not enable_sampling:
             mask = self.direct_mask(special)
-            if mask and self.one_segment(<str>text, mask, &prefix):
-                ids = self.segment_ids(<str>text, prefix)
-                if add_special_tokens:
-                    self._add_boundary_tokens(ids)
-                return ids
+            if mask:
+                ids = self.direct_ids(<str>text, mask)
+                if ids is not None:
+                    if add_special_tokens:
+                        self._add_boundary_tokens(ids)
+                    return ids
         return self.encode_planned(text, special, add_special_tokens, enable_sampling, alpha, seed)
 
     @cython.annotation_typing(False)
     def encode_ordinary(self, text: str) -> List[int]:
         """``encode(text, special="none")``: special tokens are plain text."""
-        cdef bint prefix
-        if type(text) is str and self.direct_core is not None and self.one_segment(<str>text, KIND_PLAIN, &prefix):
-            return self.segment_ids(<str>text, prefix)
+        cdef list ids
+        if type(text) is str and self.direct_core is not None:
+            ids = self.direct_ids(<str>text, KIND_PLAIN)
+            if ids is not None:
+                return ids
         return self.encode_planned(text, "none", False, False, 0.0, None)
 
     def _all_one_segment(self, list texts, special):

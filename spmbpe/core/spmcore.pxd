@@ -31,6 +31,6 @@ cdef class SpmCore:
     cdef void release(self, Workspace *w)
     cdef int make_id_objects(self) except -1
     cdef list id_list(self, const int32_t *ids, size_t n)
-    cdef list encode_text(self, str text, bint prefix)
+    cdef list encode_text(self, str text, bint prefix, const AddedScan *screen, int mask)
     cdef int append_ids(self, list out, const int32_t *ids, size_t n) except -1
     cdef list encode_long(self, str text, bint prefix)
