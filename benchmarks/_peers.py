@@ -52,6 +52,12 @@ class Column:
     # tok -> the line call as one callable of the text, without a Python
     # frame of ours around it (a bound method): what the per-line loops time.
     bind: Optional[Callable] = None
+    # tok -> a function of a list of texts that encodes them one by one as a
+    # user's loop written for this call does, for a call that is no bound
+    # method of one argument (keywords, or `.ids` to take): a function of
+    # ours around each call would add a Python frame per text, 0.1-0.2 us,
+    # which such a loop never pays.  The per-line modes run it when given.
+    loop: Optional[Callable] = None
     # Whose ids it must give: "spm" (sentencepiece's, for the .model and what
     # is converted from it) or "json" (tokenizers', for the tokenizer.json,
     # whose merges split a run of spaces otherwise: "  You" is
@@ -102,16 +108,24 @@ def spmbpe_key(fmt: str, call: str = "ordinary") -> str:
 def spmbpe_column(fmt: str, call: str, path: str) -> Column:
     import spmbpe
 
+    loop = None
     if call == "ordinary":
         bind = lambda t: t.encode_ordinary  # noqa: E731
     else:
-        # (A function that writes the call, as a loop over lines would:
-        # functools.partial with a keyword builds a dict of keywords for
-        # every call, about 0.25 us a line, which such a loop never pays.)
+        # (functools.partial with a keyword would build a dict of keywords
+        # for every call, about 0.25 us a line, which a loop never pays.)
         bind = lambda t: lambda x, encode=t.encode: encode(x, special="all")  # noqa: E731
+
+        def loop(t):
+            encode = t.encode
+
+            def each(texts):
+                for x in texts:
+                    encode(x, special="all")
+            return each
     col = Column(spmbpe_key(fmt, call), "spmbpe", spmbpe.__version__, lambda: spmbpe.load(path),
                  {"line": lambda t, x: bind(t)(x)}, spmbpe=True, family=_FAMILY[fmt],
-                 bind=bind)
+                 bind=bind, loop=loop)
     if call == "ordinary":
         col.modes["batch"] = lambda t, xs, n: t.encode_batch(xs, special="none", num_threads=n)
         col.modes["numpy"] = lambda t, xs, n: t.encode_batch(xs, special="none", num_threads=n,
@@ -222,10 +236,18 @@ def _kitoken(kitoken, np) -> Column:
 def _tokie(tokie, np) -> Column:
     v = _version(tokie, "tokie")
     tj = str(JSON)
+    def loop(t):
+        encode = t.encode
+
+        def each(texts):
+            for x in texts:
+                encode(x, add_special_tokens=False).ids
+        return each
+
     col = Column(f"tokie {v}", "tokie", v, lambda: tokie.Tokenizer.from_json(tj),
                  {"line": lambda t, x: t.encode(x, add_special_tokens=False).ids,
                   "batch": lambda t, xs, n: [e.ids for e in t.encode_batch(xs, add_special_tokens=False)]},
-                 family="json")
+                 family="json", loop=loop)
     if np is not None:
         def flat(t, xs, n):
             ids, lengths = t.encode_batch_flat(xs, add_special_tokens=False)
@@ -279,12 +301,24 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
             tok.encode_special_tokens = True
         return tok
 
+    def loop(t):
+        encode = t.encode
+        if as_attribute:
+            def each(texts):
+                for x in texts:
+                    encode(x, add_special_tokens=False).ids
+        else:
+            def each(texts):
+                for x in texts:
+                    encode(x, add_special_tokens=False, encode_special_tokens=True).ids
+        return each
+
     # encode_batch_fast (0.21-0.2x) skips the offsets; 1.0 has only encode_batch.
     batch_name = "encode_batch_fast" if hasattr(cls, "encode_batch_fast") else "encode_batch"
     return Column(f"tokenizers {v}", "tokenizers", v, make,
                   {"line": lambda t, x: t.encode(x, **kw).ids,
                    "batch": lambda t, xs, n: [e.ids for e in getattr(t, batch_name)(xs, **kw)]},
-                  family="json")
+                  family="json", loop=loop)
 
 
 def _gigatoken_column(gigatoken, model: str, np) -> Column:

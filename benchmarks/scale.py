@@ -306,16 +306,18 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     tok = col.make()
     loaded = _rss() - base
     call = col.bind(tok) if col.bind else functools.partial(col.modes["line"], tok)
-    if mode == "line":
-        def run():
-            for x in lines:
+    if col.loop:
+        each = col.loop(tok)
+    else:
+        def each(texts):
+            for x in texts:
                 call(x)  # ids dropped: what stays is the tokenizer's
+    if mode == "line":
+        run = lambda: each(lines)  # noqa: E731
     elif mode == "doc":
         run = lambda: call(data)  # noqa: E731
     elif mode in ("warm", "pieces"):
-        def run():
-            for x in data:
-                call(x)
+        run = lambda: each(data)  # noqa: E731
         if mode == "warm":
             run()  # the pass that fills the cache, untimed
     elif mode == "batch1":
