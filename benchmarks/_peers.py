@@ -236,6 +236,7 @@ def _kitoken(kitoken, np) -> Column:
 def _tokie(tokie, np) -> Column:
     v = _version(tokie, "tokie")
     tj = str(JSON)
+
     def loop(t):
         encode = t.encode
 
