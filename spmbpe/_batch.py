@@ -8,13 +8,13 @@ which reference is planned.
 
 from __future__ import annotations
 
-import gc
 from array import array
 from contextlib import contextmanager
 from itertools import accumulate
 from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, Union, cast
 
 from ._core import BatchJob, Plan, SpmCore, batch_shape, batch_slices
+from ._gc import gc_paused
 from ._policy import check_surrogates, check_text, text_seed
 from ._threads import worker_pool
 from .errors import DisallowedSpecialError
@@ -87,7 +87,7 @@ def run_batch(
             return core.encode_parts_batch(plans, flat, sample_alpha, seeds, prefix)
         return core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
-    with _surrogates_named(texts), _gc_paused(not flat):
+    with _surrogates_named(texts), gc_paused(not flat):
         if not one_job and (threads <= 1 or len(groups) < 2):
             results = [encode_group(k) for k in range(len(groups))]
         elif plain:
@@ -114,26 +114,6 @@ def _surrogates_named(texts: List[Any]) -> Iterator[None]:
         for t in texts:
             check_surrogates(t)
         raise
-
-
-@contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
-    """The cyclic GC held off (when `pause` and it is on) while a batch's
-    lists are made.  Each new list counts toward the next collection though
-    the core untracks it (a list of ints is in no cycle): a batch of 700,000
-    texts ran about 1,000 collections, a fifth of a two-thread batch's time
-    (the few large ones visit every list made so far).  Held off, what was
-    allocated meanwhile is looked at once, by the next collection.  (A
-    process-wide switch, as timeit's: another thread's garbage waits until
-    the batch ends.)"""
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[List[int]]:

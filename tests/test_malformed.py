@@ -465,6 +465,22 @@ def test_json_not_utf8(tmp_path, small_json):
     raises_format_error(tmp_path, data[:at] + b"\xff" + data[at + 1:], "tokenizer.json", match="UTF-8")
 
 
+def test_json_not_utf8_is_named_at_its_byte_in_the_file(tmp_path):
+    """The offset is the file's, for a "\u2581" past the first megabyte of
+    Mistral's tokenizer.json made invalid."""
+    data = (DATA_DIR / "mistral-v1.tokenizer.json").read_bytes()
+    at = data.index("\u2581".encode(), 1 << 20)
+    err = raises_format_error(tmp_path, data[:at] + b"\xff" + data[at + 1:], "tokenizer.json", match="UTF-8")
+    assert err.offset == at
+
+
+def test_json_error_is_named_at_its_byte_after_other_characters(tmp_path):
+    """json counts characters; the offset is the byte in the file."""
+    data = '{"model": {"vocab": {"\u2581\u65e5\u672c": 0, "\u00e9": 1,}}}'.encode()
+    err = raises_format_error(tmp_path, data, "tokenizer.json", match="not valid JSON")
+    assert err.offset == data.index(b",}") + 1
+
+
 def test_json_not_an_object(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text("[1, 2]")
