@@ -170,27 +170,20 @@ cdef class TokenizerBase:
         path names the fault; else its reading names it).  An empty text
         gives [], as every planner does (the dummy prefix alone is no
         text)."""
-        cdef Py_ssize_t n
-        cdef const char *s
         cdef bint prefix
-        cdef bint screen = scan_can_find(&self.scan, mask)
+        cdef bint screen
         cdef list ids
         if PyUnicode_GET_LENGTH(text) == 0:
             return []
-        if screen and not short_from_storage(text):
-            s = PyUnicode_AsUTF8AndSize_NoError(text, &n)
-            if s == NULL:
-                PyErr_Clear()
-                return None
-            if scan_finds(&self.scan, s, n, mask):
-                return None
-            prefix = takes_prefix(self.prefix_mode, s, n)
-            screen = False
-        else:
-            # Read from the str itself: asking for its UTF-8 would make a
-            # copy that stays on it.  Where a token may occur, it is looked
-            # for in the UTF-8 the merge converts it into (encode_text).
+        # A short text that is not ASCII, where a token may occur, is looked
+        # through in the UTF-8 the merge converts it into (encode_text's
+        # screen), not converted once to look and again to merge; any other
+        # as one_segment does.
+        screen = scan_can_find(&self.scan, mask) and short_from_storage(text)
+        if screen:
             prefix = takes_prefix_char(self.prefix_mode, PyUnicode_READ_CHAR(text, 0))
+        elif not self.one_segment(text, mask, &prefix):
+            return None
         if by_str_blocks(&self.direct_core.t, text):  # (never a screened text: those are short)
             ids = self.direct_core.encode_long(text, prefix)
             if ids is None:
