@@ -193,6 +193,7 @@ PIECE_FLAGS = {"MERGEABLE": SPM_FLAG_MERGEABLE, "RESPLIT": SPM_FLAG_RESPLIT}
 
 include "core/workspace.pyx"
 include "core/vocab.pyx"
+include "core/rules.pyx"
 include "core/chunking.pyx"
 include "core/merge.pyx"
 include "core/plan.pyx"

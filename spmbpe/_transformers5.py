@@ -25,7 +25,7 @@ from ._hf_json import read_json_object
 from ._spm_model import read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer_json import spec_from_json
+from .tokenizer_json import DerivedMerges, spec_from_json
 from .tokens import AddedToken, TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
@@ -43,7 +43,7 @@ _LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
     """The TokenizerSpec of the tokenizer transformers 5's
     ``AutoTokenizer.from_pretrained(folder)`` builds."""
-    data = backend_json(folder)
+    data = backend_json(folder, spell_merges=False)
     spec = spec_from_json(data, folder, reference="transformers")
     # The "transformers" planner decodes with LlamaTokenizer's decoder, whose
     # Strip step is there exactly when the prefix is (a bare tokenizer.json
@@ -114,9 +114,12 @@ def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any
     )
 
 
-def backend_json(folder: str) -> Dict[str, Any]:
+def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
     """The ``tokenizer.json`` object of the pipeline transformers 5 builds
-    for `folder` (``tokenizer.backend_tokenizer.to_str()``)."""
+    for `folder` (``tokenizer.backend_tokenizer.to_str()``).  The merges it
+    derives from a ``tokenizer.model`` are a DerivedMerges unless
+    `spell_merges` (spec_from_json derives them as ids in compiled code:
+    6 ms where generate_merges spells them in 55)."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
     model_path = os.path.join(folder, "tokenizer.model")
@@ -166,7 +169,8 @@ def backend_json(folder: str) -> Dict[str, Any]:
         # convert SentencePieceExtractor.extract: {piece: id} (a repeated
         # piece keeps its last id), merges from the vocabulary alone.
         vocab = {piece: i for i, piece in enumerate(pieces)}
-        merges = [[a, b] for a, b in generate_merges(vocab)]
+        derived = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(vocab)])
+        merges = derived.spell() if spell_merges else derived
         post_processor = None
         # ... and every CONTROL and USER_DEFINED piece becomes an added
         # token (special for CONTROL), matched on the raw text.

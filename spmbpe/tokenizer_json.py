@@ -16,11 +16,10 @@ apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
 
 from __future__ import annotations
 
-import operator
 from array import array
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ._core import PieceTable
+from ._core import PieceTable, RuleNotResolved, merge_rule_ids, split_merge_ids
 from ._hf_json import added_token, json_id, read_json_object
 from ._vocab import byte_piece_ids
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
@@ -79,6 +78,7 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
             raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
         by_id[token_id] = piece
     n_model = len(by_id)
+    model_id_list = list(by_id)
     added: List[AddedToken] = []
     for entry in added_entries:
         entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
@@ -121,7 +121,10 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         if types[found] == TokenType.NORMAL:
             types[found] = TokenType.BYTE
 
-    left, right, merged = _merge_rules(model.get("merges"), vocab, path)
+    model_ids = bytearray(n)
+    for i in model_id_list:
+        model_ids[i] = 1
+    left, right, merged = _merge_rules(model.get("merges"), vocab, table, model_ids, path)
     unk_token = model.get("unk_token")
     unk_id = vocab.get(unk_token) if isinstance(unk_token, str) else None
     if isinstance(unk_token, str) and unk_id is None:
@@ -186,18 +189,39 @@ def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
     )
 
 
+class DerivedMerges:
+    """model.merges of a pipeline whose merges are derived from its
+    vocabulary (transformers 5's generate_merges, spmbpe/_transformers5.py):
+    spec_from_json derives them as ids in compiled code (core/rules.pyx),
+    and calls `spell` for them as pairs of pieces where those lookups do not
+    decide."""
+
+    def __init__(self, spell: Callable[[], List[List[str]]]) -> None:
+        self.spell = spell
+
+    def __repr__(self) -> str:
+        return "DerivedMerges(...)"
+
+
 def _merge_rules(
-    merges: object, vocab: Dict[str, int], path: str
+    merges: object, vocab: Dict[str, int], table: PieceTable, model_ids: bytearray, path: str
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
     """(left, right, merged) ids of the merge rules, in rank order (a pair
     listed twice is kept twice: the core keeps the later one, as tokenizers
-    does)."""
+    does).  The compiled lookups answer for a well-formed vocabulary; where
+    they do not (RuleNotResolved), the vocabulary dict decides, rule by
+    rule, and names a rule at fault."""
+    if isinstance(merges, DerivedMerges):
+        try:
+            return split_merge_ids(table, model_ids)
+        except RuleNotResolved:
+            merges = merges.spell()
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
     try:
-        return _merge_ids(merges, vocab)
-    except (KeyError, TypeError, ValueError):
-        pass  # a rule at fault: the loop below names it
+        return merge_rule_ids(table, merges, model_ids)
+    except ValueError:  # RuleNotResolved, or a surrogate that has no UTF-8
+        pass
     left, right, merged = array("i"), array("i"), array("i")
     for i, rule in enumerate(merges):
         if isinstance(rule, str):
@@ -215,28 +239,6 @@ def _merge_rules(
         right.append(right_id)
         merged.append(merged_id)
     return left, right, merged
-
-
-def _merge_ids(merges: List[Any], vocab: Dict[str, int]) -> Tuple["array[int]", "array[int]", "array[int]"]:
-    """_merge_rules of well-formed rules, a list at a time (a rule per
-    Python statement took 0.15 s for Mistral's 59,000); KeyError, TypeError
-    or ValueError when a rule is not a pair of pieces whose join is a
-    piece.  (Every key of `vocab` is a str: a part that is not one is no
-    key, or not hashable.)"""
-    if all(type(rule) is str for rule in merges):
-        parts = [rule.partition(" ") for rule in merges]
-        if not all(sep for _, sep, _ in parts):
-            raise ValueError("a rule without a space")
-        lefts = [a for a, _, _ in parts]
-        rights = [b for _, _, b in parts]
-    else:
-        if not all(type(rule) is list and len(rule) == 2 for rule in merges):
-            raise ValueError("a rule that is not a pair")
-        lefts = [rule[0] for rule in merges]
-        rights = [rule[1] for rule in merges]
-    get = vocab.__getitem__
-    return (array("i", map(get, lefts)), array("i", map(get, rights)),
-            array("i", map(get, map(operator.add, lefts, rights))))
 
 
 def _template_ends(data: Dict[str, Any], path: str) -> Tuple[Optional[int], Optional[int]]:

@@ -241,33 +241,76 @@ def test_merge_rules_in_every_form_give_tokenizers_ids(tmp_path, edit):
     assert tok.encode_batch(lines, special="none") == [e.ids for e in ref.encode_batch(lines, add_special_tokens=False)]
 
 
+def _model_table(vocab):
+    """The PieceTable of a model vocabulary {piece: id} (ids 0..n-1), and
+    its model_ids flags (every piece)."""
+    from spmbpe._core import PieceTable
+
+    by_id = sorted(vocab, key=vocab.__getitem__)
+    return PieceTable.from_pieces([p.encode("utf-8") for p in by_id]), bytearray([1]) * len(by_id)
+
+
 @pytest.mark.parametrize("form", ["pairs", "strings"])
-def test_well_formed_rules_take_the_list_at_a_time_reading(form):
-    """The shipped file's rules, read a list at a time (no rule-by-rule
-    fallback): each rule's left, right and joined piece ids."""
-    from spmbpe.tokenizer_json import _merge_ids
+def test_well_formed_rules_are_resolved_in_compiled_code(form):
+    """The shipped file's rules, looked up in the piece table (no
+    rule-by-rule fallback): each rule's left, right and joined piece ids,
+    as the vocabulary dict gives them."""
+    from spmbpe._core import merge_rule_ids
 
     model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
     vocab, merges = model["vocab"], model["merges"]
     rules = merges if form == "pairs" else [f"{a} {b}" for a, b in merges]
-    left, right, merged = _merge_ids(rules, vocab)
+    left, right, merged = merge_rule_ids(*_model_table(vocab)[:1], rules, _model_table(vocab)[1])
+    assert len(left) == len(merges) == 58_980
     assert list(zip(left, right, merged)) == [(vocab[a], vocab[b], vocab[a + b]) for a, b in merges]
 
 
-@pytest.mark.parametrize("rule", [[1, 2], ["\u2581", "t", "x"], {"a": "b"}, ["\u2581", 5], ["\u2581", ["t"]], 7, "\u2581t"])
-def test_a_malformed_merge_rule_is_named(tmp_path, rule):
-    def edit(data):
-        data["model"]["merges"].insert(3, rule)
-    with pytest.raises(ModelFormatError, match="merge rule 3"):
-        spmbpe.load(_edited(tmp_path, edit))
+@pytest.mark.parametrize("rule", ["\u2581t", ["\u2581", "t", "x"], ["\u2581", 5], "\u2581zzq qqz", ["\u2581", "\ud800"]])
+def test_a_rule_the_table_cannot_resolve_is_left_to_the_dict_reading(rule):
+    """merge_rule_ids raises ValueError (not a wrong id, not a crash) on a
+    rule without a space, a rule that is not a pair of strs, a piece
+    outside the vocabulary or a surrogate: the reading rule by rule then
+    names it."""
+    from spmbpe._core import merge_rule_ids
+
+    model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
+    table, model_ids = _model_table(model["vocab"])
+    with pytest.raises(ValueError):
+        merge_rule_ids(table, model["merges"][:3] + [rule], model_ids)
 
 
-def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
-    def edit(data):
-        data["model"]["merges"].append(["\u2581zzq", "qqz"])
-    with pytest.raises(ModelFormatError, match="merge rule"):
-        spmbpe.load(_edited(tmp_path, edit))
+def test_a_part_whose_lowest_id_is_an_added_token_is_resolved_by_the_model_vocab(tmp_path):
+    """An added token filling a gap in the model's ids with the text of a
+    model piece ("ab": added 7, model 17) gives that text a lower id in the
+    piece table than the model's own; tokenizers merges by the model's id.
+    The compiled lookups leave such a rule to the dict (RuleNotResolved):
+    live tokenizers' ids, with the token's text read as text."""
+    from spmbpe._core import PieceTable, RuleNotResolved, merge_rule_ids
 
+    vocab = {p: i for i, p in enumerate(_SMALL_VOCAB) if p != "ab"}
+    vocab["ab"] = len(_SMALL_VOCAB)  # 17; id 7 is the added token's
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    data["model"].update(vocab=vocab, merges=_SMALL_MERGES, byte_fallback=False, unk_token="<unk>")
+    data["added_tokens"] = [{"id": 7, "content": "ab", "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": True}]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    by_id = {i: p for p, i in vocab.items()}
+    by_id[7] = "ab"
+    table = PieceTable.from_pieces([by_id[i].encode() for i in range(len(by_id))])
+    flags = bytearray([1]) * len(by_id)
+    flags[7] = 0
+    with pytest.raises(RuleNotResolved):
+        merge_rule_ids(table, [["a", "b"]], flags)
+
+    ref = Tokenizer.from_file(str(path))
+    ref.encode_special_tokens = True
+    tok = spmbpe.load(path)
+    texts = ["bab", "abc", "cab ab", "a b c abcab", "bbab aab"]
+    theirs = [ref.encode(t, add_special_tokens=False).ids for t in texts]
+    assert any(17 in ids for ids in theirs)  # the model's "ab" is built
+    assert [tok.encode_ordinary(t) for t in texts] == theirs
 
 
 # Short chunks are merged by a scan for the lowest rank (merge_ranked_small),

@@ -199,6 +199,40 @@ def test_merges_derived_from_the_model_equal_transformers_5s():
     assert [list(m) for m in generate_merges(vocab)] == [list(m) for m in data["model"]["merges"]]
 
 
+def test_merges_derived_in_compiled_code_equal_transformers_5s():
+    """The same merges as ids, derived from the piece table (what loading a
+    folder runs): each rule's left, right and merged ids, in its order."""
+    from spmbpe._core import PieceTable, split_merge_ids
+
+    data = json.loads((DATA / "mistral-v1.tokenizer.json").read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    by_id = sorted(vocab, key=vocab.__getitem__)
+    table = PieceTable.from_pieces([p.encode("utf-8") for p in by_id])
+    left, right, merged = split_merge_ids(table, bytearray([1]) * len(by_id))
+    assert len(left) == len(data["model"]["merges"]) == 58_980
+    assert list(zip(left, right, merged)) == [(vocab[a], vocab[b], vocab[a + b]) for a, b in data["model"]["merges"]]
+
+
+def test_derived_merges_whose_part_is_an_added_tokens_text_come_from_the_vocab():
+    """Where a part's lowest id in the piece table is not a model piece
+    (an added token's text at a lower id), the compiled derivation refuses
+    and generate_merges over the vocabulary dict decides."""
+    from spmbpe._core import PieceTable, RuleNotResolved, split_merge_ids
+    from spmbpe.tokenizer_json import DerivedMerges, _merge_rules
+
+    # "ab" is added token 2 and model piece 5; "abc" splits into "ab"+"c".
+    pieces = ["a", "b", "ab", "c", "bc", "ab", "abc"]
+    vocab = {"a": 0, "b": 1, "c": 3, "bc": 4, "ab": 5, "abc": 6}
+    table = PieceTable.from_pieces([p.encode() for p in pieces])
+    flags = bytearray([1, 1, 0, 1, 1, 1, 1])
+    with pytest.raises(RuleNotResolved):
+        split_merge_ids(table, flags)
+    derived = DerivedMerges(lambda: [list(m) for m in generate_merges(vocab)])
+    left, right, merged = _merge_rules(derived, vocab, table, flags, "folder")
+    expected = [(vocab[a], vocab[b], vocab[a + b]) for a, b in generate_merges(vocab)]
+    assert list(zip(left, right, merged)) == expected == [(1, 3, 4), (0, 1, 5), (0, 4, 6), (5, 3, 6)]
+
+
 # ---------------------------------------------------------------- the other readings
 
 
