@@ -56,7 +56,9 @@ class Column:
     # user's loop written for this call does, for a call that is no bound
     # method of one argument (keywords, or `.ids` to take): a function of
     # ours around each call would add a Python frame per text, 0.1-0.2 us,
-    # which such a loop never pays.  The per-line modes run it when given.
+    # which such a loop never pays.  The per-line modes run it when given;
+    # `loop(tok, keep=True)`'s function returns the ids of each text (a list
+    # comprehension, for compare.py's check), else it drops them.
     loop: Optional[Callable] = None
     # Whose ids it must give: "spm" (sentencepiece's, for the .model and what
     # is converted from it) or "json" (tokenizers', for the tokenizer.json,
@@ -116,8 +118,10 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
         # for every call, about 0.25 us a line, which a loop never pays.)
         bind = lambda t: lambda x, encode=t.encode: encode(x, special="all")  # noqa: E731
 
-        def loop(t):
+        def loop(t, keep=False):
             encode = t.encode
+            if keep:
+                return lambda texts: [encode(x, special="all") for x in texts]
 
             def each(texts):
                 for x in texts:
@@ -237,8 +241,10 @@ def _tokie(tokie, np) -> Column:
     v = _version(tokie, "tokie")
     tj = str(JSON)
 
-    def loop(t):
+    def loop(t, keep=False):
         encode = t.encode
+        if keep:
+            return lambda texts: [encode(x, add_special_tokens=False).ids for x in texts]
 
         def each(texts):
             for x in texts:
@@ -302,8 +308,13 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
             tok.encode_special_tokens = True
         return tok
 
-    def loop(t):
+    def loop(t, keep=False):
         encode = t.encode
+        if keep:
+            if as_attribute:
+                return lambda texts: [encode(x, add_special_tokens=False).ids for x in texts]
+            return lambda texts: [encode(x, add_special_tokens=False, encode_special_tokens=True).ids
+                                  for x in texts]
         if as_attribute:
             def each(texts):
                 for x in texts:

@@ -152,6 +152,9 @@ def peer_column(dist: str, key: str, title: str, baseline: str, threads: int) ->
     line, batch = peer.modes["line"], peer.modes.get("batch")
 
     def per_line(t, lines):
+        # As a user's loop calls it (Column.loop): no frame of ours per text.
+        if peer.loop is not None:
+            return peer.loop(t, keep=True)(lines)
         call = peer.bind(t) if peer.bind is not None else functools.partial(line, t)
         return [call(x) for x in lines]
 

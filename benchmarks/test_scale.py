@@ -103,3 +103,22 @@ def test_a_call_that_reads_special_tokens_is_checked_on_the_other_lines(tmp_path
     assert (check["differing"], check["left_out"], check["total"]) == (0, 1, 3)
     assert "1 text(s) holding <unk>/<s>/</s> left out" in printed
     assert fr["runs"]["spmbpe model all|line"][0]["seconds"] > 0
+
+
+def test_a_columns_loop_gives_its_line_calls_ids():
+    """Column.loop, the per-line loop scale.py and compare.py time, encodes
+    as the column's own line call: with keep=True the same ids, text by
+    text, for spmbpe's special="all" and every peer that has one installed
+    (tokenizers, tokie)."""
+    import _peers
+
+    texts = [x for x in (CORPUS / "multi_ja.txt").read_text(encoding="utf-8").splitlines()[:40] if x.strip()]
+    texts += ["  Hello world", "a <s> b"]
+    peers, _ = _peers.peer_columns()
+    cols = [c for c in peers if c.loop is not None]
+    cols.append(_peers.spmbpe_column("json", "all", str(_peers.JSON)))
+    for col in cols:
+        tok = col.make()
+        expected = [list(col.modes["line"](tok, x)) for x in texts]
+        assert [list(ids) for ids in col.loop(tok, keep=True)(texts)] == expected, col.key
+        assert col.loop(tok)(texts) is None, col.key
