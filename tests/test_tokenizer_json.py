@@ -313,6 +313,21 @@ def test_a_part_whose_lowest_id_is_an_added_token_is_resolved_by_the_model_vocab
     assert [tok.encode_ordinary(t) for t in texts] == theirs
 
 
+@pytest.mark.parametrize("rule", [[1, 2], ["\u2581", "t", "x"], {"a": "b"}, ["\u2581", 5], ["\u2581", ["t"]], 7, "\u2581t"])
+def test_a_malformed_merge_rule_is_named(tmp_path, rule):
+    def edit(data):
+        data["model"]["merges"].insert(3, rule)
+    with pytest.raises(ModelFormatError, match="merge rule 3"):
+        spmbpe.load(_edited(tmp_path, edit))
+
+
+def test_a_merge_outside_the_vocabulary_is_refused(tmp_path):
+    def edit(data):
+        data["model"]["merges"].append(["\u2581zzq", "qqz"])
+    with pytest.raises(ModelFormatError, match="merge rule"):
+        spmbpe.load(_edited(tmp_path, edit))
+
+
 # Short chunks are merged by a scan for the lowest rank (merge_ranked_small),
 # long ones over tokenizers' agenda (merge_ranked_heap).  These vocabularies
 # build one piece from two different pairs ("a"+"bc" and "ab"+"c"), in
