@@ -260,7 +260,8 @@ def test_well_formed_rules_are_resolved_in_compiled_code(form):
     model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
     vocab, merges = model["vocab"], model["merges"]
     rules = merges if form == "pairs" else [f"{a} {b}" for a, b in merges]
-    left, right, merged = merge_rule_ids(*_model_table(vocab)[:1], rules, _model_table(vocab)[1])
+    table, model_ids = _model_table(vocab)
+    left, right, merged = merge_rule_ids(table, rules, model_ids)
     assert len(left) == len(merges) == 58_980
     assert list(zip(left, right, merged)) == [(vocab[a], vocab[b], vocab[a + b]) for a, b in merges]
 
