@@ -23,84 +23,117 @@ static inline uint32_t spm_ucs_at(int kind, const void *data, size_t i) {
     return ((const uint32_t *)data)[i];
 }
 
+/* Writes the UTF-8 of code point c (0x80 or more, no surrogate) at o;
+ * returns the end. */
+static inline uint8_t *spm_utf8_put(uint8_t *o, uint32_t c) {
+    if (c < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (c >> 6));
+        o[1] = (uint8_t)(0x80 | (c & 0x3F));
+        return o + 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (uint8_t)(0xE0 | (c >> 12));
+        o[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (uint8_t)(0x80 | (c & 0x3F));
+        return o + 3;
+    }
+    o[0] = (uint8_t)(0xF0 | (c >> 18));
+    o[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (uint8_t)(0x80 | (c & 0x3F));
+    return o + 4;
+}
+
+static inline int spm_ucs_is_surrogate(uint32_t c) { return (c & 0xFFFFF800u) == 0xD800u; }
+
 /* Writes the UTF-8 of code points [start, end) to out (room for 4 bytes per
  * code point).  Returns the bytes written, or -1 - i when code point i is a
- * surrogate.  Runs of ASCII go 8 (kind 1) or 4 (kind 2) at a time. */
+ * surrogate.
+ *
+ * Runs of ASCII are copied 32 then 8 (kind 1) or 16 then 4 (kind 2) at a
+ * time, tried only at an ASCII character: in Cyrillic or Japanese text a
+ * wide read tried at every character failed at every one, and cost more
+ * than the character (its words, loaded right after the block was copied
+ * through the stack, waited for the store).  The words are read straight
+ * from the text. */
 static inline ptrdiff_t spm_ucs_to_utf8(int kind, const void *data, size_t start, size_t end, char *out) {
     uint8_t *o = (uint8_t *)out;
     size_t i = start;
-    while (i < end) {
-        uint32_t c;
-        if (kind == 1) {
-            const uint8_t *s = (const uint8_t *)data;
+    if (kind == 1) {
+        const uint8_t *s = (const uint8_t *)data;
+        while (i < end) {
+            if (s[i] >= 0x80) {
+                o = spm_utf8_put(o, s[i++]);
+                continue;
+            }
             while (end - i >= 32) {
-                uint64_t x[4];
-                memcpy(x, s + i, 32);
-                if ((x[0] | x[1] | x[2] | x[3]) & 0x8080808080808080ULL) break;
+                uint64_t a, b, c, d;
+                memcpy(&a, s + i, 8);
+                memcpy(&b, s + i + 8, 8);
+                memcpy(&c, s + i + 16, 8);
+                memcpy(&d, s + i + 24, 8);
+                if ((a | b | c | d) & 0x8080808080808080ULL) break;
                 memcpy(o, s + i, 32);
                 o += 32;
                 i += 32;
             }
-            if (i == end) break;
-            if (end - i >= 8) {
-                uint64_t x;
-                memcpy(&x, s + i, 8);
-                if (!(x & 0x8080808080808080ULL)) {
-                    memcpy(o, s + i, 8);
-                    o += 8;
-                    i += 8;
-                    continue;
-                }
+            while (end - i >= 8) {
+                uint64_t a;
+                memcpy(&a, s + i, 8);
+                if (a & 0x8080808080808080ULL) break;
+                memcpy(o, &a, 8);
+                o += 8;
+                i += 8;
             }
-            c = s[i];
-        } else if (kind == 2) {
-            const uint16_t *s = (const uint16_t *)data;
+            while (i < end && s[i] < 0x80) *o++ = s[i++];
+        }
+    } else if (kind == 2) {
+        const uint16_t *s = (const uint16_t *)data;
+        while (i < end) {
+            uint32_t c = s[i];
+            if (c >= 0x80) {
+                if (spm_ucs_is_surrogate(c)) return -1 - (ptrdiff_t)i;
+                o = spm_utf8_put(o, c);
+                i++;
+                continue;
+            }
             /* (16 at a time: the compiler packs the copy into vector
-             * instructions; 4 at a time ran at a third of Python's own
-             * encoder.) */
+             * instructions.) */
             while (end - i >= 16) {
-                uint64_t x[4];
-                memcpy(x, s + i, 32);
-                if ((x[0] | x[1] | x[2] | x[3]) & 0xFF80FF80FF80FF80ULL) break;
+                uint64_t a, b, c4, d;
+                memcpy(&a, s + i, 8);
+                memcpy(&b, s + i + 4, 8);
+                memcpy(&c4, s + i + 8, 8);
+                memcpy(&d, s + i + 12, 8);
+                if ((a | b | c4 | d) & 0xFF80FF80FF80FF80ULL) break;
                 for (int k = 0; k < 16; k++) o[k] = (uint8_t)s[i + k];
                 o += 16;
                 i += 16;
             }
-            if (i == end) break;
-            if (end - i >= 4) {
-                uint64_t x;
-                memcpy(&x, s + i, 8);
-                if (!(x & 0xFF80FF80FF80FF80ULL)) {
-                    o[0] = (uint8_t)s[i];
-                    o[1] = (uint8_t)s[i + 1];
-                    o[2] = (uint8_t)s[i + 2];
-                    o[3] = (uint8_t)s[i + 3];
-                    o += 4;
-                    i += 4;
-                    continue;
-                }
+            while (end - i >= 4) {
+                uint64_t a;
+                memcpy(&a, s + i, 8);
+                if (a & 0xFF80FF80FF80FF80ULL) break;
+                o[0] = (uint8_t)s[i];
+                o[1] = (uint8_t)s[i + 1];
+                o[2] = (uint8_t)s[i + 2];
+                o[3] = (uint8_t)s[i + 3];
+                o += 4;
+                i += 4;
             }
-            c = s[i];
-        } else {
-            c = ((const uint32_t *)data)[i];
+            while (i < end && s[i] < 0x80) *o++ = (uint8_t)s[i++];
         }
-        if (c < 0x80) {
-            *o++ = (uint8_t)c;
-        } else if (c < 0x800) {
-            *o++ = (uint8_t)(0xC0 | (c >> 6));
-            *o++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else if (c < 0x10000) {
-            if ((c & 0xF800) == 0xD800) return -1 - (ptrdiff_t)i;
-            *o++ = (uint8_t)(0xE0 | (c >> 12));
-            *o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *o++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else {
-            *o++ = (uint8_t)(0xF0 | (c >> 18));
-            *o++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            *o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *o++ = (uint8_t)(0x80 | (c & 0x3F));
+    } else {
+        const uint32_t *s = (const uint32_t *)data;
+        for (; i < end; i++) {
+            uint32_t c = s[i];
+            if (c < 0x80) {
+                *o++ = (uint8_t)c;
+            } else {
+                if (spm_ucs_is_surrogate(c)) return -1 - (ptrdiff_t)i;
+                o = spm_utf8_put(o, c);
+            }
         }
-        i++;
     }
     return (ptrdiff_t)(o - (uint8_t *)out);
 }

@@ -24,12 +24,16 @@ from spmbpe._csrc cimport (
     spm_cache_ids,
     spm_cache_table,
     spm_hash_bytes,
+    spm_ucs_to_utf8,
 )
+from libc.stdlib cimport free, malloc
 
 from spmbpe._core import MAX_SEGMENT_BYTES
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+    int PyUnicode_KIND(object text)
+    const void *PyUnicode_DATA(object text)
 
 
 def disable_chunking(SpmCore core not None):
@@ -130,3 +134,19 @@ def chunk_bounds(SpmCore core not None, str text, bint prefix):
         return [w.bounds[i] for i in range(nb)], from_escape
     finally:
         core.release(w)
+
+
+def str_to_utf8(str text not None, Py_ssize_t start, Py_ssize_t end):
+    """The UTF-8 of characters [start, end) of `text` as the core converts
+    a str from how CPython stores it (csrc/spm_ucs.h), or -1 - i when
+    character i is a surrogate."""
+    if not 0 <= start <= end <= len(text):
+        raise IndexError((start, end))
+    cdef char *out = <char *>malloc(4 * (end - start) + 1)
+    if out == NULL:
+        raise MemoryError()
+    try:
+        n = spm_ucs_to_utf8(PyUnicode_KIND(text), PyUnicode_DATA(text), start, end, out)
+        return out[:n] if n >= 0 else n
+    finally:
+        free(out)

@@ -46,6 +46,7 @@ DEFAULT_TESTS=(
     tests/test_normalized_models.py
     tests/test_hf_folder.py
     tests/test_tokenizer_json.py
+    tests/test_ucs.py
     tests/test_chunking.py
     tests/test_chunk_cache.py
     tests/test_numpy_batch.py
