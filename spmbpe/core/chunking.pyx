@@ -323,7 +323,7 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
     when `prefix`); returns its length, or an error code (< 0).  Sets
     w.ready_bounds when it found all the chunk boundaries on the way
     (run then skips find_bounds)."""
-    cdef Py_ssize_t i = 0, m = 0, length, escaped, other_start = 0
+    cdef Py_ssize_t i = 0, m = 0, length, escaped
     cdef bint marker
     cdef uint8_t u
     cdef uint32_t prev
@@ -398,12 +398,11 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
                     nb += prev != 0x20 and prev != ASCII_START
                     prev = 0x20
                 elif u < 0x80:
-                    nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                    nb += cut_other(t, src, i, n, escaped, prev, other_len)
                     prev = u
                 else:
-                    nb += cut_other(t, text, m, escaped, prev, other_start, other_len)
+                    nb += cut_other(t, src, i, n, escaped, prev, other_len)
                     prev = OTHER_CHAR
-                    other_start = m
                     other_len = <int32_t>length
                 m += escaped
                 i += length
@@ -413,19 +412,21 @@ cdef Py_ssize_t escape(const CoreTables *t, Workspace *w, const char *src, Py_ss
     return escape_spaces(src, i, n, text, m)
 
 
-cdef inline int32_t cut_other(const CoreTables *t, const char *text, Py_ssize_t m,
-                              Py_ssize_t length, uint32_t prev, Py_ssize_t other_start,
-                              int32_t other_len) noexcept nogil:
-    """1 when find_bounds cuts before the character text[m:m+length] (not
-    a marker) that follows `prev`: an ASCII byte, 0x20 for a marker,
-    ASCII_START at the start, or OTHER_CHAR for the character
-    text[other_start:other_start+other_len].  The cases that ascii_cuts
-    leaves out: this character or the one before is not ASCII."""
-    cdef uint8_t u = <uint8_t>text[m]
+cdef inline int32_t cut_other(const CoreTables *t, const char *src, Py_ssize_t i, Py_ssize_t n,
+                              Py_ssize_t length, uint32_t prev, int32_t other_len) noexcept nogil:
+    """1 when find_bounds cuts before the character src[i:i+length] (not a
+    marker; src[0:n] is what escape reads) that follows `prev`: an ASCII
+    byte, 0x20 for a marker, ASCII_START at the start, or OTHER_CHAR for
+    the character of other_len bytes right before it.  The cases that
+    ascii_cuts leaves out: this character or the one before is not ASCII.
+    (The pair is read from the source: read from the escaped text, its
+    8-byte word spanned the two stores just made there and waited for
+    them, a fifth of escape's time on Russian.)"""
+    cdef uint8_t u = <uint8_t>src[i]
+    cdef const char *pair
     if prev == 0x20 or prev == ASCII_START:
         return isolated_byte(t.rules.isolated, u) and prev == 0x20
     if prev < 0x80:
-        other_start = m - 1
         other_len = 1
         if isolated_byte(t.rules.isolated, <uint8_t>prev):
             return 1
@@ -433,9 +434,10 @@ cdef inline int32_t cut_other(const CoreTables *t, const char *text, Py_ssize_t 
         return 1
     if not t.rules.cut_chars:
         return 0
+    pair = src + i - other_len
     if spm_charpairs_wanted(other_len, <int>length):
-        return cut_between(t, text + other_start, other_len, <int32_t>length)
-    return not spm_ascii_pair_held(t.rules.ascii_held, <uint8_t>text[other_start], u)
+        return cut_between(t, pair, other_len, <int32_t>length, i - other_len + 8 <= n)
+    return not spm_ascii_pair_held(t.rules.ascii_held, <uint8_t>pair[0], u)
 
 
 cdef void build_ascii_cuts(ChunkRules *r) noexcept:
@@ -517,7 +519,7 @@ cdef int32_t find_bounds(const CoreTables *t, Workspace *w, int32_t m) noexcept 
                 nb += 1
             elif cut_chars and prev >= 0:
                 # (Two characters of one byte are ASCII: the text is valid UTF-8.)
-                if cut_between(t, text + prev, prev_len, length) if spm_charpairs_wanted(prev_len, length) \
+                if cut_between(t, text + prev, prev_len, length, True) if spm_charpairs_wanted(prev_len, length) \
                         else not spm_ascii_pair_held(held, <uint8_t>text[prev], u):
                     w.bounds[nb] = i
                     nb += 1
@@ -531,10 +533,11 @@ cdef int32_t find_bounds(const CoreTables *t, Workspace *w, int32_t m) noexcept 
 
 
 cdef inline bint cut_between(const CoreTables *t, const char *pair, int32_t left,
-                             int32_t right) noexcept nogil:
+                             int32_t right, bint padded) noexcept nogil:
     """No buildable piece holds the characters pair[0:left] and
-    pair[left:left+right] side by side."""
-    return not spm_charpairs_has(t.rules.char_pairs, spm_head8(pair, <size_t>(left + right), 1))
+    pair[left:left+right] side by side.  `padded`: 8 bytes may be read
+    from pair (spm_head8)."""
+    return not spm_charpairs_has(t.rules.char_pairs, spm_head8(pair, <size_t>(left + right), padded))
 
 
 cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
