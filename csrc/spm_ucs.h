@@ -23,32 +23,40 @@ static inline uint32_t spm_ucs_at(int kind, const void *data, size_t i) {
     return ((const uint32_t *)data)[i];
 }
 
-/* Writes the UTF-8 of code point c (0x80 or more, no surrogate) at o;
- * returns the end. */
+/* Writes the UTF-8 of code point c (0x80 or more, no surrogate) at o, where
+ * 4 bytes are free; returns the end.  (One 4-byte store: the bytes of a
+ * character stored one by one were read back as one word by escape, which
+ * waited for the three stores.) */
 static inline uint8_t *spm_utf8_put(uint8_t *o, uint32_t c) {
+    uint8_t b[4];
+    int n;
     if (c < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (c >> 6));
-        o[1] = (uint8_t)(0x80 | (c & 0x3F));
-        return o + 2;
+        b[0] = (uint8_t)(0xC0 | (c >> 6));
+        b[1] = (uint8_t)(0x80 | (c & 0x3F));
+        b[2] = b[3] = 0;
+        n = 2;
+    } else if (c < 0x10000) {
+        b[0] = (uint8_t)(0xE0 | (c >> 12));
+        b[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        b[2] = (uint8_t)(0x80 | (c & 0x3F));
+        b[3] = 0;
+        n = 3;
+    } else {
+        b[0] = (uint8_t)(0xF0 | (c >> 18));
+        b[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+        b[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        b[3] = (uint8_t)(0x80 | (c & 0x3F));
+        n = 4;
     }
-    if (c < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (c >> 12));
-        o[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (c & 0x3F));
-        return o + 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (c >> 18));
-    o[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (c & 0x3F));
-    return o + 4;
+    memcpy(o, b, 4);
+    return o + n;
 }
 
 static inline int spm_ucs_is_surrogate(uint32_t c) { return (c & 0xFFFFF800u) == 0xD800u; }
 
 /* Writes the UTF-8 of code points [start, end) to out (room for 4 bytes per
- * code point).  Returns the bytes written, or -1 - i when code point i is a
- * surrogate.
+ * code point; the bytes past the result's end are scratch).  Returns the
+ * bytes written, or -1 - i when code point i is a surrogate.
  *
  * Runs of ASCII are copied 32 then 8 (kind 1) or 16 then 4 (kind 2) at a
  * time, tried only at an ASCII character: in Cyrillic or Japanese text a
