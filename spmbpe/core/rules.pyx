@@ -122,6 +122,8 @@ def split_merge_ids(PieceTable table, const uint8_t[::1] model_ids):
             continue
         start = table.offsets[i]
         size = table.offsets[i + 1] - start
+        if size < 2:
+            continue  # (an empty piece has no first byte to read)
         # Split after each character (the pieces are valid UTF-8).
         k = utf8_len(<uint8_t>arena[start])
         while k < size:
