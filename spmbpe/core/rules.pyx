@@ -17,21 +17,17 @@ class RuleNotResolved(ValueError):
 
 
 cdef class _IdColumns:
-    """Three growing int32 columns (left, right, merged), freed on error."""
+    """Three growing int32 columns (left, right, merged), side by side in one
+    buffer (workspace.pyx's grow_int32), freed on error."""
     cdef int32_t *ids
-    cdef Py_ssize_t n, cap
+    cdef size_t n, cap
 
     def __dealloc__(self):
         free(self.ids)
 
     cdef int append(self, int32_t left, int32_t right, int32_t merged) except -1:
-        cdef int32_t *grown
-        if self.n == self.cap:
-            self.cap = max(1024, 2 * self.cap)
-            grown = <int32_t *>realloc(self.ids, <size_t>self.cap * 3 * sizeof(int32_t))
-            if grown == NULL:
-                raise MemoryError("cannot allocate the merge rules")
-            self.ids = grown
+        if grow_int32(&self.ids, &self.cap, 3 * (self.n + 1)) != OK:
+            raise MemoryError("cannot allocate the merge rules")
         self.ids[3 * self.n] = left
         self.ids[3 * self.n + 1] = right
         self.ids[3 * self.n + 2] = merged
@@ -39,7 +35,7 @@ cdef class _IdColumns:
         return 0
 
     cdef tuple arrays(self):
-        cdef Py_ssize_t i, k
+        cdef size_t i, k
         cdef carray.array out
         columns = []
         for k in range(3):
