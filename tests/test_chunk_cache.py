@@ -98,7 +98,8 @@ def test_threads_fill_every_shape_of_entry(sp, shapes):
     """Threads inserting chunks of every shape at once into a small cache
     that grows and fills: every batch gives the references' ids, and what
     the cache holds is right."""
-    words = [w for ws in shapes.values() for w in ws[:300]]
+    words = [w for ws in shapes.values() for w in ws[:500]]
+    assert len(words) > 1536  # more than the cache below holds
     rng = random.Random(3)
     texts = [" ".join(rng.sample(words, 12)) for _ in range(600)]
     want = [sp.encode(t) for t in texts]

@@ -372,12 +372,13 @@ cdef class SpmCore:
     @property
     def cache_capacity(self):
         """About how many chunks (words, mostly) the cache holds at most."""
-        return 0 if self.cache_off else self.cache_slots // 2
+        return 0 if self.cache_off else self.cache_slots // 4 * 3
 
     def set_cache_capacity(self, Py_ssize_t chunks):
         """Bounds the chunk cache to about `chunks` chunks (0: no cache):
-        half of a power of two of table slots, at least 512, and 64 bytes
-        of entries per chunk.  What it held is dropped.  Not while a thread
+        three quarters of a power of two of table slots (a full table's
+        load, spm_cache_at_limit), at least 768, and 64 bytes of entries
+        per chunk.  What it held is dropped.  Not while a thread
         encodes with this core."""
         cdef uint64_t slots = 1024
         cdef int k
@@ -385,7 +386,7 @@ cdef class SpmCore:
             raise ValueError(f"cache_capacity must be from 0 to {_MAX_CACHE_CHUNKS}, not {chunks}")
         if self.active:
             raise RuntimeError("the cache capacity cannot change while this tokenizer is encoding")
-        while slots < 2 * <uint64_t>chunks:
+        while slots // 4 * 3 < <uint64_t>chunks:
             slots *= 2
         if self.cache_ready:
             self.t.cache = NULL
