@@ -124,6 +124,7 @@ static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
 #define SPM_CACHE_MAX_SLOTS (1u << 17)
 #define SPM_CACHE_MAX_DATA (3u << 21)  /* 64 bytes a chunk (an entry is about 40 on real text) */
 #define SPM_CACHE_MAX_KEY 256
+#define SPM_CACHE_SLACK 16
 
 static inline const char *spm_cache_key(const spm_cache_entry *e) {
     return (const char *)(e + 1);
@@ -155,8 +156,9 @@ static inline void spm_cache_free_retired(spm_cache *c) {
  * least SPM_CACHE_MIN_SLOTS) and `data_cap` bound the cache. */
 static inline int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap) {
     c->table = spm_cache_table_new(SPM_CACHE_MIN_SLOTS);
-    /* (Pages of the arena become resident only as entries fill them.) */
-    c->data = (char *)malloc(data_cap);
+    /* (Pages of the arena become resident only as entries fill them.  A
+     * hit's ids are read four at a time: 16 bytes of room past the end.) */
+    c->data = (char *)malloc(data_cap + SPM_CACHE_SLACK);
     if (!c->table || !c->data) {
         free(c->table);
         free(c->data);
@@ -213,11 +215,13 @@ static inline void spm_cache_quiesce(spm_cache *c) {
 }
 
 /* Whether the slot word `word` (non-zero) holds key[0:len], whose hash's
- * upper half is `tag`. */
+ * upper half is `tag`.  8 bytes must be readable at the key's last byte, as
+ * for spm_hash_bytes; an entry's key is followed by at least one id, so its
+ * own last word is inside the entry. */
 static inline int spm_cache_holds(const spm_cache *c, uint64_t word, uint32_t tag, const char *key, size_t len) {
     if ((uint32_t)(word >> 32) != tag) return 0;
     const spm_cache_entry *e = spm_cache_entry_at(c, word);
-    return e->key_len == len && spm_bytes_equal(spm_cache_key(e), key, len);
+    return e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len);
 }
 
 /* Starts loading the slot where a lookup of hash h begins, so that the

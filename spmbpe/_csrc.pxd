@@ -18,6 +18,7 @@ cdef extern from "spm_types.h" nogil:
 
 cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_head8(const char *s, size_t length, int padded)
+    int spm_bytes_equal_wide(const char *a, const char *b, size_t n)
     int spm_utf8_len(unsigned char lead)
     int spm_ascii_after_marker(const char *s, size_t n, int padded)
     size_t spm_utf8_valid_prefix(const char *s, size_t n)

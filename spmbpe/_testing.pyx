@@ -22,6 +22,7 @@ from spmbpe._csrc cimport (
     spm_cache_entry,
     spm_cache_get,
     spm_cache_ids,
+    spm_bytes_equal_wide,
     spm_cache_table,
     spm_hash_bytes,
     spm_ucs_to_utf8,
@@ -150,3 +151,13 @@ def str_to_utf8(str text not None, Py_ssize_t start, Py_ssize_t end):
         return out[:n] if n >= 0 else n
     finally:
         free(out)
+
+
+def keys_equal(bytes a not None, bytes b not None, Py_ssize_t n):
+    """Whether a[0:n] == b[0:n] by the chunk cache's key comparison
+    (spm_bytes_equal_wide, which reads whole words past n: both are given
+    8 more bytes here, which must not change the answer)."""
+    if n < 0 or n > len(a) or n > len(b):
+        raise ValueError("n must be within both keys")
+    cdef bytes pa = a + b"\xa5" * 8, pb = b + b"\x5a" * 8
+    return bool(spm_bytes_equal_wide(pa, pb, <size_t>n))

@@ -111,3 +111,21 @@ def test_threads_fill_every_shape_of_entry(sp, shapes):
         got = _testing.cached_ids(tok._core, MARKER + word.encode())
         assert got is None or got == sp.encode(word), word
     assert _testing.cache_info(tok._core)[3]  # full: inserts stopped, ids still exact
+
+
+@pytest.mark.parametrize("n", range(41))
+def test_key_comparison_reads_every_byte_and_none_past_the_key(n):
+    """The cache compares keys a word at a time, the last word masked to the
+    key's length: two keys that differ in any one byte are unequal, and the
+    bytes after a key (the text's next chunk, an entry's ids) never count.
+    (A lookup reaches the comparison only when the 32-bit tag of the hash
+    matches too, so ids alone would not show a wrong comparison.)"""
+    rng = random.Random(n)
+    key = bytes(rng.randrange(256) for _ in range(n))
+    assert _testing.keys_equal(key, key, n)
+    assert _testing.keys_equal(key + b"x" * 9, key + b"y" * 9, n)
+    for at in range(n):
+        for flip in (0x01, 0x80):
+            other = bytearray(key)
+            other[at] ^= flip
+            assert not _testing.keys_equal(key, bytes(other), n), (n, at, flip)

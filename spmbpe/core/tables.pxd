@@ -2,7 +2,7 @@
 # every kernel (each takes a `const CoreTables *`).  The token types and
 # flags are csrc/spm_types.h's.
 
-# ChunkRules.ascii_cuts: the row of the first byte of a segment without a prefix.
+# ChunkRules.ascii_cut: the row of the first byte of a segment without a prefix.
 cdef enum:
     ASCII_START = 128
     OTHER_CHAR = 129      # (escape: the character before is not ASCII)
@@ -23,7 +23,7 @@ ctypedef struct ChunkRules:
                                   # so chunks are cut on both sides of it (with cut_chars)
     uint64_t ascii_held[256]      # bit a * 128 + b: a buildable piece holds ASCII "ab";
                                   # chunks are cut between other ASCII pairs (with cut_chars)
-    uint64_t ascii_cuts[2 * (ASCII_START + 1)]  # bit (p * 128 + b): escape cuts before ASCII
+    uint8_t ascii_cut[(ASCII_START + 1) * 128]  # [p * 128 + b]: 1 when escape cuts before ASCII
                                   # byte b after byte p (row ASCII_START: the first byte)
 
 
