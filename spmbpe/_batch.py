@@ -27,6 +27,10 @@ PlanFunction = Callable[[str, bool, Optional[FrozenSet[str]]], Plan]
 # The least characters worth a thread's call (smaller batches are not split
 # further; the GIL handoff costs more).
 _MIN_SHARE = 1 << 14
+# The most texts in one group of _batch_groups.
+_MAX_GROUP = 2048
+# What _run_job returns when the job refused its batch (BatchJob.start).
+_REFUSED = object()
 
 # BatchJob units per thread: enough that a thread starting late or meeting
 # slower text still ends close to the others.
@@ -63,8 +67,14 @@ def run_batch(
     # must be cut for the threads: its shape is read in one pass, and no
     # groups are built.
     one_job = False
-    if plain:
-        share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, 2048)
+    # (A batch of more than _MAX_GROUP texts splits into several groups
+    # whatever their lengths: the job itself then reads whether a long text
+    # must be cut, as it takes the texts, and refuses the batch if so.)
+    job_reads_shape = plain and not sample_alpha and len(texts) > _MAX_GROUP
+    if job_reads_shape:
+        one_job = True
+    elif plain:
+        share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, _MAX_GROUP)
         one_job = several and not _cuts_long_texts(core, cut and threads > 1, share, longest)
     groups: List[List[Any]] = []
     owners: Optional[List[List[int]]] = None
@@ -88,6 +98,15 @@ def run_batch(
         return core.encode_parts_batch(plans, flat, 0.0, None, prefix)
 
     with _surrogates_named(texts), gc_paused(not flat):
+        if job_reads_shape:
+            cut_parts = threads * 4 if cut and threads > 1 and core.chunked else 0
+            result = _encode_job(core, texts, threads, flat, 0.0, None, prefix, cut_parts)
+            if result is not _REFUSED:
+                return [result], None
+            # (A long text to cut for the threads, or a text that is not a
+            # str: the groups' way, which cuts the one or names the other.)
+            groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut)
+            one_job = False
         if not one_job and (threads <= 1 or len(groups) < 2):
             results = [encode_group(k) for k in range(len(groups))]
         elif plain:
@@ -137,11 +156,15 @@ def join_lists(results: List[Any], owners: Optional[List[List[int]]]) -> List[Li
 
 def _encode_job(
     core: SpmCore, units: List[Any], threads: int, flat: bool, alpha: float,
-    seeds: Optional["array[int]"], prefix: int,
+    seeds: Optional["array[int]"], prefix: int, cut_parts: int = 0,
 ) -> Any:
     """encode_parts_batch(units, ...) merged by `threads` threads, this one
-    included, sharing one BatchJob."""
-    result = _run_job(core, threads, flat, lambda job: job.start(units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix))
+    included, sharing one BatchJob.  With `cut_parts`, _REFUSED when the job
+    refuses the batch (BatchJob.start)."""
+    result = _run_job(core, threads, flat, lambda job: job.start(
+        units, threads * _UNITS_PER_THREAD, alpha, seeds, prefix, cut_parts, _MIN_SHARE))
+    if result is _REFUSED:
+        return result
     if result is None:
         # A text failed: the one-thread call raises the error it would.
         result = core.encode_parts_batch(units, flat, alpha, seeds, prefix)
@@ -161,18 +184,21 @@ def encode_line_block(
     return cast(Optional[Tuple[bytearray, bytearray]], result)
 
 
-def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], None]) -> Any:
+def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], Optional[bool]]) -> Any:
     """One BatchJob merged by `threads` threads, this one included: `start`
-    gives it its texts while the helpers wake.  BatchJob.lead's result."""
+    gives it its texts while the helpers wake.  BatchJob.lead's result, or
+    _REFUSED when `start` returns False (the job refused the batch)."""
     job = BatchJob(core)
     try:
         if threads <= 1:
-            start(job)
+            if start(job) is False:
+                return _REFUSED
             return job.lead(flat)
         with worker_pool(threads - 1) as pool:
             for _ in range(threads - 1):
                 pool.submit(job.work)
-            start(job)
+            if start(job) is False:
+                return _REFUSED
             return job.lead(flat)
     finally:
         job.close()
@@ -194,9 +220,9 @@ def _batch_groups(
         return [], None
     if threads <= 1:
         return [texts], None
-    share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, 2048)
+    share, longest, stops = batch_slices(texts, threads * 4, _MIN_SHARE, _MAX_GROUP)
     if not _cuts_long_texts(core, cut, share, longest):
-        # Consecutive slices, each filling its share (at most 2048 texts).
+        # Consecutive slices, each filling its share (at most _MAX_GROUP texts).
         return [texts[a:b] for a, b in zip([0] + stops, stops)], None
     groups = []
     owners: List[List[int]] = []
@@ -212,7 +238,7 @@ def _batch_groups(
             group.append(unit)
             owner.append(index)
             size += len(unit) if type(unit) is str else unit.size
-            if size >= share or len(group) >= 2048:
+            if size >= share or len(group) >= _MAX_GROUP:
                 groups.append(group)
                 owners.append(owner)
                 group, owner, size = [], [], 0

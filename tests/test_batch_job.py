@@ -13,6 +13,7 @@ cases the references cannot be asked (small caches, failures, units).
 from __future__ import annotations
 
 import array
+import gc
 import json
 import sys
 import threading
@@ -541,3 +542,101 @@ def test_a_unit_of_empty_texts_on_a_workspace_without_ids():
             assert bytes(got[0]) == b"" and np.frombuffer(got[1], dtype=np.int64).tolist() == [0, 0, 0, 0]
         else:
             assert got == [[], [], []]
+
+
+def _big_batch_with(long_text):
+    """More texts than one group holds (_batch._MAX_GROUP), so that the job
+    itself reads the batch's shape, and `long_text` among them."""
+    texts = [f"{line} ({k})" for k, line in enumerate(LINES[:1500] * 2)]  # (new objects each)
+    assert len(texts) > spmbpe._batch._MAX_GROUP
+    texts.insert(1234, long_text)
+    return texts
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["lists", "numpy"])
+def test_a_large_batch_reads_its_shape_once_and_cuts_a_long_text(monkeypatch, flat):
+    """A batch of more texts than a group holds is read once, by the job that
+    takes its texts (no pass of batch_shape before it); when a text is longer
+    than two shares, the job refuses the batch and the groups' way cuts that
+    text for the threads.  Both give sentencepiece's ids."""
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(MODEL))
+    calls = {"shape": 0, "groups": 0}
+    shape, groups = spmbpe._batch.batch_shape, spmbpe._batch._batch_groups
+
+    def counted_shape(*a):
+        calls["shape"] += 1
+        return shape(*a)
+
+    def counted_groups(*a):
+        calls["groups"] += 1
+        return groups(*a)
+
+    monkeypatch.setattr(spmbpe._batch, "batch_shape", counted_shape)
+    monkeypatch.setattr(spmbpe._batch, "_batch_groups", counted_groups)
+    tok = spmbpe.load(MODEL)
+    document = (DATA_DIR / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:200_000]
+
+    def cut_before(size):
+        # Whether the batch with a text of `size` characters was cut for two
+        # threads before the job read the shape: batch_shape's share and
+        # longest, and the rule _batch_groups applies to them.
+        share, longest, _ = shape(_big_batch_with(document[:size]), 2 * 4, spmbpe._batch._MIN_SHARE,
+                                  spmbpe._batch._MAX_GROUP)
+        return spmbpe._batch._cuts_long_texts(tok._core, True, share, longest)
+
+    low, high = 300, len(document)  # (not cut, cut: the last size not cut is found between)
+    assert not cut_before(low) and cut_before(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if not cut_before(mid) else (low, mid)
+    for size, cut in ((300, False), (low, False), (high, True), (len(document), True)):
+        texts = _big_batch_with(document[:size])
+        want = sp.encode(texts)
+        for threads in (1, 2):
+            calls.update(shape=0, groups=0)
+            got = tok.encode_batch(texts, num_threads=threads, return_numpy=flat)
+            if flat:
+                ids, offsets = got
+                got = [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))]
+            assert got == want
+            # (One thread never cuts a text: the job takes the batch.)
+            assert calls == {"shape": 0, "groups": int(cut and threads > 1)}, (size, threads)
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["lists", "numpy"])
+def test_a_batch_job_gives_back_every_text(flat):
+    """The job holds a reference to each text while the threads read it and
+    gives each back once (as its unit is collected, or at the end): every
+    text's reference count is what it was, after a batch, after one it
+    refused for a long text, and after one a text failed.  (After a
+    collection: a failed job, say, stays in its traceback's cycle until then.)"""
+    tok = spmbpe.load(MODEL)
+    document = (DATA_DIR / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:200_000]
+    for texts in (_big_batch_with("short"), _big_batch_with(document), _big_batch_with("bad \ud800")):
+        before = [sys.getrefcount(t) for t in texts]
+        for threads in (1, 2):
+            try:
+                tok.encode_batch(texts, num_threads=threads, return_numpy=flat)
+            except ValueError as e:
+                assert "surrogate" in str(e) and texts[1234].startswith("bad")
+            gc.collect()
+            assert [sys.getrefcount(t) for t in texts] == before
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (3, TypeError, r"texts\[1234\] must be str, not int"),
+    (b"x", TypeError, r"texts\[1234\] must be str, not bytes"),
+    ("a \ud800", ValueError, r"texts\[1234\]: text contains a lone surrogate"),
+])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("flat", [False, True], ids=["lists", "numpy"])
+def test_a_large_batch_names_a_bad_text_as_a_small_one_does(bad, error, message, threads, flat):
+    """A text that is not a str (which the job refuses before any merge) or
+    holds a lone surrogate (which fails it) is named by its index, as in a
+    batch small enough to be read by batch_shape first."""
+    tok = spmbpe.load(MODEL)
+    for texts in (_big_batch_with(bad), ["a"] * 1234 + [bad]):
+        with pytest.raises(error, match=message):
+            tok.encode_batch(texts, num_threads=threads, return_numpy=flat)

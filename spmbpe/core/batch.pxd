@@ -10,7 +10,8 @@ cdef class BatchJob:
     cdef double alpha
     cdef PlanPart *items
     cdef PyObject **strs              # or, when every text is a str, the texts themselves
-                                      # (a reference each; ends holds their sizes until cut)
+                                      # (a reference each, given back as its unit is
+                                      # collected: NULL then; ends holds their sizes until cut)
     cdef int prefix_rule              # their dummy prefix (PREFIX_*)
     cdef size_t str_ids_bound         # the most ids they can give
     cdef const unsigned char[::1] lines  # or (start_lines) the block whose lines are the texts
@@ -42,7 +43,7 @@ cdef class BatchJob:
     cdef int n_workers
 
     cdef int allocate(self, Py_ssize_t n_parts) except -1
-    cdef bint take_strs(self, list batch, int prefix) except -1
+    cdef bint take_strs(self, list batch, int prefix, Py_ssize_t *total, Py_ssize_t *longest) except -1
     cdef void drop_strs(self, Py_ssize_t n)
     cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept
     cdef int cut_units(self, Py_ssize_t units) except -1

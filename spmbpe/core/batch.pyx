@@ -133,12 +133,22 @@ cdef class BatchJob:
         `start`), so that waking them overlaps gathering the texts."""
         self.core = core
 
-    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS):
+    def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS,
+              Py_ssize_t cut_parts=0, Py_ssize_t min_share=0):
         """Gives the job its texts: `batch` as for encode_parts_batch, cut
         into about `units` units; with `alpha` > 0, BPE-dropout with text
-        t's generator seeded by seeds[t] (array('Q'))."""
+        t's generator seeded by seeds[t] (array('Q')).  True once started.
+
+        With `cut_parts`, the job refuses the batch (False, holding nothing)
+        when a text is not a str or is longer than two shares of the batch
+        (batch_slices' share: its characters / cut_parts, at least
+        min_share), which the caller then cuts for the threads
+        (_batch_groups): the texts' lengths are read as they are taken, in
+        the one pass over the batch that the job needs anyway, not in a pass
+        of their own before it (each pass over a large batch reads every
+        str's header from memory, serially, while the helpers wait)."""
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
-        cdef Py_ssize_t n_parts, t, k, total = 0, share, filled = 0
+        cdef Py_ssize_t n_parts, total = 0, longest = 0
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = batch
@@ -149,13 +159,21 @@ cdef class BatchJob:
                 raise ValueError("sampling needs one seed per text")
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
-        if alpha == 0.0 and self.take_strs(batch, prefix):
+        if alpha == 0.0 and self.take_strs(batch, prefix, &total, &longest):
+            if cut_parts > 0 and longest > 2 * max(min_share, -(-total // cut_parts)):
+                self.drop_strs(self.n_texts)
+                self.batch = None
+                return False
             self.cut_units(units)
-            return
+            return True
+        if cut_parts > 0:
+            self.batch = None
+            return False
         n_parts = _count_parts(batch)
         self.allocate(n_parts)
         gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
         self.cut_units(units)
+        return True
 
     def start_lines(self, block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
         """Gives the job its texts as the lines of `block`, UTF-8 bytes (or a
@@ -225,11 +243,12 @@ cdef class BatchJob:
             raise MemoryError()
         return 0
 
-    cdef bint take_strs(self, list batch, int prefix) except -1:
+    cdef bint take_strs(self, list batch, int prefix, Py_ssize_t *total, Py_ssize_t *longest) except -1:
         """Takes the texts of `batch` as they are when every one is a str:
         a reference to each (nothing another thread does to the list can
         free one while the threads read it), and its size in ends until the
-        units are cut.  The threads read each str as CPython stores it
+        units are cut; their characters in all and the most in one into
+        `total` and `longest`.  The threads read each str as CPython stores it
         (encode_strs): no PlanPart per text (80 bytes, new pages that cost
         more than the gathering) and no UTF-8 copy left on the caller's
         texts.  False, holding nothing, when a text is not a str."""
@@ -254,6 +273,9 @@ cdef class BatchJob:
                 raise
             kind = str_kind(text)
             self.ends[i] = <size_t>(length * kind)
+            total[0] += length
+            if length > longest[0]:
+                longest[0] = length
             # (The most UTF-8 bytes it can have, and so ids.)
             self.str_ids_bound += 1 + <size_t>length * (1 if str_is_ascii(text) else kind + 1 if kind < 4 else 4)
             Py_INCREF(<object>text)
@@ -262,10 +284,11 @@ cdef class BatchJob:
         return True
 
     cdef void drop_strs(self, Py_ssize_t n):
-        """Gives back the first n texts taken by take_strs, and its arrays."""
+        """Gives back the first n texts taken by take_strs (those not given
+        back with their unit), and its arrays."""
         cdef Py_ssize_t i
         for i in range(n):
-            Py_DECREF(<object>self.strs[i])
+            Py_XDECREF(self.strs[i])
         free(self.strs)
         free(self.ends)
         free(self.unit_end)
@@ -495,7 +518,14 @@ cdef class BatchJob:
     cdef void unit_collected_free(self, Py_ssize_t u) noexcept:
         """Marks unit u collected and frees its buffers (the next units'
         buffers then reuse that memory instead of new pages: each new 4 KiB
-        page is a page fault, and they cost a third of a NumPy batch)."""
+        page is a page fault, and they cost a third of a NumPy batch), and
+        gives back its texts, which no thread reads any more: while the
+        helpers merge, not all at the end while they wait (the GIL is held)."""
+        cdef Py_ssize_t t
+        if self.strs != NULL:
+            for t in range(self.unit_end[u - 1] if u else 0, self.unit_end[u]):
+                Py_XDECREF(self.strs[t])
+                self.strs[t] = NULL
         free(self.unit_ids[u])
         self.unit_ids[u] = NULL
         if self.unit_line_ends != NULL:
