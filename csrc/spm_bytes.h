@@ -102,18 +102,12 @@ static inline int spm_bytes_equal(const char *a, const char *b, size_t n) {
 static inline int spm_bytes_equal_wide(const char *a, const char *b, size_t n) {
 #if SPM_LITTLE_ENDIAN
     uint64_t x, y;
+    size_t whole = (n - 1) & ~(size_t)7; /* the words before the last (n > 0) */
     if (n == 0) return 1;
-    while (n > 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y) return 0;
-        a += 8;
-        b += 8;
-        n -= 8;
-    }
-    memcpy(&x, a, 8);
-    memcpy(&y, b, 8);
-    return ((x ^ y) & (~(uint64_t)0 >> (64 - 8 * n))) == 0;
+    if (whole && !spm_bytes_equal(a, b, whole)) return 0;
+    memcpy(&x, a + whole, 8);
+    memcpy(&y, b + whole, 8);
+    return ((x ^ y) & (~(uint64_t)0 >> (64 - 8 * (n - whole)))) == 0;
 #else
     return spm_bytes_equal(a, b, n);
 #endif
