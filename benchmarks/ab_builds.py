@@ -1,0 +1,147 @@
+"""Two builds of spmbpe timed in turns on the same slices of a file: a before/after
+of a change that a shared machine's drifting speed would hide.
+
+    python benchmarks/ab_builds.py BEFORE AFTER [--file F] [--mb N] [--slices N]
+                                   [--passes N] [--mode line|batch1|batch2]
+
+BEFORE and AFTER are directories holding a built ``spmbpe`` package (a checkout or a
+``git worktree`` of another commit after ``python setup.py build_ext --inplace``).
+Each gets a worker process with that directory first on its path; both load the
+model and the file's non-blank lines, cut into --slices slices.  The workers then
+take turns, a slice at a time (the order swapped every slice), each timing one
+slice: every line by its own ``encode_ordinary`` call (``line``), or the slice in
+one ``encode_batch(..., return_numpy=True)`` on one or two threads (``batch1``,
+``batch2``).  The whole file is read --passes times: the first pass on a fresh
+tokenizer, later ones on its filled cache.  With ``line`` and ``batch1`` both workers
+are pinned to one core (Linux), which also keeps each off the other's cache.
+
+Alternating fresh processes seconds apart did not steady a 5% change on this
+project's 2-core VM, whose speed moved by up to 1.6x between runs of the same code;
+turns a few milliseconds apart see the same speed.  Per pass, the table gives each
+build's MB/s and AFTER over BEFORE: the median over the slices of the ratio of
+their times, and the ratio of the totals.  The ids of every slice are compared
+(a CRC of them): a change that alters an id is reported, not timed as a speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import CORPUS, MODEL  # noqa: E402
+
+MODES = ("line", "batch1", "batch2")
+
+WORKER = r'''
+import sys, time, zlib
+from array import array
+path, mb, slices, mode, model = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+import spmbpe
+data = open(path, "rb").read(int(mb * 1e6) if mb > 0 else -1).decode("utf-8", "ignore")
+lines = [line for line in data.split("\n") if line.strip()]
+tok = spmbpe.load(model)
+import numpy  # (imported before any timing)
+size = max(1, len(lines) // slices)
+parts = [lines[i * size:(i + 1) * size] for i in range(slices)]
+nbytes = [sum(len(x.encode("utf-8")) for x in p) for p in parts]
+print("ready", spmbpe.__file__, flush=True)
+for command in sys.stdin:
+    j = int(command) % slices
+    part, enc = parts[j], tok.encode_ordinary
+    t = time.perf_counter()
+    if mode == "line":
+        out = [enc(x) for x in part]
+    else:
+        out = tok.encode_batch(part, num_threads=int(mode[-1]), return_numpy=True)
+    seconds = time.perf_counter() - t
+    if mode == "line":
+        crc = zlib.crc32(array("i", [i for ids in out for i in ids]).tobytes())
+    else:
+        crc = zlib.crc32(out[0].astype("int32").tobytes())
+    print(repr(seconds), nbytes[j], crc, flush=True)
+'''
+
+
+def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
+    pin = ["taskset", "-c", "0"] if args.mode in ("line", "batch1") and sys.platform.startswith("linux") else []
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OPENBLAS_NUM_THREADS="1")
+    cmd = pin + [sys.executable, "-c", WORKER, str(args.file), str(args.mb), str(args.slices), args.mode, str(args.model)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
+    assert proc.stdout is not None
+    head = proc.stdout.readline().split()
+    problem = None
+    if not head or head[0] != "ready":
+        problem = f"{tree}: the worker did not start (is spmbpe built there?)"
+    elif not str(Path(head[1]).resolve()).startswith(str(Path(tree).resolve())):
+        problem = f"{tree}: the worker imported spmbpe from {Path(head[1]).parent}, not from this build"
+    if problem:
+        proc.kill()
+        proc.wait()
+        raise SystemExit(problem)
+    return proc
+
+
+def turn(proc: subprocess.Popen, j: int) -> Tuple[float, int, int]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(f"{j}\n")
+    proc.stdin.flush()
+    seconds, nbytes, crc = proc.stdout.readline().split()
+    return float(seconds), int(nbytes), int(crc)
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--file", type=Path, default=CORPUS / "en_botchan.txt")
+    ap.add_argument("--mb", type=float, default=0.0, help="the file's first N MB (0: all of it)")
+    ap.add_argument("--slices", type=int, default=20)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--mode", choices=MODES, default="line")
+    ap.add_argument("--model", type=Path, default=MODEL)
+    args = ap.parse_args(argv)
+    if args.slices < 1 or args.passes < 1:
+        ap.error("--slices and --passes must be at least 1")
+    procs = [start(args.before, args), start(args.after, args)]
+    times: List[List[float]] = [[], []]
+    sizes: List[int] = []
+    differ: List[int] = []
+    try:
+        for j in range(args.slices * args.passes):
+            got = [(0.0, 0, 0), (0.0, 0, 0)]
+            for k in ((0, 1) if j % 2 == 0 else (1, 0)):
+                got[k] = turn(procs[k], j)
+            times[0].append(got[0][0])
+            times[1].append(got[1][0])
+            sizes.append(got[0][1])
+            if got[0][2] != got[1][2]:
+                differ.append(j % args.slices)
+    finally:
+        for proc in procs:
+            if proc.stdin:
+                proc.stdin.close()
+            proc.wait()
+    print(f"{args.file.name}, {args.mode}, {args.slices} slices, {args.passes} pass(es); "
+          f"after / before: median over the slices (total)")
+    print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
+    for p in range(args.passes):
+        lo, hi = p * args.slices, (p + 1) * args.slices
+        nbytes = sum(sizes[lo:hi])
+        before, after = times[0][lo:hi], times[1][lo:hi]
+        median = statistics.median(b / a for a, b in zip(after, before))
+        print(f"{p:>4}  {nbytes / sum(before) / 1e6:>11.1f}  {nbytes / sum(after) / 1e6:>10.1f}  "
+              f"{median:>6.3f} ({sum(before) / sum(after):.3f})")
+    if differ:
+        print(f"ids differ between the builds on slice(s) {sorted(set(differ))}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
