@@ -108,6 +108,11 @@ def main(argv: List[str]) -> int:
     args = ap.parse_args(argv)
     if args.slices < 1 or args.passes < 1:
         ap.error("--slices and --passes must be at least 1")
+    # (The workers run from the root directory: no checkout there shadows a build.)
+    args.file, args.model = args.file.resolve(), args.model.resolve()
+    for path in (args.file, args.model):
+        if not path.is_file():
+            ap.error(f"no such file: {path}")
     procs = [start(args.before, args), start(args.after, args)]
     times: List[List[float]] = [[], []]
     sizes: List[int] = []

@@ -60,3 +60,14 @@ def test_builds_whose_ids_differ_are_reported(monkeypatch, capsys):
 def test_a_directory_without_a_build_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="spmbpe"):
         ab_builds.main([str(tmp_path), str(ROOT), "--mb", "0.01", "--slices", "1", "--passes", "1"])
+
+
+def test_a_relative_file_is_read_from_the_callers_directory(capsys, monkeypatch):
+    """The workers run from the root directory; a relative --file is the
+    caller's."""
+    monkeypatch.chdir(ROOT)
+    rc = ab_builds.main([str(ROOT), str(ROOT), "--file", "tests/data/corpus/multi_ja.txt", "--mb", "0.02",
+                         "--slices", "2", "--passes", "1"])
+    assert rc == 0 and capsys.readouterr().out.startswith("multi_ja.txt, line, 2 slices")
+    with pytest.raises(SystemExit):
+        ab_builds.main([str(ROOT), str(ROOT), "--file", "no-such-file.txt"])
