@@ -71,14 +71,12 @@ def run_batch(
     # whatever their lengths: the job itself then reads whether a long text
     # must be cut, as it takes the texts, and refuses the batch if so.)
     job_reads_shape = plain and not sample_alpha and len(texts) > _MAX_GROUP
-    if job_reads_shape:
-        one_job = True
-    elif plain:
+    if plain and not job_reads_shape:
         share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, _MAX_GROUP)
         one_job = several and not _cuts_long_texts(core, cut and threads > 1, share, longest)
     groups: List[List[Any]] = []
     owners: Optional[List[List[int]]] = None
-    if not one_job:
+    if not one_job and not job_reads_shape:
         groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut)
     # (Sampling seeds each text by its index in the batch.)
     starts = list(accumulate((len(g) for g in groups), initial=0)) if sample_alpha else []
@@ -106,7 +104,6 @@ def run_batch(
             # (A long text to cut for the threads, or a text that is not a
             # str: the groups' way, which cuts the one or names the other.)
             groups, owners = _batch_groups(core, plan, texts, include, allowed, threads, cut)
-            one_job = False
         if not one_job and (threads <= 1 or len(groups) < 2):
             results = [encode_group(k) for k in range(len(groups))]
         elif plain:
@@ -251,7 +248,8 @@ def _batch_groups(
 def _cuts_long_texts(core: SpmCore, cut: bool, share: int, longest: int) -> bool:
     """Whether a batch's long texts are cut at exact chunk boundaries for
     the threads: a text longer than two shares, when cutting is allowed and
-    the core chunks."""
+    the core chunks.  (BatchJob.start applies the same rule to a batch it
+    reads the shape of.)"""
     return cut and core.chunked and longest > 2 * share
 
 

@@ -1,6 +1,12 @@
 # The batch scheduler: BatchJob (declared in core/batch.pxd) and the split
 # of a batch into groups (batch_slices).
 
+cdef inline Py_ssize_t share_of(Py_ssize_t total, Py_ssize_t parts, Py_ssize_t min_share) noexcept:
+    """A batch_slices group's share of `total` characters: total / parts
+    rounded up, at least min_share."""
+    return max(min_share, -(-total // max(parts, 1)))
+
+
 cdef Py_ssize_t batch_share(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t *longest,
                             Py_ssize_t *total, Py_ssize_t *last) except -1:
     """The share of a batch_slices group: total / parts characters, at least
@@ -14,7 +20,7 @@ cdef Py_ssize_t batch_share(list texts, Py_ssize_t parts, Py_ssize_t min_share, 
         if length > longest[0]:
             longest[0] = length
     last[0] = length
-    return max(min_share, -(-total[0] // max(parts, 1)))
+    return share_of(total[0], parts, min_share)
 
 
 def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t max_items):
@@ -160,7 +166,8 @@ cdef class BatchJob:
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
         if alpha == 0.0 and self.take_strs(batch, prefix, &total, &longest):
-            if cut_parts > 0 and longest > 2 * max(min_share, -(-total // cut_parts)):
+            # (_batch._cuts_long_texts' rule, on the share batch_slices gives.)
+            if cut_parts > 0 and longest > 2 * share_of(total, cut_parts, min_share):
                 self.drop_strs(self.n_texts)
                 self.batch = None
                 return False
