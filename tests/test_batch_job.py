@@ -17,6 +17,7 @@ import gc
 import json
 import sys
 import threading
+import time
 from itertools import accumulate
 
 import numpy as np
@@ -611,7 +612,11 @@ def test_a_batch_job_gives_back_every_text(flat):
     gives each back once (as its unit is collected, or at the end): every
     text's reference count is what it was, after a batch, after one it
     refused for a long text, and after one a text failed.  (After a
-    collection: a failed job, say, stays in its traceback's cycle until then.)"""
+    collection: a failed job, say, stays in its traceback's cycle until then;
+    and once the pool's threads have let go of their last task, which holds
+    a refused batch's groups for a moment after its result is handed over.
+    A text not given back never returns to its count; one given back twice
+    falls below it or crashes.)"""
     tok = spmbpe.load(MODEL)
     document = (DATA_DIR / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:200_000]
     for texts in (_big_batch_with("short"), _big_batch_with(document), _big_batch_with("bad \ud800")):
@@ -621,8 +626,14 @@ def test_a_batch_job_gives_back_every_text(flat):
                 tok.encode_batch(texts, num_threads=threads, return_numpy=flat)
             except ValueError as e:
                 assert "surrogate" in str(e) and texts[1234].startswith("bad")
-            gc.collect()
-            assert [sys.getrefcount(t) for t in texts] == before
+            for _ in range(200):
+                gc.collect()
+                after = [sys.getrefcount(t) for t in texts]
+                if after == before or min(a - b for a, b in zip(after, before)) < 0:
+                    break
+                time.sleep(0.05)
+            changed = [(i, a - b) for i, (a, b) in enumerate(zip(after, before)) if a != b]
+            assert not changed, (threads, len(changed), changed[:5])
 
 
 @pytest.mark.parametrize("bad, error, message", [
