@@ -2,7 +2,7 @@
 of a change that a shared machine's drifting speed would hide.
 
     python benchmarks/ab_builds.py BEFORE AFTER [--file F] [--mb N] [--slices N]
-                                   [--passes N] [--mode line|batch1|batch2]
+                                   [--passes N] [--mode line|batch1|batch2] [--cache N]
 
 BEFORE and AFTER are directories holding a built ``spmbpe`` package (a checkout or a
 ``git worktree`` of another commit after ``python setup.py build_ext --inplace``).
@@ -14,6 +14,9 @@ one ``encode_batch(..., return_numpy=True)`` on one or two threads (``batch1``,
 ``batch2``).  The whole file is read --passes times: the first pass on a fresh
 tokenizer, later ones on its filled cache.  With ``line`` and ``batch1`` both workers
 are pinned to one core (Linux), which also keeps each off the other's cache.
+``--cache N`` sets both tokenizers' ``cache_capacity`` (the header gives what each
+then holds: it is rounded up); ``--cache 0`` merges every chunk at every sighting,
+which times the merge itself, what a corpus's new words cost.
 
 Alternating fresh processes seconds apart did not steady a 5% change on this
 project's 2-core VM, whose speed moved by up to 1.6x between runs of the same code;
@@ -41,16 +44,18 @@ MODES = ("line", "batch1", "batch2")
 WORKER = r'''
 import sys, time, zlib
 from array import array
-path, mb, slices, mode, model = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+path, mb, slices, mode, model, cache = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 import spmbpe
 data = open(path, "rb").read(int(mb * 1e6) if mb > 0 else -1).decode("utf-8", "ignore")
 lines = [line for line in data.split("\n") if line.strip()]
 tok = spmbpe.load(model)
+if cache >= 0:
+    tok.cache_capacity = cache
 import numpy  # (imported before any timing)
 size = max(1, len(lines) // slices)
 parts = [lines[i * size:(i + 1) * size] for i in range(slices)]
 nbytes = [sum(len(x.encode("utf-8")) for x in p) for p in parts]
-print("ready", spmbpe.__file__, flush=True)
+print("ready", spmbpe.__file__, tok.cache_capacity, flush=True)
 for command in sys.stdin:
     j = int(command) % slices
     part, enc = parts[j], tok.encode_ordinary
@@ -71,7 +76,8 @@ for command in sys.stdin:
 def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
     pin = ["taskset", "-c", "0"] if args.mode in ("line", "batch1") and sys.platform.startswith("linux") else []
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OPENBLAS_NUM_THREADS="1")
-    cmd = pin + [sys.executable, "-c", WORKER, str(args.file), str(args.mb), str(args.slices), args.mode, str(args.model)]
+    cmd = pin + [sys.executable, "-c", WORKER, str(args.file), str(args.mb), str(args.slices), args.mode, str(args.model),
+                  str(-1 if args.cache is None else args.cache)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     assert proc.stdout is not None
     head = proc.stdout.readline().split()
@@ -84,6 +90,7 @@ def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
         proc.kill()
         proc.wait()
         raise SystemExit(problem)
+    proc.cache_capacity = head[2]  # type: ignore[attr-defined]
     return proc
 
 
@@ -95,7 +102,8 @@ def turn(proc: subprocess.Popen, j: int) -> Tuple[float, int, int]:
     return float(seconds), int(nbytes), int(crc)
 
 
-def main(argv: List[str]) -> int:
+def parse(argv: List[str]) -> argparse.Namespace:
+    """The command line, checked, with the files' paths made absolute."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before")
     ap.add_argument("after")
@@ -105,14 +113,23 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--mode", choices=MODES, default="line")
     ap.add_argument("--model", type=Path, default=MODEL)
+    ap.add_argument("--cache", type=int, default=None,
+                    help="the chunk cache's capacity (0: none, every chunk merged; default: the tokenizer's)")
     args = ap.parse_args(argv)
     if args.slices < 1 or args.passes < 1:
         ap.error("--slices and --passes must be at least 1")
+    if args.cache is not None and args.cache < 0:
+        ap.error("--cache must be 0 or more")
     # (The workers run from the root directory: no checkout there shadows a build.)
     args.file, args.model = args.file.resolve(), args.model.resolve()
     for path in (args.file, args.model):
         if not path.is_file():
             ap.error(f"no such file: {path}")
+    return args
+
+
+def main(argv: List[str]) -> int:
+    args = parse(argv)
     procs = [start(args.before, args), start(args.after, args)]
     times: List[List[float]] = [[], []]
     sizes: List[int] = []
@@ -132,7 +149,9 @@ def main(argv: List[str]) -> int:
             if proc.stdin:
                 proc.stdin.close()
             proc.wait()
-    print(f"{args.file.name}, {args.mode}, {args.slices} slices, {args.passes} pass(es); "
+    # (What each tokenizer holds: set_cache_capacity rounds up.)
+    cache = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
+    print(f"{args.file.name}, {args.mode}{cache}, {args.slices} slices, {args.passes} pass(es); "
           f"after / before: median over the slices (total)")
     print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
     for p in range(args.passes):

@@ -34,6 +34,23 @@ def test_a_build_against_itself(capsys, mode):
         assert row[4].startswith("(") and float(row[3]) > 0  # median ratio, then (total)
 
 
+def test_the_cache_capacity_is_set_in_both_workers(capsys):
+    """--cache 0: both tokenizers merge every chunk (the header gives what
+    each worker's tokenizer holds); a capacity below 0 is refused."""
+    rc = ab_builds.main([str(ROOT), str(ROOT), "--mb", "0.02", "--slices", "2", "--passes", "1", "--cache", "0"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0 and out[0].startswith("en_botchan.txt, line, cache 0/0, 2 slices")
+    args = ab_builds.parse([str(ROOT), str(ROOT), "--mb", "0.01", "--cache", "0"])
+    for cache, reported in ((0, "0"), (1000, "1536"), (None, "98304")):
+        args.cache = cache
+        proc = ab_builds.start(str(ROOT), args)
+        assert proc.cache_capacity == reported
+        proc.stdin.close()
+        proc.wait()
+    with pytest.raises(SystemExit):
+        ab_builds.main([str(ROOT), str(ROOT), "--cache", "-1"])
+
+
 def test_builds_whose_ids_differ_are_reported(monkeypatch, capsys):
     """The workers' CRCs of each slice's ids are compared: a slice where
     they differ is named and the exit status is 1."""
