@@ -284,6 +284,34 @@ def test_default_encode_is_plain_text_or_an_error_never_a_control_id(tokenizers,
         assert raised == 0
 
 
+class _Policy(str):
+    """A str subclass (as an enum of policies would be)."""
+
+
+@pytest.mark.parametrize("name", READS_SPECIALS)
+def test_a_policy_spelled_at_run_time_acts_as_its_literal(tokenizers, name):
+    # The call tells the literals apart by identity first; a policy string
+    # built at run time (not the interned literal), or a str subclass, must
+    # act the same.
+    tok = tokenizers[name]
+    token = sorted(tok.special_tokens)[0]
+    text = f"a {token} b"
+    built = {p: "".join(list(p)) for p in ("all", "none", "raise")}
+    assert all(built[p] is not p for p in built)
+    for policy in ("all", "none"):
+        expected = tok.encode(text, special=policy)
+        assert tok.encode(text, special=built[policy]) == expected
+        assert tok.encode(text, special=_Policy(policy)) == expected
+        assert tok.encode_batch([text], special=built[policy]) == [expected]
+    token_id = tok.convert_tokens_to_ids(token)
+    assert token_id in tok.encode(text, special=built["all"])
+    assert token_id not in tok.encode(text, special=built["none"])
+    for policy in (built["raise"], _Policy("raise")):
+        with pytest.raises(DisallowedSpecialError):
+            tok.encode(text, special=policy)
+    assert tok.encode("plain text", special=built["raise"]) == tok.encode_ordinary("plain text")
+
+
 @pytest.mark.parametrize("name", READS_SPECIALS)
 def test_default_batch_names_the_text_that_spells_a_special_token(tokenizers, name):
     tok = tokenizers[name]

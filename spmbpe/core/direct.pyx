@@ -3,8 +3,16 @@
 # goes straight to the merge (a compiled scan decides); any other text is
 # split by the reference's planner (pyahocorasick) and merged in one call.
 
+import sys
+
 from spmbpe._policy import check_text, sampling, special_policy, surrogate_error
 
+
+# The special= policies that need no planner (TokenizerBase.direct_mask),
+# interned as the same literals in Python code are.
+cdef str _RAISE = sys.intern("raise")
+cdef str _ALL = sys.intern("all")
+cdef str _NONE = sys.intern("none")
 
 # planners.Direct.prefix -> PREFIX_*.
 _PREFIX_MODES = {"never": PREFIX_NEVER, "always": PREFIX_ALWAYS, "unless_space": PREFIX_UNLESS_SPACE}
@@ -114,12 +122,21 @@ cdef class TokenizerBase:
         a special= policy, or 0 when the policy itself needs the planner (a
         collection, which it checks)."""
         cdef str policy
-        if self.direct_core is None or type(special) is not str:
+        if self.direct_core is None:
             return 0
-        policy = <str>special  # (compared as str: the same literal is the same object)
-        if policy == "raise" or policy == "all":
+        # A literal in the caller's code is the interned string these are:
+        # told apart by identity first, where comparing the text cost a
+        # tenth of a short cached line's call.
+        if special is _RAISE or special is _ALL:
             return KIND_PLAIN | KIND_SPECIAL
-        if policy == "none":
+        if special is _NONE:
+            return KIND_PLAIN
+        if type(special) is not str:
+            return 0
+        policy = <str>special
+        if policy == _RAISE or policy == _ALL:
+            return KIND_PLAIN | KIND_SPECIAL
+        if policy == _NONE:
             return KIND_PLAIN
         return 0
 
