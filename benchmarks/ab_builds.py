@@ -3,6 +3,7 @@ of a change that a shared machine's drifting speed would hide.
 
     python benchmarks/ab_builds.py BEFORE AFTER [--file F] [--mb N] [--slices N]
                                    [--passes N] [--mode line|batch1|batch2] [--cache N]
+                                   [--special all|none|raise]
 
 BEFORE and AFTER are directories holding a built ``spmbpe`` package (a checkout or a
 ``git worktree`` of another commit after ``python setup.py build_ext --inplace``).
@@ -10,13 +11,15 @@ Each gets a worker process with that directory first on its path; both load the
 model and the file's non-blank lines, cut into --slices slices.  The workers then
 take turns, a slice at a time (the order swapped every slice), each timing one
 slice: every line by its own ``encode_ordinary`` call (``line``), or the slice in
-one ``encode_batch(..., return_numpy=True)`` on one or two threads (``batch1``,
-``batch2``).  The whole file is read --passes times: the first pass on a fresh
+one ``encode_batch(..., return_numpy=True, special="none")`` on one or two threads
+(``batch1``, ``batch2``).  The whole file is read --passes times: the first pass on a fresh
 tokenizer, later ones on its filled cache.  With ``line`` and ``batch1`` both workers
 are pinned to one core (Linux), which also keeps each off the other's cache.
-``--cache N`` sets both tokenizers' ``cache_capacity`` (the header gives what each
-then holds: it is rounded up); ``--cache 0`` merges every chunk at every sighting,
-which times the merge itself, what a corpus's new words cost.
+``--special P`` times ``encode(line, special=P)`` per line instead (and passes
+``special=P`` to the batch call).  ``--cache N`` sets both tokenizers'
+``cache_capacity`` (the header gives what each then holds: it is rounded up);
+``--cache 0`` merges every chunk at every sighting, which times the merge itself,
+what a corpus's new words cost.
 
 Alternating fresh processes seconds apart did not steady a 5% change on this
 project's 2-core VM, whose speed moved by up to 1.6x between runs of the same code;
@@ -45,6 +48,7 @@ WORKER = r'''
 import sys, time, zlib
 from array import array
 path, mb, slices, mode, model, cache = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+special = sys.argv[7] or None
 import spmbpe
 data = open(path, "rb").read(int(mb * 1e6) if mb > 0 else -1).decode("utf-8", "ignore")
 lines = [line for line in data.split("\n") if line.strip()]
@@ -58,12 +62,14 @@ nbytes = [sum(len(x.encode("utf-8")) for x in p) for p in parts]
 print("ready", spmbpe.__file__, tok.cache_capacity, flush=True)
 for command in sys.stdin:
     j = int(command) % slices
-    part, enc = parts[j], tok.encode_ordinary
+    part, enc = parts[j], tok.encode_ordinary if special is None else tok.encode
     t = time.perf_counter()
-    if mode == "line":
+    if mode == "line" and special is None:
         out = [enc(x) for x in part]
+    elif mode == "line":
+        out = [enc(x, special=special) for x in part]
     else:
-        out = tok.encode_batch(part, num_threads=int(mode[-1]), return_numpy=True)
+        out = tok.encode_batch(part, num_threads=int(mode[-1]), return_numpy=True, special=special or "none")
     seconds = time.perf_counter() - t
     if mode == "line":
         crc = zlib.crc32(array("i", [i for ids in out for i in ids]).tobytes())
@@ -77,7 +83,7 @@ def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
     pin = ["taskset", "-c", "0"] if args.mode in ("line", "batch1") and sys.platform.startswith("linux") else []
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OPENBLAS_NUM_THREADS="1")
     cmd = pin + [sys.executable, "-c", WORKER, str(args.file), str(args.mb), str(args.slices), args.mode, str(args.model),
-                  str(-1 if args.cache is None else args.cache)]
+                  str(-1 if args.cache is None else args.cache), args.special or ""]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     assert proc.stdout is not None
     head = proc.stdout.readline().split()
@@ -98,7 +104,10 @@ def turn(proc: subprocess.Popen, j: int) -> Tuple[float, int, int]:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(f"{j}\n")
     proc.stdin.flush()
-    seconds, nbytes, crc = proc.stdout.readline().split()
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"a worker stopped at slice {j} (its error is above)")
+    seconds, nbytes, crc = line.split()
     return float(seconds), int(nbytes), int(crc)
 
 
@@ -113,6 +122,8 @@ def parse(argv: List[str]) -> argparse.Namespace:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--mode", choices=MODES, default="line")
     ap.add_argument("--model", type=Path, default=MODEL)
+    ap.add_argument("--special", choices=("all", "none", "raise"), default=None,
+                    help="per line encode(x, special=...) instead of encode_ordinary; in batch the same special=")
     ap.add_argument("--cache", type=int, default=None,
                     help="the chunk cache's capacity (0: none, every chunk merged; default: the tokenizer's)")
     args = ap.parse_args(argv)
@@ -151,6 +162,7 @@ def main(argv: List[str]) -> int:
             proc.wait()
     # (What each tokenizer holds: set_cache_capacity rounds up.)
     cache = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
+    cache += "" if args.special is None else f", special={args.special}"
     print(f"{args.file.name}, {args.mode}{cache}, {args.slices} slices, {args.passes} pass(es); "
           f"after / before: median over the slices (total)")
     print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")

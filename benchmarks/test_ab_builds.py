@@ -51,6 +51,24 @@ def test_the_cache_capacity_is_set_in_both_workers(capsys):
         ab_builds.main([str(ROOT), str(ROOT), "--cache", "-1"])
 
 
+@pytest.mark.parametrize("mode", ["line", "batch1"])
+def test_a_special_policy_is_timed_through_encode(tmp_path, capsys, mode):
+    """--special P: encode(line, special=P) per line (encode_batch's special=
+    in batch).  Lines that spell a control token of a GGUF (which reads them
+    with special="all") encode with "all" and with encode_ordinary, and make
+    a worker stop with "raise", which is named."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("plain text\na </s> b\nmore text\n", encoding="utf-8")
+    base = [str(ROOT), str(ROOT), "--file", str(lines), "--model", str(ROOT / "tests" / "data" / "ggml-vocab-llama-spm.gguf"),
+            "--slices", "1", "--passes", "1", "--mode", mode]
+    assert ab_builds.main(base + ["--special", "all"]) == 0
+    assert capsys.readouterr().out.startswith(f"lines.txt, {mode}, special=all, 1 slices")
+    assert ab_builds.main(base) == 0
+    assert capsys.readouterr().out.startswith(f"lines.txt, {mode}, 1 slices")
+    with pytest.raises(SystemExit, match="a worker stopped at slice 0"):
+        ab_builds.main(base + ["--special", "raise"])
+
+
 def test_builds_whose_ids_differ_are_reported(monkeypatch, capsys):
     """The workers' CRCs of each slice's ids are compared: a slice where
     they differ is named and the exit status is 1."""
