@@ -160,10 +160,10 @@ def main(argv: List[str]) -> int:
             if proc.stdin:
                 proc.stdin.close()
             proc.wait()
-    # (What each tokenizer holds: set_cache_capacity rounds up.)
-    cache = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
-    cache += "" if args.special is None else f", special={args.special}"
-    print(f"{args.file.name}, {args.mode}{cache}, {args.slices} slices, {args.passes} pass(es); "
+    # (The cache: what each tokenizer holds, as set_cache_capacity rounds up.)
+    settings = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
+    settings += "" if args.special is None else f", special={args.special}"
+    print(f"{args.file.name}, {args.mode}{settings}, {args.slices} slices, {args.passes} pass(es); "
           f"after / before: median over the slices (total)")
     print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
     for p in range(args.passes):

@@ -125,8 +125,8 @@ cdef class TokenizerBase:
         if self.direct_core is None:
             return 0
         # A literal in the caller's code is the interned string these are:
-        # told apart by identity first, where comparing the text cost a
-        # tenth of a short cached line's call.
+        # told apart by identity first (comparing the text cost about 130
+        # instructions, 3% of a short cached line's call).
         if special is _RAISE or special is _ALL:
             return KIND_PLAIN | KIND_SPECIAL
         if special is _NONE:
