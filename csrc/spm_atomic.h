@@ -25,9 +25,6 @@ static inline void spm_store_release_u32(uint32_t *p, uint32_t v) {
     InterlockedExchange((volatile LONG *)p, (LONG)v);
 }
 
-static inline uint64_t spm_load_acquire_u64(const uint64_t *p) {
-    return (uint64_t)InterlockedCompareExchange64((volatile LONG64 *)p, 0, 0);
-}
 static inline void *spm_load_acquire_ptr(void *const *p) {
     return InterlockedCompareExchangePointer((PVOID volatile *)p, NULL, NULL);
 }
@@ -35,8 +32,8 @@ static inline void spm_store_release_ptr(void **p, void *v) {
     InterlockedExchangePointer((PVOID volatile *)p, v);
 }
 /* Stores `desired` when *p == *expected; else *expected = *p.  1 on success. */
-static inline int spm_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired) {
-    uint64_t seen = (uint64_t)InterlockedCompareExchange64((volatile LONG64 *)p, (LONG64)desired, (LONG64)*expected);
+static inline int spm_cas_u32(uint32_t *p, uint32_t *expected, uint32_t desired) {
+    uint32_t seen = (uint32_t)InterlockedCompareExchange((volatile LONG *)p, (LONG)desired, (LONG)*expected);
     if (seen == *expected) return 1;
     *expected = seen;
     return 0;
@@ -81,16 +78,13 @@ static inline void spm_store_release_u32(uint32_t *p, uint32_t v) {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-static inline uint64_t spm_load_acquire_u64(const uint64_t *p) {
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
 static inline void *spm_load_acquire_ptr(void *const *p) {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 static inline void spm_store_release_ptr(void **p, void *v) {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
-static inline int spm_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired) {
+static inline int spm_cas_u32(uint32_t *p, uint32_t *expected, uint32_t desired) {
     return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 static inline size_t spm_fetch_add_size(size_t *p, size_t v) {

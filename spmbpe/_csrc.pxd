@@ -101,6 +101,7 @@ cdef extern from "spm_cache.h" nogil:
         size_t data_len
         size_t data_cap
         uint32_t full
+        uint32_t offset_bits
 
     uint32_t SPM_CACHE_MAX_SLOTS
     size_t SPM_CACHE_MAX_DATA

@@ -93,6 +93,13 @@ def cached_ids(SpmCore core not None, bytes chunk not None):
     return [ids[i] for i in range(e.ids_len)]
 
 
+def cache_tag_bits(SpmCore core not None):
+    """How many bits of a chunk cache slot hold the hash's tag (the rest
+    hold an entry's offset, as many as the arena needs), or 0 before the
+    first chunked encode."""
+    return 32 - core.cache.offset_bits if core.cache_ready else 0
+
+
 def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):
     """Bounds the chunk cache to `slots` table slots (a power of two, 1024
     or more; at most half are used) and `data_bytes` of entries, so that

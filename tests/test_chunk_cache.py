@@ -94,6 +94,34 @@ def test_growth_moves_every_shape_of_entry(sp, shapes):
         assert _testing.cached_ids(tok._core, MARKER + word.encode()) == sp.encode(word), word
 
 
+@pytest.mark.parametrize("data_bytes, tag_bits", [(64 * 1024, 17), (None, 11), (1 << 29, 4)])
+def test_a_slot_keeps_as_many_tag_bits_as_the_arena_leaves(sp, shapes, data_bytes, tag_bits):
+    """A table slot is 32 bits: an entry's offset (in 4-byte units) in as
+    many low bits as the arena needs, the hash's tag in the rest.  With room
+    for 512 MB of entries only 4 bits of tag are left, so most slots a
+    lookup passes have the tag it looks for and the key decides: each chunk
+    still answers its own ids, through the table's growth, and a prefix or
+    an extension of a cached key answers none."""
+    words = [w for ws in shapes.values() for w in ws[:300]]
+    random.Random(5).shuffle(words)
+    tok = spmbpe.load(MODEL)
+    if data_bytes is not None:
+        _testing.limit_cache(tok._core, 1 << 17, data_bytes)
+    for k in range(0, len(words), 400):
+        part = " ".join(words[k:k + 400])
+        assert tok.encode_ordinary(part) == sp.encode(part)
+    assert _testing.cache_tag_bits(tok._core) == tag_bits
+    slots, used, data, full = _testing.cache_info(tok._core)
+    held = [w for w in words if _testing.cached_ids(tok._core, MARKER + w.encode()) is not None]
+    assert len(held) == len(words) or full
+    assert len(held) > 150 and slots > 1024  # (it grew)
+    for word in held:
+        assert _testing.cached_ids(tok._core, MARKER + word.encode()) == sp.encode(word), word
+    others = {w[:-1] for w in held} | {w + "q" for w in held}
+    for word in others - set(words):
+        assert _testing.cached_ids(tok._core, MARKER + word.encode()) is None, word
+
+
 def test_threads_fill_every_shape_of_entry(sp, shapes):
     """Threads inserting chunks of every shape at once into a small cache
     that grows and fills: every batch gives the references' ids, and what
@@ -118,8 +146,9 @@ def test_key_comparison_reads_every_byte_and_none_past_the_key(n):
     """The cache compares keys a word at a time, the last word masked to the
     key's length: two keys that differ in any one byte are unequal, and the
     bytes after a key (the text's next chunk, an entry's ids) never count.
-    (A lookup reaches the comparison only when the 32-bit tag of the hash
-    matches too, so ids alone would not show a wrong comparison.)"""
+    (A lookup reaches the comparison only when the tag of the hash matches
+    too, 11 bits of it in a default cache, so ids alone would seldom show a
+    wrong comparison.)"""
     rng = random.Random(n)
     key = bytes(rng.randrange(256) for _ in range(n))
     assert _testing.keys_equal(key, key, n)
