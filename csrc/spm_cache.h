@@ -80,8 +80,7 @@ typedef struct {
     uint32_t max_slots;
     uint32_t full;             /* atomic flag: an insert found no room */
     uint32_t offset_bits;      /* a slot's low bits: an entry's offset / 4 + 1 (spm_cache_init) */
-    uint32_t offset_mask;      /* (1 << offset_bits) - 1 */
-    char pad_[SPM_CACHE_LINE - 2 * sizeof(void *) - sizeof(size_t) - 4 * sizeof(uint32_t)];
+    char pad_[SPM_CACHE_LINE - 2 * sizeof(void *) - sizeof(size_t) - 3 * sizeof(uint32_t)];
     size_t data_len;           /* atomic; runs past data_cap once the arena is full */
     uint32_t growing;          /* try-lock of the growth */
     spm_cache_table *retired;  /* tables replaced by growth, freed at quiescence */
@@ -143,7 +142,8 @@ static inline const int32_t *spm_cache_ids(const spm_cache_entry *e) {
 }
 
 static inline const spm_cache_entry *spm_cache_entry_at(const spm_cache *c, uint32_t word) {
-    return (const spm_cache_entry *)(c->data + ((size_t)(word & c->offset_mask) - 1) * 4);
+    uint32_t offset = word & (uint32_t)(((uint64_t)1 << c->offset_bits) - 1);
+    return (const spm_cache_entry *)(c->data + ((size_t)offset - 1) * 4);
 }
 
 /* The tag a slot holds for hash h: the upper bits of its upper half, as
@@ -186,7 +186,6 @@ static inline int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_c
      * data_cap / 4), and the rest of the word for the tag. */
     c->offset_bits = 1;
     while (c->offset_bits < 31 && ((size_t)1 << c->offset_bits) <= data_cap / 4) c->offset_bits++;
-    c->offset_mask = (uint32_t)(((uint64_t)1 << c->offset_bits) - 1);
     c->data_len = 0;
     c->data_cap = data_cap;
     c->max_slots = max_slots;

@@ -310,6 +310,15 @@ def test_a_policy_spelled_at_run_time_acts_as_its_literal(tokenizers, name):
         with pytest.raises(DisallowedSpecialError):
             tok.encode(text, special=policy)
     assert tok.encode("plain text", special=built["raise"]) == tok.encode_ordinary("plain text")
+    if name == "tokenizer.json":
+        # The reference: tokenizers reads the token as its id, and as text
+        # with encode_special_tokens.
+        from tokenizers import Tokenizer
+
+        ref = Tokenizer.from_file(str(DATA_DIR / "mistral-v1.tokenizer.json"))
+        assert tok.encode(text, special=built["all"]) == ref.encode(text, add_special_tokens=False).ids
+        ref.encode_special_tokens = True
+        assert tok.encode(text, special=built["none"]) == ref.encode(text, add_special_tokens=False).ids
 
 
 @pytest.mark.parametrize("name", READS_SPECIALS)

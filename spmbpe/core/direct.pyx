@@ -122,21 +122,18 @@ cdef class TokenizerBase:
         a special= policy, or 0 when the policy itself needs the planner (a
         collection, which it checks)."""
         cdef str policy
-        if self.direct_core is None:
+        if self.direct_core is None or type(special) is not str:
             return 0
-        # A literal in the caller's code is the interned string these are:
-        # told apart by identity first (comparing the text cost about 130
-        # instructions, 3% of a short cached line's call).
-        if special is _RAISE or special is _ALL:
-            return KIND_PLAIN | KIND_SPECIAL
-        if special is _NONE:
-            return KIND_PLAIN
-        if type(special) is not str:
-            return 0
+        # Told apart by identity: a literal in the caller's code is the
+        # interned string itself (comparing the text cost about 130
+        # instructions, 3% of a short cached line's call), and a policy
+        # built at run time is brought to it first.
         policy = <str>special
-        if policy == _RAISE or policy == _ALL:
+        if policy is not _RAISE and policy is not _ALL and policy is not _NONE:
+            policy = sys.intern(policy)
+        if policy is _RAISE or policy is _ALL:
             return KIND_PLAIN | KIND_SPECIAL
-        if policy == _NONE:
+        if policy is _NONE:
             return KIND_PLAIN
         return 0
 
