@@ -95,6 +95,20 @@ def test_the_bytes_of_the_training_tools_own_writers(here, models, tmp_path, nam
     assert [json.loads(line)["text"] for line in text.decode().splitlines()] == [tok.decode(d) for d in docs]
 
 
+@pytest.mark.parametrize("step", [1, 2, 5])
+def test_the_megatron_index_is_the_same_when_written_in_many_steps(here, models, tmp_path, monkeypatch, step):
+    # The .idx is written from the spooled lengths a fixed number of
+    # documents at a time (buffers made once): with steps of a few documents
+    # the offsets carried from step to step must give megatron-core's bytes.
+    from spmbpe import _arrays
+
+    monkeypatch.setattr(_arrays, "_STEP", step)
+    for name in ("plain", "eod", "wide"):
+        here(["encode", "--model", models[name], *CASES[name]["flags"], "-o", tmp_path / f"{name}.bin",
+              FORMATS / CASES[name]["input"]])
+        assert (tmp_path / f"{name}.idx").read_bytes() == (FORMATS / f"{name}.idx").read_bytes(), name
+
+
 def test_nanogpt_reads_the_bin_file_with_numpy_memmap(here, tmp_path):
     # nanoGPT's data/openwebtext/prepare.py writes each document's ids and
     # then the EOT id into one flat uint16 file; train.py reads it with
