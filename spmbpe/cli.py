@@ -27,6 +27,7 @@ _atomic, with _signals deciding where an interrupt takes effect.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from typing import List, Optional
@@ -53,7 +54,12 @@ def console_main() -> int:
     # two-core machine it took a core from the merging threads.  The
     # command line does no linear algebra.  A value the user set wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return main()
+    status = main()
+    # The process ends next: its objects need no cycle collection.  Frozen,
+    # they are left out of the collections that Python's shutdown runs over
+    # every module's objects (20-25 ms of a 0.4 s run, NumPy imported).
+    gc.freeze()
+    return status
 
 
 def main(argv: Optional[List[str]] = None) -> int:
