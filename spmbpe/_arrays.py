@@ -109,6 +109,10 @@ _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 # asks for huge pages past 4 MB), 50-100 ms of a 40 MB file's close.
 _STEP = 1 << 16
 
+# An output's ids go to disk in the background every this many bytes
+# (AtomicFile.start_writeback).
+_WRITEBACK_BYTES = 8 << 20
+
 
 def array_dtype(vocab_size: int, fmt: str, np: Any) -> Any:
     """The dtype of the ids of an array output: what the format's own
@@ -325,6 +329,7 @@ class _Shard:
         np = self.np
         n = len(offsets) - 1
         ids.astype(self.dtype, copy=False).tofile(self.ids.file)
+        self.ids.start_writeback(_WRITEBACK_BYTES)
         if self.fmt == "bin":
             lengths = np.diff(offsets)
             if n and int(lengths.max()) > 0x7FFFFFFF:
@@ -349,6 +354,7 @@ class _Shard:
             self.index.file.write(npy_header("<i8", self.documents + 1))
         elif self.fmt == "bin":
             assert self.lengths is not None
+            self.ids.start_writeback()  # the ids' last part goes to disk while the index is made
             # (A scratch file read back at once and removed: flushed, not
             # synced to disk.)
             self.lengths.file.flush()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import IO, Any, Iterator, Optional
 
@@ -32,13 +34,47 @@ class AtomicFile:
             self.file: IO[Any] = open(self.tmp, mode)
         except OSError as e:
             raise OutputError(f"cannot write {path}: {e.strerror}") from None
+        self._handed = 0  # bytes handed to the disk so far (start_writeback)
+        self._writeback: Optional["Future[None]"] = None
         _live.add(self)
+
+    def start_writeback(self, every: int = 0) -> None:
+        """Has a background thread write what the file holds so far to disk
+        (fdatasync) once `every` more bytes are there, unless one is still
+        at it.  A large output then goes to disk while the rest of it is
+        made, and finish()'s fsync has only the last part left: on a 40 MB
+        input that fsync took 17-22 ms of the command's close, the disk
+        idle until then.  An error of the background write is raised by
+        the next call or by finish()."""
+        pending = self._writeback
+        if pending is not None:
+            if not pending.done():
+                return
+            self._wait_writeback()
+        size = self.file.tell()
+        if size - self._handed < max(every, 1):
+            return
+        self.file.flush()
+        self._handed = size
+        self._writeback = _writeback_thread().submit(os.fdatasync, self.file.fileno())
+
+    def _wait_writeback(self) -> None:
+        pending, self._writeback = self._writeback, None
+        if pending is not None:
+            try:
+                pending.result()
+            except OSError as e:
+                raise OutputError(f"cannot write {self.path}: {e.strerror or e}") from None
 
     def finish(self) -> None:
         """Flushes to disk; the file stays under its temporary name."""
         if not self.file.closed:
             self.file.flush()
-            os.fsync(self.file.fileno())
+            self._wait_writeback()
+            try:
+                os.fsync(self.file.fileno())
+            except OSError as e:
+                raise OutputError(f"cannot write {self.path}: {e.strerror or e}") from None
             self.file.close()
 
     def commit(self) -> None:
@@ -48,6 +84,10 @@ class AtomicFile:
             _live.discard(self)
 
     def discard(self) -> None:
+        try:
+            self._wait_writeback()  # before the descriptor it syncs is closed
+        except OutputError:
+            pass
         try:
             self.file.close()
         except OSError:
@@ -60,6 +100,28 @@ class AtomicFile:
 
 
 _live: "set[AtomicFile]" = set()
+_writer: Optional[ThreadPoolExecutor] = None
+_writer_lock = threading.Lock()
+
+
+def _writeback_thread() -> ThreadPoolExecutor:
+    """The one thread that writes outputs to disk in the background, made
+    on first use."""
+    global _writer
+    with _writer_lock:
+        if _writer is None:
+            _writer = ThreadPoolExecutor(1, thread_name_prefix="spmbpe-writeback")
+        return _writer
+
+
+def _forget_writeback_thread() -> None:
+    # A forked child has no copy of the thread: its first output makes one.
+    global _writer, _writer_lock
+    _writer, _writer_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writeback_thread)
 
 
 def discard_all() -> None:

@@ -2,6 +2,7 @@
 run as subprocesses on real corpus files; every output format is compared
 with the API's ids."""
 
+import errno
 import io
 import json
 import os
@@ -554,6 +555,86 @@ def test_an_interrupted_run_leaves_no_output(tmp_path, signum, code):
     assert proc.returncode == code, err
     assert list(tmp_path.iterdir()) == []
     assert err.decode().splitlines()[-1] == "spmbpe: interrupted; no partial output was left"
+
+
+def _failing_fdatasync(fd):
+    raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_an_output_goes_to_disk_while_it_is_written(tmp_path, v1, monkeypatch, capsysbinary):
+    from spmbpe import _arrays
+
+    synced = []  # the size of the file at each background write
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(os.fstat(fd).st_size), real(fd))[1])
+    monkeypatch.setattr(_arrays, "_WRITEBACK_BYTES", 1)
+    docs = lines_of(CORPUS / "multi_de.txt")[:2000]
+    data = ("\n".join(docs) + "\n").encode()
+    for fmt in ("bin", "npy", "ds"):
+        synced.clear()
+        out = tmp_path / f"o.{fmt}"
+        result = run_here(["encode", "--batch-size", "4K", "-o", out], data, capsysbinary=capsysbinary,
+                          monkeypatch=monkeypatch)
+        assert result.returncode == 0, result.stderr
+        # The ids went to disk while later batches were still to come.
+        ids_file = tmp_path / f"o.{fmt}"
+        assert synced and min(synced) < ids_file.stat().st_size / 2, fmt
+        if fmt == "npy":
+            got = split(*read_npy_output(str(tmp_path / "o")))
+        elif fmt == "bin":
+            got = read_megatron(str(tmp_path / "o"))[1]
+        else:  # datatrove: uint16 ids, the uint64 end of each document
+            ids = np.fromfile(tmp_path / "o.ds", dtype="<u2")
+            ends = np.fromfile(tmp_path / "o.ds.index", dtype="<u8").tolist()
+            got = split(ids, np.array([0] + ends))
+        assert got == [v1.encode(d, special="none") for d in docs], fmt
+        for p in tmp_path.iterdir():
+            p.unlink()
+
+
+def test_a_disk_error_while_an_output_goes_to_disk_is_a_one_line_error_and_leaves_no_output(
+    tmp_path, monkeypatch, capsysbinary
+):
+    # The error of the background fdatasync is not lost: the run fails,
+    # naming the file, and removes what it wrote.
+    from spmbpe import _arrays
+
+    monkeypatch.setattr(_arrays, "_WRITEBACK_BYTES", 1)
+    monkeypatch.setattr(os, "fdatasync", _failing_fdatasync)
+    out = tmp_path / "o.bin"
+    result = run_here(["encode", "--batch-size", "1K", "-o", out], b"Hello world\n" * 2000,
+                      capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+    err = one_line_error(result, "cannot write", "o.bin", os.strerror(errno.EIO))
+    assert result.returncode == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _encode_in_child(folder):
+    out = os.path.join(folder, "child.bin")
+    code = main(["encode", "-o", out, str(CORPUS / "multi_de.txt")])
+    os._exit(code if os.path.getsize(out) > 0 else 99)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_writes_outputs_to_disk_with_a_thread_of_its_own(tmp_path, monkeypatch, capsysbinary):
+    # The writeback thread of the parent does not exist in a child made by
+    # fork: the child makes its own (else its first output would wait
+    # forever for a thread that is not there).
+    import multiprocessing
+
+    from spmbpe import _arrays
+
+    monkeypatch.setattr(_arrays, "_WRITEBACK_BYTES", 1)
+    result = run_here(["encode", "--batch-size", "4K", "-o", tmp_path / "parent.bin", CORPUS / "multi_de.txt"],
+                      capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+    assert result.returncode == 0, result.stderr
+    child = multiprocessing.get_context("fork").Process(target=_encode_in_child, args=(str(tmp_path),))
+    child.start()
+    child.join(60)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0
+    assert (tmp_path / "child.bin").read_bytes() == (tmp_path / "parent.bin").read_bytes()
 
 
 # ------------------------------------------------------------------ bad input
