@@ -44,6 +44,7 @@ file is complete leaves the earlier output as it was.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -51,11 +52,14 @@ import struct
 from typing import IO, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ._atomic import AtomicFile, OutputError, write_json_atomically
+from ._core import counting_le64, ends_le64, ids_le, lengths_le32, megatron_pointers
 from ._signals import signals_held
 
 __all__ = [
     "ARRAY_FORMATS",
     "ArrayOutput",
+    "IdType",
+    "as_id_buffers",
     "array_dtype",
     "array_metadata",
     "earlier_output_files",
@@ -104,9 +108,9 @@ MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 8}
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 
-# Items per step when copying a spooled array, into buffers made once: a
-# fresh array of several MB per step cost the page faults of new memory (NumPy
-# asks for huge pages past 4 MB), 50-100 ms of a 40 MB file's close.
+# Items per step when copying a spooled array: arrays of several MB made
+# afresh each step cost the page faults of new memory (NumPy asked for huge
+# pages past 4 MB), 50-100 ms of a 40 MB file's close.
 _STEP = 1 << 16
 
 # An output's ids go to disk in the background every this many bytes
@@ -114,25 +118,45 @@ _STEP = 1 << 16
 _WRITEBACK_BYTES = 8 << 20
 
 
-def array_dtype(vocab_size: int, fmt: str, np: Any) -> Any:
-    """The dtype of the ids of an array output: what the format's own
+class IdType(NamedTuple):
+    """The integer type of an array output's ids, always little-endian."""
+
+    name: str  # NumPy's name ("uint16"), in the metadata
+    descr: str  # NumPy's little-endian descr ("<u2"), in a .npy header
+    itemsize: int
+    limit: int  # the largest id it holds
+
+
+UINT16 = IdType("uint16", "<u2", 2, (1 << 16) - 1)
+UINT32 = IdType("uint32", "<u4", 4, (1 << 32) - 1)
+INT32 = IdType("int32", "<i4", 4, (1 << 31) - 1)
+
+
+def array_dtype(vocab_size: int, fmt: str) -> IdType:
+    """The type of the ids of an array output: what the format's own
     writer picks for a vocabulary of `vocab_size` ids."""
     if fmt == "bin":
         # megatron-core's DType.optimal_dtype: uint16 below 65,500 ids, else
         # int32 (its index has no uint32 code), what preprocess_data.py uses.
         if vocab_size < 65500:
-            return np.dtype("<u2")
+            return UINT16
         if vocab_size > 1 << 31:
             raise OutputError(f"a vocabulary of {vocab_size} ids does not fit Megatron's int32")
-        return np.dtype("<i4")
+        return INT32
     if fmt not in _LAYOUTS:
         raise ValueError(f"unknown array format {fmt!r} (known: {', '.join(ARRAY_FORMATS)})")
     # npy, and datatrove's token_size: 2 bytes while the ids fit uint16.
-    return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
+    return UINT16 if vocab_size <= 1 << 16 else UINT32
+
+
+def as_id_buffers(data: Any, offsets: Any) -> Tuple[memoryview, memoryview]:
+    """The core's (ids, offsets) bytearrays (native uint32 and int64) as
+    the memoryviews ArrayOutput.write takes."""
+    return memoryview(data).cast("I"), memoryview(offsets).cast("q")
 
 
 def array_metadata(
-    tok: Any, model: Optional[str], fmt: str, dtype: Any, settings: Dict[str, Any],
+    tok: Any, model: Optional[str], fmt: str, dtype: IdType, settings: Dict[str, Any],
     inputs: List[Dict[str, Any]], shard_size: Optional[int],
 ) -> Dict[str, Any]:
     """The metadata written beside an array output (OUT.npy.meta.json), but
@@ -244,37 +268,27 @@ def read_npy_header(f: IO[bytes]) -> Tuple[str, int, int]:
     return dtype.str, shape[0], f.tell()
 
 
-def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype_name: str, np: Any) -> None:
+def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype: IdType) -> None:
     """Megatron's .idx for `n` documents of one sequence each, whose int32
     lengths are in the file `lengths_path` (layout: see MEGATRON_MAGIC)."""
-    itemsize = np.dtype(dtype_name).itemsize
-    out.write(_MEGATRON_HEADER.pack(MEGATRON_MAGIC, 1, MEGATRON_DTYPE_CODES[dtype_name], n, n + 1))
-    lengths = np.empty(_STEP, dtype="<i4")
-    starts = np.empty(_STEP, dtype="<i8")
+    out.write(_MEGATRON_HEADER.pack(MEGATRON_MAGIC, 1, MEGATRON_DTYPE_CODES[dtype.name], n, n + 1))
+    step = bytearray(4 * _STEP)
     with open(lengths_path, "rb") as f:
         while True:  # the lengths as they are
-            got = f.readinto(lengths) // 4
+            got = f.readinto(step)
             if not got:
                 break
-            out.write(lengths[:got])
+            out.write(memoryview(step)[:got])
         f.seek(0)
         pointer = 0
         while True:  # each sequence's byte offset in the .bin
-            got = f.readinto(lengths) // 4
+            got = f.readinto(step)
             if not got:
                 break
-            part, offsets = lengths[:got], starts[:got]
-            offsets[0] = 0
-            np.cumsum(part[:-1], dtype=np.int64, out=offsets[1:])
-            offsets *= itemsize
-            offsets += pointer
-            pointer = int(offsets[-1]) + int(part[-1]) * itemsize
-            out.write(offsets)
-    step = np.arange(_STEP, dtype="<i8")
+            pointers, pointer = megatron_pointers(memoryview(step)[:got], dtype.itemsize, pointer)
+            out.write(pointers)
     for start in range(0, n + 1, _STEP):  # the document index: 0, 1, ..., n
-        got = min(_STEP, n + 1 - start)
-        np.add(step[:got], start, out=starts[:got])
-        out.write(starts[:got])
+        out.write(counting_le64(start, min(_STEP, n + 1 - start)))
 
 
 def read_megatron_index(path: str) -> Dict[str, Any]:
@@ -305,8 +319,7 @@ class _Shard:
     them (Megatron's per-document lengths are spooled until the counts that
     its header needs are known)."""
 
-    def __init__(self, output: str, fmt: str, number: Optional[int], np: Any, dtype: Any) -> None:
-        self.np = np
+    def __init__(self, output: str, fmt: str, number: Optional[int], dtype: IdType) -> None:
         self.fmt = fmt
         self.dtype = dtype
         self.number = number
@@ -320,36 +333,37 @@ class _Shard:
         if fmt == "npy":
             self.ids.file.write(bytes(NPY_HEADER_BYTES))
             self.index.file.write(bytes(NPY_HEADER_BYTES))
-            self.index.file.write(np.zeros(1, dtype="<i8").tobytes())
+            self.index.file.write(bytes(8))  # the first document's start, 0
         elif fmt == "bin":
             self.lengths = AtomicFile(self.index_path + ".lengths")
 
     def add(self, ids: Any, offsets: Any, records: int) -> None:
-        """Documents whose ids are `ids`, starting at `offsets` (n + 1)."""
-        np = self.np
-        n = len(offsets) - 1
-        ids.astype(self.dtype, copy=False).tofile(self.ids.file)
+        """Documents whose ids are `ids` (native uint32), starting at
+        `offsets` (native int64, n + 1; see ArrayOutput.write)."""
+        try:
+            self.ids.file.write(ids_le(ids, self.dtype.itemsize, self.dtype.limit))
+        except OverflowError as e:
+            raise OutputError(f"token id {e} does not fit {self.dtype.name}") from None
         self.ids.start_writeback(_WRITEBACK_BYTES)
         if self.fmt == "bin":
-            lengths = np.diff(offsets)
-            if n and int(lengths.max()) > 0x7FFFFFFF:
-                raise OutputError("a document of more than 2^31-1 tokens does not fit Megatron's index")
-            lengths.astype("<i4").tofile(self.lengths.file)  # type: ignore[union-attr]
+            assert self.lengths is not None
+            try:
+                self.lengths.file.write(lengths_le32(offsets))
+            except OverflowError:
+                raise OutputError("a document of more than 2^31-1 tokens does not fit Megatron's index") from None
         else:
             # npy: the start of each next document; datatrove: each
             # document's end (the same numbers, int64 and uint64).
-            index_dtype = "<i8" if self.fmt == "npy" else "<u8"
-            (offsets[1:] - offsets[0] + self.tokens).astype(index_dtype, copy=False).tofile(self.index.file)
-        self.tokens += int(offsets[-1] - offsets[0])
-        self.documents += n
+            self.index.file.write(ends_le64(offsets, self.tokens))
+        self.tokens += int(offsets[-1]) - int(offsets[0])
+        self.documents += len(offsets) - 1
         self.records = records
 
     def finish(self) -> None:
         """Completes the files under their temporary names."""
-        np = self.np
         if self.fmt == "npy":
             self.ids.file.seek(0)
-            self.ids.file.write(npy_header(np.dtype(self.dtype).str, self.tokens))
+            self.ids.file.write(npy_header(self.dtype.descr, self.tokens))
             self.index.file.seek(0)
             self.index.file.write(npy_header("<i8", self.documents + 1))
         elif self.fmt == "bin":
@@ -358,9 +372,7 @@ class _Shard:
             # (A scratch file read back at once and removed: flushed, not
             # synced to disk.)
             self.lengths.file.flush()
-            write_megatron_index(
-                self.index.file, self.lengths.tmp, self.documents, np.dtype(self.dtype).name, np
-            )
+            write_megatron_index(self.index.file, self.lengths.tmp, self.documents, self.dtype)
             self.lengths.discard()
         self.ids.finish()
         self.index.finish()
@@ -398,18 +410,15 @@ class ArrayOutput:
         self,
         output: str,
         fmt: str,
-        dtype: Any,
+        dtype: IdType,
         shard_size: Optional[int],
         meta: Dict[str, Any],
-        np: Any,
         resume: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.output = output
         self.fmt = fmt
         self.dtype = dtype
-        self.limit = np.iinfo(dtype).max
         self.shard_size = shard_size
-        self.np = np
         self.meta = dict(meta)
         self.shards: List[Dict[str, Any]] = list(resume["shards"]) if resume else []
         self.current: Optional[_Shard] = None
@@ -442,10 +451,11 @@ class ArrayOutput:
 
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
         """Documents of one batch: flat `ids`, `offsets` (n + 1 starts),
-        and the input record count after each document."""
-        np = self.np
-        if len(ids) and int(ids.max()) > self.limit:
-            raise OutputError(f"token id {int(ids.max())} does not fit {np.dtype(self.dtype).name}")
+        and the input record count after each document.  `ids` is a
+        C-contiguous buffer of native uint32 and `offsets` one of native
+        int64: what SpmTokenizer.encode_batch(return_numpy=True) gives, as
+        NumPy arrays, or the core's bytearrays seen through memoryviews
+        (as_id_buffers)."""
         n = len(offsets) - 1
         i = 0
         while i < n:
@@ -456,7 +466,7 @@ class ArrayOutput:
                 room = self.shard_size - shard.tokens
                 # Whole documents that fit; a first document longer than a
                 # shard makes a shard of its own.
-                j = int(np.searchsorted(offsets[i:], offsets[i] + room, side="right")) - 1 + i
+                j = bisect.bisect_right(offsets, offsets[i] + room, i) - 1
                 if j == i:
                     if shard.documents:
                         self._close()
@@ -470,7 +480,7 @@ class ArrayOutput:
     def _shard(self) -> _Shard:
         if self.current is None:
             number = None if self.shard_size is None else len(self.shards)
-            self.current = _Shard(self.output, self.fmt, number, self.np, self.dtype)
+            self.current = _Shard(self.output, self.fmt, number, self.dtype)
         return self.current
 
     def _close(self, complete: bool = False) -> None:

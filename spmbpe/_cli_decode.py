@@ -172,14 +172,14 @@ def _array_documents(
                     bounds.append((seq_starts[a], seq_ends[b - 1]))
             else:
                 # A bare nanoGPT-style .bin: one document.
-                dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "bin", np).name).newbyteorder("<")
+                dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "bin").name).newbyteorder("<")
                 bounds = None
             size = os.path.getsize(path) // dtype.itemsize
             ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
             if bounds is None:
                 bounds = [(0, size)]
         else:
-            dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "ds", np).name).newbyteorder("<")
+            dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "ds").name).newbyteorder("<")
             size = os.path.getsize(path) // dtype.itemsize
             ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
             index_path = path + ".index"

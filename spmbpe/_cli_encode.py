@@ -10,12 +10,14 @@ import os
 import queue
 import sys
 import threading
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, meta_path
+from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, as_id_buffers, meta_path
 from ._atomic import atomic_output
-from ._cli_common import CliError, load_model, need_numpy, note, optional_numpy
+from ._cli_common import CliError, load_model, note, optional_numpy
+from ._core import ids_around
 from ._cli_progress import Progress
 from ._cli_read import Batch, DocumentReader, LineBlock, input_size
 from ._signals import Interrupted
@@ -26,7 +28,8 @@ TEXT_FORMATS = ("txt", "jsonl")
 #: Every --format of encode.
 OUTPUT_FORMATS = TEXT_FORMATS + ARRAY_FORMATS
 
-#: One column's ids: (flat ids, offsets) as NumPy arrays, or (lists, None).
+#: One column's ids: (flat ids, offsets) as NumPy arrays or as memoryviews
+#: (native uint32 and int64), or (lists, None).
 Encoded = Tuple[Any, Any]
 
 
@@ -78,20 +81,23 @@ def _report(reader: DocumentReader) -> None:
 
 
 class Encoder:
-    """Encodes the columns of one batch: ``(ids, offsets)`` each, as NumPy
-    arrays (uint32 ids, int64 starts + total) when NumPy is there, else
-    ``(lists, None)``.
+    """Encodes the columns of one batch: ``(ids, offsets)`` each, the flat
+    ids (native uint32) and the int64 start of each document plus the end;
+    as NumPy arrays when given `np` (text outputs format them with it), else
+    as memoryviews: plain-text input then needs no NumPy at all (its import
+    was 40-60 ms of a run).  Without `flat`, ``(lists, None)``.
 
     BOS before and EOS after each document: as the model says with
     ``--add-special-tokens`` (encode(add_special_tokens=True)), BOS with
     ``--prepend-bos`` and EOS with ``--append-eod`` (Megatron's end of
     document, nanoGPT's EOT) whatever the model says."""
 
-    def __init__(self, tok: Any, args: argparse.Namespace, np: Any) -> None:
+    def __init__(self, tok: Any, args: argparse.Namespace, np: Any, flat: bool = True) -> None:
         self.tok = tok
         self.special = args.special
         self.threads = args.threads
         self.np = np
+        self.flat = flat
         add = bool(args.add_special_tokens)
         if args.prepend_bos and tok.bos_id is None:
             raise CliError("--prepend-bos: the model has no BOS id", 2)
@@ -107,49 +113,54 @@ class Encoder:
             raise CliError(f"{batch.source}: {e}") from None
 
     def _encode(self, texts: Any) -> Encoded:
-        np = self.np
         if isinstance(texts, LineBlock):
             got = None
-            if np is not None:
+            if self.flat:
                 got = self.tok._encode_line_block(texts.data, special=self.special, num_threads=self.threads)
             if got is None:
                 texts = texts.strings()  # encode_batch's way (it raises what a line does)
             else:
-                data, offsets = got
-                return self._around(np.frombuffer(data, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64))
-        if np is None:
+                return self._around(*got)
+        if not self.flat:
             lists = self.tok.encode_batch(texts, special=self.special, num_threads=self.threads)
             head = [] if self.bos is None else [self.bos]
             tail = [] if self.eos is None else [self.eos]
             if head or tail:
                 lists = [head + ids + tail for ids in lists]
             return lists, None
+        return self._around(*self._encode_flat(texts))
+
+    def _encode_flat(self, texts: List[str]) -> Tuple[Any, Any]:
+        """The texts' ids and offsets: from encode_batch(return_numpy=True)
+        when NumPy can be imported (here, the first time it is needed),
+        else from its lists."""
         if not texts:
-            return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
-        ids, offsets = self.tok.encode_batch(
-            texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
-        )
-        return self._around(ids, offsets)
+            return bytearray(), bytearray(8)
+        np = self.np or optional_numpy()
+        if np is not None:
+            ids, offsets = self.tok.encode_batch(
+                texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
+            )
+            return ids, offsets
+        ids, offsets = array("I"), array("q", [0])
+        for doc in self.tok.encode_batch(texts, special=self.special, num_threads=self.threads):
+            ids.extend(doc)
+            offsets.append(len(ids))
+        return memoryview(ids), memoryview(offsets)
 
     def _around(self, ids: Any, offsets: Any) -> Encoded:
-        """BOS/EOS around every document, as encode(add_special_tokens=True),
-        in a few vectorised passes."""
+        """BOS/EOS around every document, as encode(add_special_tokens=True);
+        the result as NumPy arrays or memoryviews (see the class)."""
+        if isinstance(ids, bytearray):
+            ids, offsets = as_id_buffers(ids, offsets)
+        if self.bos is not None or self.eos is not None:
+            ids, offsets = as_id_buffers(*ids_around(
+                ids, offsets, -1 if self.bos is None else self.bos, -1 if self.eos is None else self.eos
+            ))
         np = self.np
-        if self.bos is None and self.eos is None:
-            return ids, offsets
-        extra = (self.bos is not None) + (self.eos is not None)
-        n = len(offsets) - 1
-        new_offsets = offsets + np.arange(n + 1, dtype=np.int64) * extra
-        out = np.empty(int(new_offsets[-1]), dtype=ids.dtype)
-        keep = np.ones(len(out), dtype=bool)
-        if self.bos is not None:
-            out[new_offsets[:-1]] = self.bos
-            keep[new_offsets[:-1]] = False
-        if self.eos is not None:
-            out[new_offsets[1:] - 1] = self.eos
-            keep[new_offsets[1:] - 1] = False
-        out[keep] = ids
-        return out, new_offsets
+        if np is not None and not isinstance(ids, np.ndarray):
+            return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
+        return ids, offsets
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:
@@ -291,7 +302,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if fmt in ARRAY_FORMATS:
         if not args.output:
             raise CliError(f"--format {fmt} needs --output PATH", 2)
-        np = need_numpy(f"--format {fmt}")
+        np = None  # written from the ids' buffers (_arrays)
     else:
         if args.shard_size is not None:
             raise CliError(f"--shard-size applies to --format {'|'.join(ARRAY_FORMATS)}", 2)
@@ -306,9 +317,11 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise CliError("--resume continues the run of one output, not of several --json-keys", 2)
     tok = load_model(args.model)
     reader = _reader(args)
-    encoder = Encoder(tok, args, np)
+    # Text outputs: each id's decimal text from a table with NumPy, from
+    # lists without.
+    encoder = Encoder(tok, args, np, flat=fmt in ARRAY_FORMATS or np is not None)
     if fmt in ARRAY_FORMATS:
-        return _encode_arrays(args, fmt, tok, reader, encoder, np)
+        return _encode_arrays(args, fmt, tok, reader, encoder)
 
     progress = _progress(args, summary=bool(args.output))
     formatter = TextFormatter(fmt, tok.vocab_size, np)
@@ -321,10 +334,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _encode_arrays(
-    args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: Encoder, np: Any
-) -> int:
-    dtype = array_dtype(tok.vocab_size, fmt, np)
+def _encode_arrays(args: argparse.Namespace, fmt: str, tok: Any, reader: DocumentReader, encoder: Encoder) -> int:
+    dtype = array_dtype(tok.vocab_size, fmt)
     settings = _settings(args)
     inputs = [{"path": p, "bytes": input_size(p)} for p in (args.inputs or ["-"])]
     keys = args.json_keys or []
@@ -351,7 +362,7 @@ def _encode_arrays(
     writers: List[ArrayOutput] = []
     try:
         for output, meta in zip(outputs, metas):
-            writers.append(ArrayOutput(output, fmt, dtype, args.shard_size, meta, np, resume))
+            writers.append(ArrayOutput(output, fmt, dtype, args.shard_size, meta, resume))
         for batch, columns in pipeline(encoder, reader, args.threads):
             for writer, (ids, offsets), records in zip(writers, columns, batch.column_records):
                 writer.write(ids, offsets, records, batch.records)
@@ -414,10 +425,9 @@ def _resume_state(output: str, fmt: str, meta: Dict[str, Any]) -> Optional[Dict[
 
 def cmd_count(args: argparse.Namespace) -> int:
     _check_threads(args)
-    np = optional_numpy()
     tok = load_model(args.model)
     reader = _reader(args)
-    encoder = Encoder(tok, args, np)
+    encoder = Encoder(tok, args, None)  # counts need the offsets alone
     progress = _progress(args)
     keys = args.json_keys or []
     rows: Dict[str, List[int]] = {}

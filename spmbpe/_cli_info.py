@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from ._arrays import ARRAY_FORMATS, array_dtype
 from ._atomic import OutputError
-from ._cli_common import load_model, optional_numpy
+from ._cli_common import load_model
 
 __all__ = ["cmd_info"]
 
@@ -108,13 +108,10 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
 
 def _array_dtypes(vocab_size: int) -> str:
     """The ids' dtype in each array format ("uint16" when all agree)."""
-    np = optional_numpy()
-    if np is None:
-        return "-"
     by_dtype: Dict[str, List[str]] = {}
     for fmt in ARRAY_FORMATS:
         try:
-            name = array_dtype(vocab_size, fmt, np).name
+            name = array_dtype(vocab_size, fmt).name
         except OutputError:
             name = "none"
         by_dtype.setdefault(name, []).append(fmt)

@@ -148,6 +148,7 @@ def write_arrays(
     import numpy as np
 
     from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata
+    from ._atomic import OutputError
 
     tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
     output = os.fspath(output)
@@ -158,7 +159,7 @@ def write_arrays(
             f"fmt must be one of {', '.join(map(repr, ARRAY_FORMATS))} (or the extension of output), "
             f"not {fmt!r}"
         )
-    dtype = array_dtype(tok.vocab_size, fmt, np)
+    dtype = array_dtype(tok.vocab_size, fmt)
     meta = array_metadata(
         tok, None if isinstance(tokenizer, SpmTokenizer) else os.fspath(tokenizer), fmt, dtype,
         {
@@ -174,7 +175,7 @@ def write_arrays(
         add_special_tokens=add_special_tokens, batch_size=batch_size, concurrency=concurrency,
         num_threads=num_threads,
     )
-    writer = ArrayOutput(output, fmt, dtype, shard_size, meta, np)
+    writer = ArrayOutput(output, fmt, dtype, shard_size, meta)
     documents = 0
     try:
         batch: Any
@@ -186,6 +187,10 @@ def write_arrays(
             offsets = lists.offsets.to_numpy().astype(np.int64)
             ids = lists.values.to_numpy()[offsets[0] : offsets[-1]]
             offsets -= offsets[0]
+            if len(ids) and (int(ids.min()) < 0 or int(ids.max()) > dtype.limit):
+                bad = int(ids.max()) if int(ids.max()) > dtype.limit else int(ids.min())
+                raise OutputError(f"token id {bad} does not fit {dtype.name}")
+            ids = np.ascontiguousarray(ids, dtype=np.uint32)  # what ArrayOutput.write takes
             writer.write(ids, offsets, range(documents + 1, documents + n + 1), documents + n)
             documents += n
         writer.close(documents)

@@ -1,0 +1,174 @@
+# The bytes of the array outputs (spmbpe/_arrays.py): ids and document
+# indexes as the training tools' files hold them, little-endian on any host.
+# Made here rather than with NumPy, so that the command line's array outputs
+# need no NumPy: its import was 40-60 ms of a run over a 40 MB file.
+#
+# Ids come in as native uint32 (the core's output, or a NumPy array),
+# offsets as native int64: n + 1 starts of n documents.  Each result is a
+# new bytearray.
+
+
+cdef inline void _put_le16(uint8_t *p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>v
+    p[1] = <uint8_t>(v >> 8)
+
+
+cdef inline void _put_le32(uint8_t *p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>v
+    p[1] = <uint8_t>(v >> 8)
+    p[2] = <uint8_t>(v >> 16)
+    p[3] = <uint8_t>(v >> 24)
+
+
+cdef inline void _put_le64(uint8_t *p, uint64_t v) noexcept nogil:
+    _put_le32(p, <uint32_t>v)
+    _put_le32(p + 4, <uint32_t>(v >> 32))
+
+
+cdef inline uint32_t _get_le32(const uint8_t *p) noexcept nogil:
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline uint8_t *_out(object buf) noexcept:
+    return <uint8_t *>PyByteArray_AS_STRING(buf)
+
+
+def ids_le(const uint32_t[::1] ids, int itemsize, uint32_t limit):
+    """`ids` as little-endian integers of `itemsize` bytes (2 or 4).  An id
+    above `limit` (what the output's dtype holds) raises OverflowError
+    with that id."""
+    cdef Py_ssize_t n = ids.shape[0], i, bad = -1
+    cdef uint8_t *o
+    if itemsize != 2 and itemsize != 4:
+        raise ValueError(f"itemsize must be 2 or 4, not {itemsize}")
+    buf = PyByteArray_FromStringAndSize(NULL, n * itemsize)
+    if n == 0:
+        return buf
+    o = _out(buf)
+    with nogil:
+        for i in range(n):
+            if ids[i] > limit:
+                bad = i
+                break
+            if itemsize == 2:
+                _put_le16(o + 2 * i, ids[i])
+            else:
+                _put_le32(o + 4 * i, ids[i])
+    if bad >= 0:
+        raise OverflowError(ids[bad])
+    return buf
+
+
+def lengths_le32(const int64_t[::1] offsets):
+    """Each document's length in ids, offsets[i + 1] - offsets[i], as
+    little-endian int32 (Megatron's .idx).  A length past 2^31 - 1 raises
+    OverflowError with that length."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, bad = -1
+    cdef int64_t length
+    cdef uint8_t *o
+    if n < 0:
+        raise ValueError("offsets hold at least the end")
+    buf = PyByteArray_FromStringAndSize(NULL, n * 4)
+    if n == 0:
+        return buf
+    o = _out(buf)
+    with nogil:
+        for i in range(n):
+            length = offsets[i + 1] - offsets[i]
+            if length < 0 or length > INT32_MAX:
+                bad = i
+                break
+            _put_le32(o + 4 * i, <uint32_t>length)
+    if bad >= 0:
+        raise OverflowError(offsets[bad + 1] - offsets[bad])
+    return buf
+
+
+def ends_le64(const int64_t[::1] offsets, int64_t base):
+    """offsets[1:] - offsets[0] + base as little-endian 64-bit integers:
+    where each document ends, counted from `base` (a .npy output's next
+    start, datatrove's end of document)."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i
+    cdef int64_t shift
+    cdef uint8_t *o
+    if n < 0:
+        raise ValueError("offsets hold at least the end")
+    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
+    if n == 0:
+        return buf
+    o = _out(buf)
+    shift = base - offsets[0]
+    with nogil:
+        for i in range(n):
+            _put_le64(o + 8 * i, <uint64_t>(offsets[i + 1] + shift))
+    return buf
+
+
+def megatron_pointers(const uint8_t[::1] lengths, int itemsize, int64_t pointer):
+    """(each sequence's byte offset in the .bin, as little-endian int64,
+    the offset after the last): the sequences' lengths are little-endian
+    int32 (what lengths_le32 wrote) and the first starts at `pointer`."""
+    cdef Py_ssize_t n = lengths.shape[0] // 4, i
+    cdef uint8_t *o
+    if lengths.shape[0] % 4:
+        raise ValueError("a whole number of int32 lengths")
+    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
+    if n == 0:
+        return buf, pointer
+    o = _out(buf)
+    with nogil:
+        for i in range(n):
+            _put_le64(o + 8 * i, <uint64_t>pointer)
+            pointer += <int64_t>_get_le32(&lengths[4 * i]) * itemsize
+    return buf, pointer
+
+
+def counting_le64(int64_t start, Py_ssize_t n):
+    """start, start + 1, ..., start + n - 1 as little-endian int64
+    (Megatron's document index)."""
+    cdef Py_ssize_t i
+    cdef uint8_t *o
+    if n < 0:
+        raise ValueError("n >= 0")
+    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
+    if n == 0:
+        return buf
+    o = _out(buf)
+    with nogil:
+        for i in range(n):
+            _put_le64(o + 8 * i, <uint64_t>(start + i))
+    return buf
+
+
+def ids_around(const uint32_t[::1] ids, const int64_t[::1] offsets, int64_t bos, int64_t eos):
+    """(ids, offsets) of the documents with `bos` before and `eos` after
+    each (-1: none), native uint32 and native int64 as the input: what
+    encode(add_special_tokens=True) adds to each."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, k, at = 0
+    cdef int extra = (bos >= 0) + (eos >= 0)
+    cdef uint32_t *o
+    cdef int64_t *starts
+    if n < 0:
+        raise ValueError("offsets hold at least the end")
+    for i in range(n):
+        if offsets[i] < 0 or offsets[i] > offsets[i + 1] or offsets[i + 1] > ids.shape[0]:
+            raise ValueError(f"offsets[{i}:{i + 2}] is not a stretch of the ids")
+    total = (offsets[n] - offsets[0] if n else 0) + n * extra
+    out = PyByteArray_FromStringAndSize(NULL, total * 4)
+    out_offsets = PyByteArray_FromStringAndSize(NULL, (n + 1) * 8)
+    o = <uint32_t *>PyByteArray_AS_STRING(out)
+    starts = <int64_t *>PyByteArray_AS_STRING(out_offsets)
+    with nogil:
+        for i in range(n):
+            starts[i] = at
+            if bos >= 0:
+                o[at] = <uint32_t>bos
+                at += 1
+            for k in range(offsets[i], offsets[i + 1]):
+                o[at] = ids[k]
+                at += 1
+            if eos >= 0:
+                o[at] = <uint32_t>eos
+                at += 1
+        starts[n] = at
+    return out, out_offsets
