@@ -17,9 +17,9 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, as_id_buffers, meta_path
 from ._atomic import atomic_output
 from ._cli_common import CliError, load_model, note, optional_numpy
-from ._core import ids_around
 from ._cli_progress import Progress
 from ._cli_read import Batch, DocumentReader, LineBlock, input_size
+from ._core import ids_around
 from ._signals import Interrupted
 
 __all__ = ["cmd_encode", "cmd_count", "TEXT_FORMATS", "OUTPUT_FORMATS"]
