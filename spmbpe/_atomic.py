@@ -56,7 +56,7 @@ class AtomicFile:
             return
         self.file.flush()
         self._handed = size
-        self._writeback = _writeback_thread().submit(os.fdatasync, self.file.fileno())
+        self._writeback = _writeback_thread().submit(_sync_data, self.file.fileno())
 
     def _wait_writeback(self) -> None:
         pending, self._writeback = self._writeback, None
@@ -102,6 +102,12 @@ class AtomicFile:
 _live: "set[AtomicFile]" = set()
 _writer: Optional[ThreadPoolExecutor] = None
 _writer_lock = threading.Lock()
+
+
+def _sync_data(fd: int) -> None:
+    # fdatasync where the system has it (not macOS, not Windows), else fsync.
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
 
 
 def _writeback_thread() -> ThreadPoolExecutor:

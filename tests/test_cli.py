@@ -825,3 +825,28 @@ def test_the_summary_gives_documents_mb_and_tokens_per_second(tmp_path, v1):
         assert abs(tokens_rate / docs_rate - tokens / 4288) < 0.01 * tokens / 4288 + 1
     quiet = run(["encode", "--no-progress", "-o", tmp_path / "q.npy", path])
     assert quiet.returncode == 0 and quiet.stderr == b""
+
+
+def test_outputs_go_to_disk_where_the_system_has_no_fdatasync(tmp_path, monkeypatch, capsysbinary):
+    # macOS and Windows have no os.fdatasync: the background write is an fsync.
+    from spmbpe import _arrays
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(_arrays, "_WRITEBACK_BYTES", 1)
+    monkeypatch.delattr(os, "fdatasync", raising=False)
+
+    def fsync(fd):
+        st = os.fstat(fd)
+        synced.append((st.st_ino, st.st_size))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "o.bin"
+    result = run_here(["encode", "--batch-size", "4K", "-o", out, CORPUS / "multi_de.txt"],
+                      capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+    assert result.returncode == 0, result.stderr
+    # (inode, size) at each sync: the ids file (renamed into place, the same
+    # inode) was synced while later batches were still to come.
+    final = out.stat()
+    assert any(ino == final.st_ino and size < final.st_size / 2 for ino, size in synced), synced
