@@ -90,6 +90,11 @@ def test_malformed_offsets_are_refused():
         megatron_pointers(b"\x01\x00\x00", 2, 0)  # not whole int32s
     with pytest.raises(OverflowError):
         lengths_le32(array("q", [0, 1 << 31]))
+    for kernel in (lengths_le32, lambda offsets: ends_le64(offsets, 0)):
+        with pytest.raises(ValueError, match="at least the end"):
+            kernel(array("q"))
+    with pytest.raises(ValueError):
+        counting_le64(0, -1)
 
 
 def test_output_types_of_the_formats():

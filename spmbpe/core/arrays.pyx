@@ -29,6 +29,18 @@ cdef inline uint32_t _get_le32(const uint8_t *p) noexcept nogil:
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
+cdef Py_ssize_t _documents(const int64_t[::1] offsets) except -1:
+    """How many documents `offsets` (each one's start, then the end) delimit."""
+    if offsets.shape[0] < 1:
+        raise ValueError("offsets hold at least the end")
+    return offsets.shape[0] - 1
+
+
+cdef object _new_out(Py_ssize_t n, Py_ssize_t itemsize):
+    """A new bytearray for `n` items of `itemsize` bytes."""
+    return PyByteArray_FromStringAndSize(NULL, n * itemsize)
+
+
 cdef inline uint8_t *_out(object buf) noexcept:
     return <uint8_t *>PyByteArray_AS_STRING(buf)
 
@@ -41,9 +53,7 @@ def ids_le(const uint32_t[::1] ids, int itemsize, uint32_t limit):
     cdef uint8_t *o
     if itemsize != 2 and itemsize != 4:
         raise ValueError(f"itemsize must be 2 or 4, not {itemsize}")
-    buf = PyByteArray_FromStringAndSize(NULL, n * itemsize)
-    if n == 0:
-        return buf
+    buf = _new_out(n, itemsize)
     o = _out(buf)
     with nogil:
         for i in range(n):
@@ -63,14 +73,10 @@ def lengths_le32(const int64_t[::1] offsets):
     """Each document's length in ids, offsets[i + 1] - offsets[i], as
     little-endian int32 (Megatron's .idx).  A length past 2^31 - 1 raises
     OverflowError with that length."""
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i, bad = -1
+    cdef Py_ssize_t n = _documents(offsets), i, bad = -1
     cdef int64_t length
     cdef uint8_t *o
-    if n < 0:
-        raise ValueError("offsets hold at least the end")
-    buf = PyByteArray_FromStringAndSize(NULL, n * 4)
-    if n == 0:
-        return buf
+    buf = _new_out(n, 4)
     o = _out(buf)
     with nogil:
         for i in range(n):
@@ -88,14 +94,10 @@ def ends_le64(const int64_t[::1] offsets, int64_t base):
     """offsets[1:] - offsets[0] + base as little-endian 64-bit integers:
     where each document ends, counted from `base` (a .npy output's next
     start, datatrove's end of document)."""
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i
+    cdef Py_ssize_t n = _documents(offsets), i
     cdef int64_t shift
     cdef uint8_t *o
-    if n < 0:
-        raise ValueError("offsets hold at least the end")
-    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
-    if n == 0:
-        return buf
+    buf = _new_out(n, 8)
     o = _out(buf)
     shift = base - offsets[0]
     with nogil:
@@ -112,9 +114,7 @@ def megatron_pointers(const uint8_t[::1] lengths, int itemsize, int64_t pointer)
     cdef uint8_t *o
     if lengths.shape[0] % 4:
         raise ValueError("a whole number of int32 lengths")
-    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
-    if n == 0:
-        return buf, pointer
+    buf = _new_out(n, 8)
     o = _out(buf)
     with nogil:
         for i in range(n):
@@ -129,10 +129,8 @@ def counting_le64(int64_t start, Py_ssize_t n):
     cdef Py_ssize_t i
     cdef uint8_t *o
     if n < 0:
-        raise ValueError("n >= 0")
-    buf = PyByteArray_FromStringAndSize(NULL, n * 8)
-    if n == 0:
-        return buf
+        raise ValueError(f"n must be at least 0, not {n}")
+    buf = _new_out(n, 8)
     o = _out(buf)
     with nogil:
         for i in range(n):
@@ -144,18 +142,16 @@ def ids_around(const uint32_t[::1] ids, const int64_t[::1] offsets, int64_t bos,
     """(ids, offsets) of the documents with `bos` before and `eos` after
     each (-1: none), native uint32 and native int64 as the input: what
     encode(add_special_tokens=True) adds to each."""
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i, k, at = 0
+    cdef Py_ssize_t n = _documents(offsets), i, k, at = 0
     cdef int extra = (bos >= 0) + (eos >= 0)
     cdef uint32_t *o
     cdef int64_t *starts
-    if n < 0:
-        raise ValueError("offsets hold at least the end")
+    out_offsets = _new_out(n + 1, 8)
     for i in range(n):
         if offsets[i] < 0 or offsets[i] > offsets[i + 1] or offsets[i + 1] > ids.shape[0]:
             raise ValueError(f"offsets[{i}:{i + 2}] is not a stretch of the ids")
     total = (offsets[n] - offsets[0] if n else 0) + n * extra
-    out = PyByteArray_FromStringAndSize(NULL, total * 4)
-    out_offsets = PyByteArray_FromStringAndSize(NULL, (n + 1) * 8)
+    out = _new_out(total, 4)
     o = <uint32_t *>PyByteArray_AS_STRING(out)
     starts = <int64_t *>PyByteArray_AS_STRING(out_offsets)
     with nogil:
