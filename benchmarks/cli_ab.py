@@ -2,7 +2,7 @@
 to what ``spmbpe encode`` does around the merge (start-up, imports, writing, the
 close), end to end, as a user runs it.
 
-    python benchmarks/cli_ab.py BEFORE AFTER [--file F] [--runs N] [--format bin|npy|ds]
+    python benchmarks/cli_ab.py BEFORE AFTER [--file F] [--runs N] [--format bin|npy|ds|txt|jsonl]
                                 [--model M] [--threads N]
 
 BEFORE and AFTER are directories holding a built ``spmbpe`` package (a checkout or a
@@ -33,7 +33,7 @@ from typing import Dict, List
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CORPUS, MODEL  # noqa: E402
 
-FORMATS = ("bin", "npy", "ds")
+FORMATS = ("bin", "npy", "ds", "txt", "jsonl")
 
 
 def run_once(tree: str, args: argparse.Namespace, folder: str) -> float:

@@ -19,7 +19,7 @@ from ._atomic import atomic_output
 from ._cli_common import CliError, load_model, note, optional_numpy
 from ._cli_progress import Progress
 from ._cli_read import Batch, DocumentReader, LineBlock, input_size
-from ._core import ids_around
+from ._core import format_ids, ids_around
 from ._signals import Interrupted
 
 __all__ = ["cmd_encode", "cmd_count", "TEXT_FORMATS", "OUTPUT_FORMATS"]
@@ -28,8 +28,8 @@ TEXT_FORMATS = ("txt", "jsonl")
 #: Every --format of encode.
 OUTPUT_FORMATS = TEXT_FORMATS + ARRAY_FORMATS
 
-#: One column's ids: (flat ids, offsets) as NumPy arrays or as memoryviews
-#: (native uint32 and int64), or (lists, None).
+#: One column's ids: (flat ids, offsets), native uint32 and int64, as
+#: memoryviews or NumPy arrays.
 Encoded = Tuple[Any, Any]
 
 
@@ -82,22 +82,20 @@ def _report(reader: DocumentReader) -> None:
 
 class Encoder:
     """Encodes the columns of one batch: ``(ids, offsets)`` each, the flat
-    ids (native uint32) and the int64 start of each document plus the end;
-    as NumPy arrays when given `np` (text outputs format them with it), else
-    as memoryviews: plain-text input then needs no NumPy at all (its import
-    was 40-60 ms of a run).  Without `flat`, ``(lists, None)``.
+    ids (native uint32) and the int64 start of each document plus the end,
+    as memoryviews (or NumPy arrays, from encode_batch): lines of text go
+    from the bytes read to the merge, and no output needs NumPy (its
+    import was 40-60 ms of a run).
 
     BOS before and EOS after each document: as the model says with
     ``--add-special-tokens`` (encode(add_special_tokens=True)), BOS with
     ``--prepend-bos`` and EOS with ``--append-eod`` (Megatron's end of
     document, nanoGPT's EOT) whatever the model says."""
 
-    def __init__(self, tok: Any, args: argparse.Namespace, np: Any, flat: bool = True) -> None:
+    def __init__(self, tok: Any, args: argparse.Namespace) -> None:
         self.tok = tok
         self.special = args.special
         self.threads = args.threads
-        self.np = np
-        self.flat = flat
         add = bool(args.add_special_tokens)
         if args.prepend_bos and tok.bos_id is None:
             raise CliError("--prepend-bos: the model has no BOS id", 2)
@@ -114,29 +112,19 @@ class Encoder:
 
     def _encode(self, texts: Any) -> Encoded:
         if isinstance(texts, LineBlock):
-            got = None
-            if self.flat:
-                got = self.tok._encode_line_block(texts.data, special=self.special, num_threads=self.threads)
-            if got is None:
-                texts = texts.strings()  # encode_batch's way (it raises what a line does)
-            else:
-                return self._around(*got)
-        if not self.flat:
-            lists = self.tok.encode_batch(texts, special=self.special, num_threads=self.threads)
-            head = [] if self.bos is None else [self.bos]
-            tail = [] if self.eos is None else [self.eos]
-            if head or tail:
-                lists = [head + ids + tail for ids in lists]
-            return lists, None
-        return self._around(*self._encode_flat(texts))
+            got = self.tok._encode_line_block(texts.data, special=self.special, num_threads=self.threads)
+            if got is not None:
+                return self._around(*as_id_buffers(*got))
+            texts = texts.strings()  # encode_batch's way (it raises what a line does)
+        return self._around(*self._encode_texts(texts))
 
-    def _encode_flat(self, texts: List[str]) -> Tuple[Any, Any]:
+    def _encode_texts(self, texts: List[str]) -> Encoded:
         """The texts' ids and offsets: from encode_batch(return_numpy=True)
-        when NumPy can be imported (here, the first time it is needed),
-        else from its lists."""
+        when NumPy can be imported (here, the first time it is needed: JSONL
+        documents, or lines the way above refused), else from its lists."""
         if not texts:
-            return bytearray(), bytearray(8)
-        np = self.np or optional_numpy()
+            return as_id_buffers(bytearray(), bytearray(8))
+        np = optional_numpy()
         if np is not None:
             ids, offsets = self.tok.encode_batch(
                 texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
@@ -149,18 +137,11 @@ class Encoder:
         return memoryview(ids), memoryview(offsets)
 
     def _around(self, ids: Any, offsets: Any) -> Encoded:
-        """BOS/EOS around every document, as encode(add_special_tokens=True);
-        the result as NumPy arrays or memoryviews (see the class)."""
-        if isinstance(ids, bytearray):
-            ids, offsets = as_id_buffers(ids, offsets)
-        if self.bos is not None or self.eos is not None:
-            ids, offsets = as_id_buffers(*ids_around(
-                ids, offsets, -1 if self.bos is None else self.bos, -1 if self.eos is None else self.eos
-            ))
-        np = self.np
-        if np is not None and not isinstance(ids, np.ndarray):
-            return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
-        return ids, offsets
+        """BOS/EOS around every document, as encode(add_special_tokens=True)."""
+        if self.bos is None and self.eos is None:
+            return ids, offsets
+        bos, eos = -1 if self.bos is None else self.bos, -1 if self.eos is None else self.eos
+        return as_id_buffers(*ids_around(ids, offsets, bos, eos))
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:
@@ -219,39 +200,24 @@ def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -
 
 
 class TextFormatter:
-    """txt/jsonl lines of a batch; with NumPy, each id's decimal text comes
-    from a table (no int -> str conversion per token)."""
+    """txt/jsonl lines of a batch: each document's ids in decimal, separated
+    by spaces or as a JSON array, made in compiled code."""
 
-    def __init__(self, fmt: str, vocab_size: int, np: Any) -> None:
-        self.fmt = fmt
-        self.table = np.array([str(i) for i in range(vocab_size)], dtype=object) if np is not None else None
+    def __init__(self, fmt: str) -> None:
+        self.jsonl = fmt == "jsonl"
 
-    def __call__(self, ids: Any, offsets: Any) -> bytes:
-        if offsets is None:
-            docs: Any = ([str(i) for i in doc] for doc in ids)
-        else:
-            assert self.table is not None
-            strs = self.table[ids].tolist()
-            off = offsets.tolist()
-            docs = (strs[off[i] : off[i + 1]] for i in range(len(off) - 1))
-        if self.fmt == "txt":
-            lines = [" ".join(doc) for doc in docs]
-        else:
-            lines = ["[" + ",".join(doc) + "]" for doc in docs]
-        if not lines:
-            return b""
-        lines.append("")
-        return "\n".join(lines).encode("ascii")
+    def __call__(self, ids: Any, offsets: Any) -> bytearray:
+        return format_ids(ids, offsets, self.jsonl)
 
 
 def _n_tokens(encoded: Encoded) -> int:
     ids, offsets = encoded
-    return int(offsets[-1]) if offsets is not None else sum(map(len, ids))
+    return int(offsets[-1]) - int(offsets[0])
 
 
 def _n_docs(encoded: Encoded) -> int:
     ids, offsets = encoded
-    return len(offsets) - 1 if offsets is not None else len(ids)
+    return len(offsets) - 1
 
 
 def _settings(args: argparse.Namespace) -> Dict[str, Any]:
@@ -302,13 +268,11 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if fmt in ARRAY_FORMATS:
         if not args.output:
             raise CliError(f"--format {fmt} needs --output PATH", 2)
-        np = None  # written from the ids' buffers (_arrays)
     else:
         if args.shard_size is not None:
             raise CliError(f"--shard-size applies to --format {'|'.join(ARRAY_FORMATS)}", 2)
         if len(keys) > 1:
             raise CliError(f"several --json-keys write an output per key: --format {'|'.join(ARRAY_FORMATS)}", 2)
-        np = optional_numpy()
     if args.resume and (fmt not in ARRAY_FORMATS or args.shard_size is None):
         raise CliError(
             f"--resume continues a sharded run: it needs --format {'|'.join(ARRAY_FORMATS)} and --shard-size", 2
@@ -317,14 +281,12 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise CliError("--resume continues the run of one output, not of several --json-keys", 2)
     tok = load_model(args.model)
     reader = _reader(args)
-    # Text outputs: each id's decimal text from a table with NumPy, from
-    # lists without.
-    encoder = Encoder(tok, args, np, flat=fmt in ARRAY_FORMATS or np is not None)
+    encoder = Encoder(tok, args)
     if fmt in ARRAY_FORMATS:
         return _encode_arrays(args, fmt, tok, reader, encoder)
 
     progress = _progress(args, summary=bool(args.output))
-    formatter = TextFormatter(fmt, tok.vocab_size, np)
+    formatter = TextFormatter(fmt)
     with atomic_output(args.output) as out:
         for batch, (encoded,) in pipeline(encoder, reader, args.threads):
             out.write(formatter(*encoded))
@@ -427,7 +389,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     _check_threads(args)
     tok = load_model(args.model)
     reader = _reader(args)
-    encoder = Encoder(tok, args, None)  # counts need the offsets alone
+    encoder = Encoder(tok, args)
     progress = _progress(args)
     keys = args.json_keys or []
     rows: Dict[str, List[int]] = {}

@@ -1,12 +1,14 @@
-"""The bytes of the array outputs, made by the compiled kernels of
+"""The bytes of the command line's outputs, made by the compiled kernels of
 core/arrays.pyx without NumPy: little-endian integers of the layouts that
 spmbpe/_arrays.py documents (the byte-for-byte checks against megatron-core's
-and datatrove's own files are in test_cli_formats.py).  Here: each kernel
-against struct's packing of the same numbers on random input, and the
-errors an output that cannot hold its ids raises."""
+and datatrove's own files are in test_cli_formats.py), and the text outputs'
+lines.  Here: each kernel against struct's packing of the same numbers, or
+Python's own formatting, on random input, and the errors an output that
+cannot hold its ids raises."""
 
 from __future__ import annotations
 
+import json
 import struct
 from array import array
 
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 from spmbpe._arrays import INT32, UINT16, UINT32, ArrayOutput, as_id_buffers
 from spmbpe._atomic import OutputError
-from spmbpe._core import counting_le64, ends_le64, ids_around, ids_le, lengths_le32, megatron_pointers
+from spmbpe._core import counting_le64, ends_le64, format_ids, ids_around, ids_le, lengths_le32, megatron_pointers
 
 ids_st = st.lists(st.integers(0, (1 << 32) - 1), max_size=200)
 
@@ -124,3 +126,23 @@ def test_a_document_past_megatrons_int32_lengths_is_an_error(tmp_path):
     finally:
         out.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs=st.lists(st.lists(st.integers(0, (1 << 32) - 1), max_size=8), max_size=30), skip=st.integers(0, 3))
+def test_text_lines_of_decimal_ids(docs, skip):
+    # What the txt and jsonl outputs wrote with str() and join, a line a document.
+    flat = array("I", [i for d in docs for i in d])
+    offsets = memoryview(array("q", _offsets(map(len, docs))))[min(skip, len(docs)):]
+    kept = docs[min(skip, len(docs)):]
+    assert bytes(format_ids(flat, offsets, False)) == "".join(" ".join(map(str, d)) + "\n" for d in kept).encode()
+    assert bytes(format_ids(flat, offsets, True)) == "".join(
+        json.dumps(d, separators=(",", ":")) + "\n" for d in kept
+    ).encode()
+
+
+def test_text_lines_refuse_malformed_offsets():
+    with pytest.raises(ValueError, match="at least the end"):
+        format_ids(array("I"), array("q"), False)
+    with pytest.raises(ValueError, match="not a stretch"):
+        format_ids(array("I", [1, 2]), array("q", [0, 3]), True)

@@ -122,10 +122,11 @@ def _run_without_numpy(args):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_array_outputs_are_written_without_numpy(here, models, tmp_path, name):
+def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
     # Plain text goes through the core's line blocks; JSONL through
     # encode_batch's lists.  Both give the training tools' own bytes (.bin,
-    # .ds) and a run's with NumPy (.npy); BOS/EOD where the case asks.
+    # .ds), a run's with NumPy (.npy) and the API's ids (txt, jsonl); BOS/EOD
+    # where the case asks.
     case = CASES[name]
     lines = (FORMATS / case["input"]).read_text(encoding="utf-8").split("\n")[:-1]
     jsonl = tmp_path / "input.jsonl"
@@ -137,17 +138,26 @@ def test_array_outputs_are_written_without_numpy(here, models, tmp_path, name):
             for suffix in suffixes:
                 expected = FORMATS / f"{name}{suffix}" if fmt != "npy" else tmp_path / f"with{suffix}"
                 assert (tmp_path / f"out{suffix}").read_bytes() == expected.read_bytes(), (source.name, suffix)
+        # The text outputs: a line of ids per document, as the API gives them.
+        tok, docs = _documents(name, models[name])
+        for fmt in ("txt", "jsonl"):
+            out = _run_without_numpy(["encode", "--model", models[name], *case["flags"], "--format", fmt, source]).stdout
+            lines = out.decode("ascii").splitlines()
+            if fmt == "txt":
+                assert [[int(i) for i in line.split()] for line in lines] == docs, source.name
+            else:
+                assert [json.loads(line) for line in lines] == docs, source.name
 
 
-def test_a_text_file_to_an_array_output_does_not_import_numpy(tmp_path):
+def test_a_text_file_encoded_does_not_import_numpy(tmp_path):
     # NumPy's import was 40-60 ms of a command-line run over a 40 MB file.
     probe = ("import sys; from spmbpe.cli import main; code = main(sys.argv[1:]); "
-             "print('numpy' in sys.modules); sys.exit(code)")
-    for fmt in ("bin", "npy", "ds"):
+             "print('numpy' in sys.modules, file=sys.stderr); sys.exit(code)")
+    for fmt in ("bin", "npy", "ds", "txt", "jsonl"):
         result = subprocess.run([sys.executable, "-c", probe, "encode", "--append-eod", "-o", tmp_path / f"o.{fmt}",
                                  FORMATS / "botchan.txt"], capture_output=True, cwd=ROOT, timeout=300)
         assert result.returncode == 0, result.stderr.decode()
-        assert result.stdout.decode().split() == ["False"], fmt
+        assert result.stderr.decode().split()[-1] == "False", fmt
 
 
 def test_a_count_needs_no_numpy():

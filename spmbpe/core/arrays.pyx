@@ -1,7 +1,9 @@
-# The bytes of the array outputs (spmbpe/_arrays.py): ids and document
-# indexes as the training tools' files hold them, little-endian on any host.
-# Made here rather than with NumPy, so that the command line's array outputs
-# need no NumPy: its import was 40-60 ms of a run over a 40 MB file.
+# The bytes of the command line's outputs (spmbpe/_arrays.py, spmbpe/_cli_encode.py):
+# array outputs' ids and document indexes as the training tools' files hold
+# them, little-endian on any host, and the text outputs' lines of decimal ids.
+# Made here rather than with NumPy, so that encoding text needs no NumPy: its
+# import was 40-60 ms of a run over a 40 MB file, and formatting the ids of a
+# batch through NumPy's table of strings took longer than encoding them.
 #
 # Ids come in as native uint32 (the core's output, or a NumPy array),
 # offsets as native int64: n + 1 starts of n documents.  Each result is a
@@ -34,6 +36,16 @@ cdef Py_ssize_t _documents(const int64_t[::1] offsets) except -1:
     if offsets.shape[0] < 1:
         raise ValueError("offsets hold at least the end")
     return offsets.shape[0] - 1
+
+
+cdef int _check_stretches(Py_ssize_t n_ids, const int64_t[::1] offsets, Py_ssize_t n) except -1:
+    """Whether each document's offsets are a stretch of the `n_ids` ids
+    (ValueError naming the first that is not)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if offsets[i] < 0 or offsets[i] > offsets[i + 1] or offsets[i + 1] > n_ids:
+            raise ValueError(f"offsets[{i}:{i + 2}] is not a stretch of the ids")
+    return 0
 
 
 cdef object _new_out(Py_ssize_t n, Py_ssize_t itemsize):
@@ -147,9 +159,7 @@ def ids_around(const uint32_t[::1] ids, const int64_t[::1] offsets, int64_t bos,
     cdef uint32_t *o
     cdef int64_t *starts
     out_offsets = _new_out(n + 1, 8)
-    for i in range(n):
-        if offsets[i] < 0 or offsets[i] > offsets[i + 1] or offsets[i + 1] > ids.shape[0]:
-            raise ValueError(f"offsets[{i}:{i + 2}] is not a stretch of the ids")
+    _check_stretches(ids.shape[0], offsets, n)
     total = (offsets[n] - offsets[0] if n else 0) + n * extra
     out = _new_out(total, 4)
     o = <uint32_t *>PyByteArray_AS_STRING(out)
@@ -168,3 +178,48 @@ def ids_around(const uint32_t[::1] ids, const int64_t[::1] offsets, int64_t bos,
                 at += 1
         starts[n] = at
     return out, out_offsets
+
+
+cdef inline Py_ssize_t _put_decimal(uint8_t *p, uint32_t v) noexcept nogil:
+    """v's decimal digits at p; how many."""
+    cdef uint8_t digits[10]
+    cdef Py_ssize_t n = 0, k
+    while True:
+        digits[n] = <uint8_t>(48 + v % 10)
+        n += 1
+        v //= 10
+        if v == 0:
+            break
+    for k in range(n):
+        p[k] = digits[n - 1 - k]
+    return n
+
+
+def format_ids(const uint32_t[::1] ids, const int64_t[::1] offsets, bint jsonl):
+    """The documents' ids as ASCII text, a line each: decimal ids separated
+    by a space (the txt output, ``" ".join``), or as a JSON array without
+    spaces (jsonl, ``"[1,2]"``)."""
+    cdef Py_ssize_t n = _documents(offsets), i, k, at = 0, total
+    cdef uint8_t *o
+    cdef uint8_t sep = b"," if jsonl else b" "
+    _check_stretches(ids.shape[0], offsets, n)
+    total = offsets[n] - offsets[0] if n else 0
+    buf = _new_out(total * 11 + n * 3, 1)  # 10 digits and a separator an id, [ ] and a newline a document
+    o = _out(buf)
+    with nogil:
+        for i in range(n):
+            if jsonl:
+                o[at] = b"["
+                at += 1
+            for k in range(offsets[i], offsets[i + 1]):
+                if k > offsets[i]:
+                    o[at] = sep
+                    at += 1
+                at += _put_decimal(o + at, ids[k])
+            if jsonl:
+                o[at] = b"]"
+                at += 1
+            o[at] = b"\n"
+            at += 1
+    PyByteArray_Resize(buf, at)
+    return buf
