@@ -13,8 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spmbpe
+from spmbpe._cli_common import CliError
 from spmbpe.cli import main
 
 DATA = Path(__file__).parent / "data"
@@ -305,3 +308,72 @@ def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
     changed = [f for f in flags if f != "--skip-empty"]
     _cut_after(cut, "o", "ds", 2)
     one_line_error(here(["encode", *changed, "--resume", "-o", cut / "o.ds", *inputs]), "--resume", "settings")
+
+
+# ------------------------------------------------------------------ JSONL lines: json's scanner on each line
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+_space = st.sampled_from(["", " ", "\t", "\r", "  ", "\u00a0", "\u3000", "\x0b"])
+
+
+@st.composite
+def _jsonl_line(draw):
+    obj = draw(st.dictionaries(st.sampled_from(["text", "meta", "id"]) | st.text(max_size=3), _json_values, max_size=4))
+    if draw(st.booleans()):
+        obj["text"] = draw(st.text() | st.sampled_from(["\ud800", "a\udfffb", "\U0001f600", "x\\u0041"]))
+    value = obj if draw(st.sampled_from(["object", "object", "object", "other"])) == "object" else draw(_json_values)
+    separators = draw(st.sampled_from([None, (",", ":")]))
+    line = json.dumps(value, ensure_ascii=draw(st.booleans()), separators=separators)
+    if re.search("[\ud800-\udfff]", line):  # a lone surrogate is not UTF-8: escaped, as JSON writes it
+        line = json.dumps(value, ensure_ascii=True, separators=separators)
+    cut = draw(st.sampled_from(["none", "none", "none", "truncate", "twice"]))
+    if cut == "truncate":
+        line = line[: draw(st.integers(0, len(line)))]
+    elif cut == "twice":
+        line = line + draw(_space) + line
+    return draw(_space) + line + draw(_space)
+
+
+def _reference_docs(reader, name, lines):
+    """Each line through json.loads (DocumentReader._json_texts): the
+    documents, or the error's message."""
+    docs = []
+    try:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            texts = reader._json_texts(name, number, line)
+            if texts is not None:
+                docs.append((number, texts))
+    except CliError as e:
+        return str(e)
+    return docs
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_jsonl_line(), min_size=1, max_size=6), errors=st.sampled_from(["strict", "replace", "skip"]))
+def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors):
+    # The block is decoded at once and each line scanned by json's own
+    # scanner; a line that is not one plain object (leading whitespace,
+    # other values, extra data, a lone surrogate, a missing field) goes
+    # json.loads's way. Documents and errors must be json.loads's.
+    from spmbpe._cli_read import DocumentReader
+
+    reader = DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=None, errors=errors,
+                            batch_bytes=1 << 20, documents="line", skip_empty=False)
+    reader._file_base = 0
+    data = "".join(line.replace("\n", " ") + "\n" for line in lines).encode("utf-8")
+    lines = data.decode("utf-8").split("\n")[:-1]
+    expected = _reference_docs(reader, "x.jsonl", lines)
+    try:
+        columns = reader._jsonl_docs("x.jsonl", data, 1, 0)
+    except CliError as e:
+        assert str(e) == expected
+        return
+    docs, recs = columns[0]
+    assert list(zip(recs, ([t] for t in docs))) == expected
