@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import spmbpe
 from spmbpe._cli_common import CliError
+from spmbpe._core import jsonl_fields
 from spmbpe.cli import main
 
 DATA = Path(__file__).parent / "data"
@@ -331,6 +332,22 @@ def _jsonl_line(draw):
     line = json.dumps(value, ensure_ascii=draw(st.booleans()), separators=separators)
     if re.search("[\ud800-\udfff]", line):  # a lone surrogate is not UTF-8: escaped, as JSON writes it
         line = json.dumps(value, ensure_ascii=True, separators=separators)
+    # What json.dumps does not write but JSON allows: escapes in upper case or
+    # of "/", whitespace around the structure, a field given twice (the last
+    # wins), a value nested deeper than the compiled reader goes.
+    if draw(st.booleans()):
+        line = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), line)
+    if draw(st.booleans()):
+        line = line.replace("/", "\\/")
+    if draw(st.booleans()):
+        ws = draw(st.sampled_from([" ", "\t", "\r", "  \t"]))
+        line = line.replace(", ", "," + ws).replace(": ", ws + ":" + ws)
+    if line.startswith("{") and draw(st.booleans()):
+        first = json.dumps(draw(st.text(max_size=3) | st.integers() | st.just("\ud83d\ude00")))
+        line = '{"text": ' + first + ("," if len(line) > 2 else "") + line[1:]
+    if line.startswith("{") and draw(st.integers(0, 9)) == 0:
+        depth = draw(st.integers(60, 70))
+        line = '{"deep": ' + "[" * depth + "]" * depth + ("," if len(line) > 2 else "") + line[1:]
     cut = draw(st.sampled_from(["none", "none", "none", "truncate", "twice"]))
     if cut == "truncate":
         line = line[: draw(st.integers(0, len(line)))]
@@ -355,16 +372,18 @@ def _reference_docs(reader, name, lines):
     return docs
 
 
-@settings(max_examples=400, deadline=None)
-@given(lines=st.lists(_jsonl_line(), min_size=1, max_size=6), errors=st.sampled_from(["strict", "replace", "skip"]))
-def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors):
-    # The block is decoded at once and each line scanned by json's own
-    # scanner; a line that is not one plain object (leading whitespace,
-    # other values, extra data, a lone surrogate, a missing field) goes
-    # json.loads's way. Documents and errors must be json.loads's.
+@settings(max_examples=600, deadline=None)
+@given(lines=st.lists(_jsonl_line(), min_size=1, max_size=6), errors=st.sampled_from(["strict", "replace", "skip"]),
+       fields=st.sampled_from([None, ["text", "meta"], ["meta"]]))
+def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields):
+    # A block whose every line is the plain case is read by compiled code
+    # (core/jsonl.pyx); else each line by json's own scanner, and a line
+    # that is not one plain object (leading whitespace, other values, extra
+    # data, a lone surrogate, a missing field) json.loads's way. Documents
+    # and errors must be json.loads's.
     from spmbpe._cli_read import DocumentReader
 
-    reader = DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=None, errors=errors,
+    reader = DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=fields, errors=errors,
                             batch_bytes=1 << 20, documents="line", skip_empty=False)
     reader._file_base = 0
     data = "".join(line.replace("\n", " ") + "\n" for line in lines).encode("utf-8")
@@ -375,5 +394,61 @@ def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors):
     except CliError as e:
         assert str(e) == expected
         return
-    docs, recs = columns[0]
-    assert list(zip(recs, ([t] for t in docs))) == expected
+    got = [(number, [column[0][k] for column in columns]) for k, number in enumerate(columns[0][1])]
+    assert all(column[1] == columns[0][1] for column in columns)
+    assert got == expected
+
+
+_plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _plain_jsonl_line(draw):
+    obj = draw(st.dictionaries(st.sampled_from(["id", "url"]) | st.text(max_size=3), _plain_values, max_size=3))
+    obj["text"] = draw(st.text() | st.sampled_from(["", "\U0001f600 a/b", "tab\there", 'q"uote\\', "\x00\x1f"]))
+    obj["meta"] = draw(st.text(max_size=8))
+    ws = st.sampled_from(["", " ", "\t", "\r", "  \t"])
+    separators = (draw(ws) + "," + draw(ws), draw(ws) + ":" + draw(ws))  # JSON's whitespace around them
+    line = json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=separators)
+    if draw(st.booleans()):
+        line = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), line)
+    if draw(st.booleans()):
+        line = line.replace("/", "\\/")
+    if draw(st.booleans()):
+        first = draw(st.sampled_from(['"earlier"', "12", '[1, {"a": null}]', '"\\u00e9"']))
+        line = '{"text": ' + first + ', "meta": ' + first + ", " + line[1:]  # given again below: the last wins
+    space = st.sampled_from(["", " ", "\t", "\r", " \r"])
+    return draw(space) + line + draw(space)
+
+
+@settings(max_examples=500, deadline=None)
+@given(lines=st.lists(_plain_jsonl_line(), min_size=1, max_size=8), blank=st.integers(0, 8),
+       fields=st.sampled_from([["text"], ["text", "meta"], ["meta"]]))
+def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(lines, blank, fields):
+    # Every line is the plain case: the compiled reader takes the block, and
+    # its strings are json.loads's, byte for byte.
+    lines = list(lines)
+    lines.insert(blank % (len(lines) + 1), " \t\r")  # a blank line: no document, but a line
+    block = "".join(line + "\n" for line in lines).encode("utf-8")
+    got = jsonl_fields(block, [f.encode() for f in fields])
+    assert got is not None
+    columns, indices = got
+    expected = [(i, json.loads(line)) for i, line in enumerate(lines) if line.strip()]
+    assert indices == [i for i, _ in expected]
+    for k, field in enumerate(fields):
+        assert columns[k] == [obj[field] for _, obj in expected]
+
+
+def test_the_compiled_jsonl_reader_refuses_what_is_not_plain():
+    # Each of these is read json.loads's way (its document or its error).
+    for line in [b'{"text": 3}', b'{"text": "\\ud800"}', b'{"text": "\\udc00x"}', b'{"text": "a"} x', b'[1]',
+                 b'{"text": NaN}', b'{"a": -Infinity, "text": "x"}', b'{"text": "a",}', b'{"text": "a\x01"}',
+                 b'{"meta": "m"}', b'{}', b'{"text": "a"', b'{"text": "\\x41"}', b'{"text": 01}',
+                 b'{"a": [1,], "text": "x"}', b'{"a": ' + b"[" * 65 + b"]" * 65 + b', "text": "x"}',
+                 "\u3000".encode(), b'\x0b{"text": "a"}']:
+        assert jsonl_fields(line + b"\n", [b"text"]) is None, line
+        assert jsonl_fields(b'{"text": "fine"}\n' + line + b"\n", [b"text"]) is None, line

@@ -31,7 +31,7 @@ fi
 
 # The default selection: the public API, the file readers and loaders, the C
 # normalizer and the trained normalized models, HF model folders, chunking and
-# batches, the array outputs' kernels, and the hardening tests (fuzz regressions and a short fuzz run,
+# batches, the command line's output kernels and JSONL reader, and the hardening tests (fuzz regressions and a short fuzz run,
 # malformed files, untrusted text, threads): about 8 minutes on 2 busy cores.
 # SPMBPE_SAN_FULL=1 runs the whole suite instead (about 10 minutes), except
 # the packaging tests and the three that feed corrupt maps to the
@@ -56,6 +56,7 @@ DEFAULT_TESTS=(
     tests/test_batch_job.py
     tests/test_line_blocks.py
     tests/test_array_bytes.py
+    tests/test_cli_documents.py
     tests/test_fuzz_regressions.py
 )
 EXCLUDE=(

@@ -1,0 +1,287 @@
+# The text fields of JSONL lines, for the command line's reader
+# (spmbpe/_cli_read.py): each line one JSON object, each wanted field a JSON
+# string, decoded here in one pass over the block.  Parsing JSONL with json,
+# line by line, was most of a JSONL run (2.9 s of the 57 MB man pages, where
+# encoding them took 0.35 s).
+#
+# Only the plain case is read here, a strict subset of what json.loads reads,
+# read as json.loads reads it: a line of JSON whitespace is no document; any
+# other line is an object (objects, arrays, strings, numbers, true, false and
+# null inside, at most 64 deep), with every wanted field a string without a
+# lone surrogate.  For anything else -- an error, NaN or Infinity, a field that
+# is not a string, a lone surrogate, a line blank only by Unicode's
+# whitespace -- the block is refused (None) and the reader takes json.loads's
+# way, which gives the documents or the error of the line at fault.
+
+cdef enum:
+    _JSON_DEPTH = 64
+
+cdef inline Py_ssize_t _json_ws(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    # JSON's whitespace; a line holds no "\n".
+    while i < n and (s[i] == 32 or s[i] == 9 or s[i] == 13):
+        i += 1
+    return i
+
+
+cdef inline int _hex4(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The value of the 4 hex digits at s[i], or -1."""
+    cdef int v = 0, k, c
+    if i + 4 > n:
+        return -1
+    for k in range(4):
+        c = s[i + k]
+        if 48 <= c <= 57:
+            v = v * 16 + c - 48
+        elif 97 <= c <= 102:
+            v = v * 16 + c - 87
+        elif 65 <= c <= 70:
+            v = v * 16 + c - 55
+        else:
+            return -1
+    return v
+
+
+cdef inline Py_ssize_t _put_utf8(uint8_t *o, Py_ssize_t at, uint32_t cp) noexcept nogil:
+    if cp < 0x80:
+        o[at] = <uint8_t>cp
+        return at + 1
+    if cp < 0x800:
+        o[at] = <uint8_t>(0xC0 | (cp >> 6))
+        o[at + 1] = <uint8_t>(0x80 | (cp & 0x3F))
+        return at + 2
+    if cp < 0x10000:
+        o[at] = <uint8_t>(0xE0 | (cp >> 12))
+        o[at + 1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
+        o[at + 2] = <uint8_t>(0x80 | (cp & 0x3F))
+        return at + 3
+    o[at] = <uint8_t>(0xF0 | (cp >> 18))
+    o[at + 1] = <uint8_t>(0x80 | ((cp >> 12) & 0x3F))
+    o[at + 2] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
+    o[at + 3] = <uint8_t>(0x80 | (cp & 0x3F))
+    return at + 4
+
+
+cdef Py_ssize_t _json_string(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, uint8_t *o,
+                             Py_ssize_t *o_len) noexcept nogil:
+    """The JSON string at s[i] (a '"'): the position after it, or -1 (not
+    plain).  With `o`, its UTF-8 decoded there (o_len: how many bytes; the
+    decoded text is never longer than the string's source)."""
+    cdef Py_ssize_t at = 0
+    cdef int c, u, u2
+    i += 1
+    while i < n:
+        c = s[i]
+        if c == 34:  # '"'
+            if o != NULL:
+                o_len[0] = at
+            return i + 1
+        if c < 0x20:
+            return -1  # a control character: json.loads (strict) refuses it
+        if c != 92:  # not '\\': the byte itself (the block is valid UTF-8)
+            if o != NULL:
+                o[at] = <uint8_t>c
+                at += 1
+            i += 1
+            continue
+        if i + 1 >= n:
+            return -1
+        c = s[i + 1]
+        if c == 117:  # 'u'
+            u = _hex4(s, i + 2, n)
+            if u < 0:
+                return -1
+            i += 6
+            if 0xD800 <= u <= 0xDBFF:
+                # A pair makes one character; a lone half is not plain.
+                if i + 1 < n and s[i] == 92 and s[i + 1] == 117:
+                    u2 = _hex4(s, i + 2, n)
+                    if 0xDC00 <= u2 <= 0xDFFF:
+                        u = 0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)
+                        i += 6
+                    else:
+                        return -1
+                else:
+                    return -1
+            elif 0xDC00 <= u <= 0xDFFF:
+                return -1
+            if o != NULL:
+                at = _put_utf8(o, at, <uint32_t>u)
+            continue
+        if c == 34 or c == 92 or c == 47:  # " \ /
+            u = c
+        elif c == 98:  # b
+            u = 8
+        elif c == 102:  # f
+            u = 12
+        elif c == 110:  # n
+            u = 10
+        elif c == 114:  # r
+            u = 13
+        elif c == 116:  # t
+            u = 9
+        else:
+            return -1
+        if o != NULL:
+            o[at] = <uint8_t>u
+            at += 1
+        i += 2
+    return -1
+
+
+cdef Py_ssize_t _json_number(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The position after the JSON number at s[i], or -1."""
+    cdef Py_ssize_t start
+    if i < n and s[i] == 45:  # '-'
+        i += 1
+    if i >= n or not (48 <= s[i] <= 57):
+        return -1  # (-Infinity too: not plain)
+    if s[i] == 48:
+        i += 1
+    else:
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+    if i < n and s[i] == 46:  # '.'
+        i += 1
+        start = i
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+        if i == start:
+            return -1
+    if i < n and (s[i] == 101 or s[i] == 69):  # e E
+        i += 1
+        if i < n and (s[i] == 43 or s[i] == 45):
+            i += 1
+        start = i
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+        if i == start:
+            return -1
+    return i
+
+
+cdef inline bint _json_word(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, const char *word,
+                            Py_ssize_t length) noexcept nogil:
+    return i + length <= n and memcmp(s + i, word, <size_t>length) == 0
+
+
+cdef Py_ssize_t _json_value(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth) noexcept nogil:
+    """The position after the JSON value at s[i] (checked, not kept), or -1."""
+    cdef int c
+    if i >= n:
+        return -1
+    c = s[i]
+    if c == 34:
+        return _json_string(s, i, n, NULL, NULL)
+    if c == 123 or c == 91:  # { [
+        if depth >= _JSON_DEPTH:
+            return -1
+        i = _json_ws(s, i + 1, n)
+        if i < n and s[i] == c + 2:  # } ]
+            return i + 1
+        while True:
+            if c == 123:
+                if i >= n or s[i] != 34:
+                    return -1
+                i = _json_string(s, i, n, NULL, NULL)
+                if i < 0:
+                    return -1
+                i = _json_ws(s, i, n)
+                if i >= n or s[i] != 58:  # ':'
+                    return -1
+                i = _json_ws(s, i + 1, n)
+            i = _json_value(s, i, n, depth + 1)
+            if i < 0:
+                return -1
+            i = _json_ws(s, i, n)
+            if i < n and s[i] == 44:  # ','
+                i = _json_ws(s, i + 1, n)
+                continue
+            if i < n and s[i] == c + 2:
+                return i + 1
+            return -1
+    if c == 116:
+        return i + 4 if _json_word(s, i, n, b"true", 4) else -1
+    if c == 102:
+        return i + 5 if _json_word(s, i, n, b"false", 5) else -1
+    if c == 110:
+        return i + 4 if _json_word(s, i, n, b"null", 4) else -1
+    return _json_number(s, i, n)
+
+
+def jsonl_fields(const unsigned char[::1] block, list fields):
+    """The `fields` (UTF-8 bytes) of the JSONL lines of `block` (valid
+    UTF-8, each line ending with "\\n"): (a list of strs per field, the
+    index of each document's line), or None when a line is not the plain
+    case (see above)."""
+    cdef Py_ssize_t n = block.shape[0], start = 0, end, i, k, line = 0, got, nf = len(fields)
+    cdef Py_ssize_t key_len, value_len
+    cdef const uint8_t *s
+    cdef uint8_t *key
+    cdef uint8_t *value
+    cdef const char *at
+    cdef list columns = [[] for _ in range(nf)]
+    cdef list lines = []
+    if n == 0:
+        return columns, lines
+    s = &block[0]
+    scratch = PyByteArray_FromStringAndSize(NULL, 2 * n)
+    key = <uint8_t *>PyByteArray_AS_STRING(scratch)
+    value = key + n
+    found = [None] * nf
+    while start < n:
+        at = <const char *>memchr(s + start, 10, <size_t>(n - start))
+        end = (at - <const char *>s) if at != NULL else n
+        i = _json_ws(s, start, end)
+        if i < end:
+            if s[i] != 123:  # '{'
+                return None
+            for k in range(nf):
+                found[k] = None
+            i = _json_ws(s, i + 1, end)
+            if i < end and s[i] == 125:  # '}': no field at all
+                return None
+            while True:
+                if i >= end or s[i] != 34:
+                    return None
+                i = _json_string(s, i, end, key, &key_len)
+                if i < 0:
+                    return None
+                i = _json_ws(s, i, end)
+                if i >= end or s[i] != 58:
+                    return None
+                i = _json_ws(s, i + 1, end)
+                for k in range(nf):
+                    name = <bytes>fields[k]
+                    if key_len == len(name) and memcmp(key, <const char *>name, <size_t>key_len) == 0:
+                        break
+                else:
+                    k = -1
+                if k >= 0 and i < end and s[i] == 34:
+                    i = _json_string(s, i, end, value, &value_len)
+                    if i < 0:
+                        return None
+                    found[k] = PyUnicode_DecodeUTF8(<const char *>value, value_len, NULL)
+                else:
+                    i = _json_value(s, i, end, 1)
+                    if i < 0:
+                        return None
+                    if k >= 0:
+                        found[k] = None  # a field that is not a string (unless a later one is)
+                i = _json_ws(s, i, end)
+                if i < end and s[i] == 44:
+                    i = _json_ws(s, i + 1, end)
+                    continue
+                if i < end and s[i] == 125:
+                    i += 1
+                    break
+                return None
+            if _json_ws(s, i, end) != end:
+                return None  # extra data
+            for k in range(nf):
+                if found[k] is None:
+                    return None
+                (<list>columns[k]).append(found[k])
+            lines.append(line)
+        start = end + 1
+        line += 1
+    return columns, lines
