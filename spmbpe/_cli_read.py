@@ -16,7 +16,7 @@ import re
 import stat
 import sys
 import zlib
-from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, cast
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
 from ._core import count_newlines, jsonl_fields, read_buffer, utf8_valid_prefix
@@ -746,46 +746,44 @@ class DocumentReader:
                 numbers = [line_no + i for i in indices]
                 return [(texts, list(numbers)) for texts in texts_by_field]
         columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
-        text = data.decode("utf-8") if valid else None  # (else line by line below, where a bad line is named)
-        if text is not None:
-            lines = text.split("\n")
+        lines: Iterable[Optional[str]]
+        if valid:
+            lines = data.decode("utf-8").split("\n")
             lines.pop()
-            for i, line in enumerate(lines):
-                if not line.strip():
-                    continue  # a blank line is no document
-                number = line_no + i
-                texts = self._json_texts_of_plain_line(line)
-                if texts is None:  # not the plain case: json.loads's way, and its errors
-                    texts = self._json_texts(name, number, line)
-                    if texts is None:
-                        continue
-                for (docs, recs), field_text in zip(columns, texts):
-                    docs.append(field_text)
-                    recs.append(number)
-            return columns
+        else:
+            lines = self._decoded_lines(name, data, line_no, offset)
+        for i, line in enumerate(lines):
+            if line is None or not line.strip():
+                continue  # a line left out (--errors skip), or blank: no document
+            number = line_no + i
+            texts = self._json_texts_of_plain_line(line)
+            if texts is None:  # not the plain case: json.loads's way, and its errors
+                texts = self._json_texts(name, number, line)
+                if texts is None:
+                    continue
+            for (docs, recs), text in zip(columns, texts):
+                docs.append(text)
+                recs.append(number)
+        return columns
+
+    def _decoded_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Iterator[Optional[str]]:
+        """The lines of a block that is not all UTF-8, decoded one at a time
+        as --errors says (None: a line left out)."""
         raw_lines = data.split(b"\n")
         raw_lines.pop()
         for i, raw in enumerate(raw_lines):
-            number = line_no + i
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 if self.errors == "strict":
                     line_start = offset + sum(len(r) + 1 for r in raw_lines[:i])
-                    raise self._bad_utf8(name, number, e.start, line_start + e.start) from None
+                    raise self._bad_utf8(name, line_no + i, e.start, line_start + e.start) from None
                 if self.errors == "skip":
                     self.skipped += 1
+                    yield None
                     continue
                 line = raw.decode("utf-8", "replace")
-            if not line.strip():
-                continue  # a blank line is no document
-            texts = self._json_texts(name, number, line)
-            if texts is None:
-                continue
-            for (docs, recs), text in zip(columns, texts):
-                docs.append(text)
-                recs.append(number)
-        return columns
+            yield line
 
     def _json_texts_of_plain_line(self, line: str) -> Optional[List[str]]:
         """The fields' texts of a line that is one JSON object, from its first

@@ -322,6 +322,16 @@ _json_values = st.recursive(
 _space = st.sampled_from(["", " ", "\t", "\r", "  ", "\u00a0", "\u3000", "\x0b"])
 
 
+def _other_escapes(draw, line):
+    """`line` with, at random, its \\u escapes in upper case and its "/"
+    escaped (JSON's, which json.dumps does not write)."""
+    if draw(st.booleans()):
+        line = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), line)
+    if draw(st.booleans()):
+        line = line.replace("/", "\\/")
+    return line
+
+
 @st.composite
 def _jsonl_line(draw):
     obj = draw(st.dictionaries(st.sampled_from(["text", "meta", "id"]) | st.text(max_size=3), _json_values, max_size=4))
@@ -335,10 +345,7 @@ def _jsonl_line(draw):
     # What json.dumps does not write but JSON allows: escapes in upper case or
     # of "/", whitespace around the structure, a field given twice (the last
     # wins), a value nested deeper than the compiled reader goes.
-    if draw(st.booleans()):
-        line = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), line)
-    if draw(st.booleans()):
-        line = line.replace("/", "\\/")
+    line = _other_escapes(draw, line)
     if draw(st.booleans()):
         ws = draw(st.sampled_from([" ", "\t", "\r", "  \t"]))
         line = line.replace(", ", "," + ws).replace(": ", ws + ":" + ws)
@@ -413,11 +420,7 @@ def _plain_jsonl_line(draw):
     obj["meta"] = draw(st.text(max_size=8))
     ws = st.sampled_from(["", " ", "\t", "\r", "  \t"])
     separators = (draw(ws) + "," + draw(ws), draw(ws) + ":" + draw(ws))  # JSON's whitespace around them
-    line = json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=separators)
-    if draw(st.booleans()):
-        line = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), line)
-    if draw(st.booleans()):
-        line = line.replace("/", "\\/")
+    line = _other_escapes(draw, json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=separators))
     if draw(st.booleans()):
         first = draw(st.sampled_from(['"earlier"', "12", '[1, {"a": null}]', '"\\u00e9"']))
         line = '{"text": ' + first + ', "meta": ' + first + ", " + line[1:]  # given again below: the last wins
@@ -452,3 +455,15 @@ def test_the_compiled_jsonl_reader_refuses_what_is_not_plain():
                  "\u3000".encode(), b'\x0b{"text": "a"}']:
         assert jsonl_fields(line + b"\n", [b"text"]) is None, line
         assert jsonl_fields(b'{"text": "fine"}\n' + line + b"\n", [b"text"]) is None, line
+
+
+@pytest.mark.parametrize("number", ["0", "-0", "12", "1.5", "1e5", "1E+5", "-2.5e-3", "1e400", "01", "1.", ".5", "1e",
+                                    "1e+", "-", "+1", "0x1", "1.5.2", "--1"])
+def test_the_compiled_jsonl_reader_takes_a_number_where_json_loads_does(number):
+    line = ('{"n": ' + number + ', "text": "x"}').encode()
+    try:
+        json.loads(line)
+        valid = True
+    except ValueError:
+        valid = False
+    assert (jsonl_fields(line + b"\n", [b"text"]) == ([["x"]], [0])) is valid

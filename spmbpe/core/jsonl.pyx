@@ -128,6 +128,12 @@ cdef Py_ssize_t _json_string(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, uint8
     return -1
 
 
+cdef inline Py_ssize_t _json_digits(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    while i < n and 48 <= s[i] <= 57:
+        i += 1
+    return i
+
+
 cdef Py_ssize_t _json_number(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """The position after the JSON number at s[i], or -1."""
     cdef Py_ssize_t start
@@ -135,25 +141,17 @@ cdef Py_ssize_t _json_number(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexc
         i += 1
     if i >= n or not (48 <= s[i] <= 57):
         return -1  # (-Infinity too: not plain)
-    if s[i] == 48:
-        i += 1
-    else:
-        while i < n and 48 <= s[i] <= 57:
-            i += 1
+    i = i + 1 if s[i] == 48 else _json_digits(s, i, n)
     if i < n and s[i] == 46:  # '.'
-        i += 1
-        start = i
-        while i < n and 48 <= s[i] <= 57:
-            i += 1
+        start = i + 1
+        i = _json_digits(s, start, n)
         if i == start:
             return -1
     if i < n and (s[i] == 101 or s[i] == 69):  # e E
-        i += 1
-        if i < n and (s[i] == 43 or s[i] == 45):
-            i += 1
-        start = i
-        while i < n and 48 <= s[i] <= 57:
-            i += 1
+        start = i + 1
+        if start < n and (s[start] == 43 or s[start] == 45):
+            start += 1
+        i = _json_digits(s, start, n)
         if i == start:
             return -1
     return i
