@@ -411,6 +411,7 @@ class DocumentReader:
         self.input_format = input_format
         self.fields = list(fields) if fields else [field]
         self.field = self.fields[0]
+        self._field_keys = [f.encode("utf-8") for f in self.fields]  # as core/jsonl.pyx compares them
         self.errors = errors
         self.batch_bytes = max(1, batch_bytes)
         self.skip_records = skip_records
@@ -740,7 +741,7 @@ class DocumentReader:
         valid = utf8_valid_prefix(data) == len(data)
         if valid:
             # Compiled, when every line is the plain case (core/jsonl.pyx).
-            got = jsonl_fields(data, [f.encode("utf-8") for f in self.fields])
+            got = jsonl_fields(data, self._field_keys)
             if got is not None:
                 texts_by_field, indices = got
                 numbers = [line_no + i for i in indices]

@@ -187,9 +187,9 @@ def write_arrays(
             offsets = lists.offsets.to_numpy().astype(np.int64)
             ids = lists.values.to_numpy()[offsets[0] : offsets[-1]]
             offsets -= offsets[0]
-            if len(ids) and (int(ids.min()) < 0 or int(ids.max()) > dtype.limit):
-                bad = int(ids.max()) if int(ids.max()) > dtype.limit else int(ids.min())
-                raise OutputError(f"token id {bad} does not fit {dtype.name}")
+            low, high = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
+            if low < 0 or high > dtype.limit:
+                raise OutputError(f"token id {high if high > dtype.limit else low} does not fit {dtype.name}")
             ids = np.ascontiguousarray(ids, dtype=np.uint32)  # what ArrayOutput.write takes
             writer.write(ids, offsets, range(documents + 1, documents + n + 1), documents + n)
             documents += n
