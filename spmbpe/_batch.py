@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from itertools import accumulate
 from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Tuple, Union, cast
 
-from ._core import BatchJob, Plan, SpmCore, batch_shape, batch_slices
+from ._core import BatchJob, Plan, SpmCore, batch_shape, batch_slices, join_flat
 from ._gc import gc_paused
 from ._policy import check_surrogates, check_text, text_seed
 from ._threads import worker_pool
@@ -299,39 +299,16 @@ def join_numpy(
     results: List[Tuple[bytearray, Any]], bos_id: Optional[int], eos_id: Optional[int],
 ) -> Any:
     """encode_batch's NumPy result from the groups' flat ids and offsets,
-    with `bos_id`/`eos_id` (when not None) around each text."""
-    if len(results) == 1 and owners is None and bos_id is None and eos_id is None:
-        # One job's result as it is: the arrays share the core's buffers (a
-        # copy of tens of megabytes into new pages cost a fifth of the batch).
-        data, offsets = results[0]
-        flat = np.frombuffer(data, dtype=np.uint32)
-        return flat.astype(dtype, copy=False), np.frombuffer(offsets, dtype=np.int64)
-    pieces, unit_lengths = [], []
-    for data, offsets in results:
-        pieces.append(np.frombuffer(data, dtype=np.uint32))
-        unit_lengths.append(np.diff(np.frombuffer(offsets, dtype=np.int64)))
-    flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint32)
-    if owners is None:
-        lengths = np.concatenate(unit_lengths) if unit_lengths else np.zeros(0, dtype=np.int64)
-    else:
-        # Texts cut in pieces: add up the lengths of each text's units.
-        lengths = np.bincount(
-            np.concatenate([np.asarray(o, dtype=np.intp) for o in owners]),
-            weights=np.concatenate(unit_lengths), minlength=n_texts,
-        ).astype(np.int64)
-    if bos_id is not None or eos_id is not None:
-        # BOS/EOS around each text: one insert pass over the flat array.
-        starts = np.zeros(n_texts, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=starts[1:])
-        if eos_id is not None:
-            flat = np.insert(flat, starts + lengths, eos_id)
-            starts += np.arange(n_texts)
-        if bos_id is not None:
-            flat = np.insert(flat, starts, bos_id)
-        lengths += int(bos_id is not None) + int(eos_id is not None)
-    offsets = np.zeros(n_texts + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return flat.astype(dtype, copy=False), offsets
+    with `bos_id`/`eos_id` (when not None) around each text.  One job's
+    result, with nothing around, is not copied: the arrays share the
+    core's buffers."""
+    data, offsets = join_flat(results, owners, n_texts, _or_none(bos_id), _or_none(eos_id))
+    return np.frombuffer(data, dtype=np.uint32).astype(dtype, copy=False), np.frombuffer(offsets, dtype=np.int64)
+
+
+def _or_none(token_id: Optional[int]) -> int:
+    """join_flat's id for "none": -1."""
+    return -1 if token_id is None else token_id
 
 
 def text_error(texts: List[Any], error: Exception) -> Exception:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["CliError", "load_model", "need_numpy", "note", "optional_numpy"]
+__all__ = ["CliError", "load_model", "need_numpy", "note"]
 
 
 class CliError(Exception):
@@ -35,14 +35,6 @@ def need_numpy(why: str) -> Any:
         import numpy
     except ImportError:
         raise CliError(f"{why} needs NumPy (pip install numpy)", 2) from None
-    return numpy
-
-
-def optional_numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        return None
     return numpy
 
 

@@ -10,13 +10,12 @@ import os
 import queue
 import sys
 import threading
-from array import array
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, as_id_buffers, meta_path
 from ._atomic import atomic_output
-from ._cli_common import CliError, load_model, note, optional_numpy
+from ._cli_common import CliError, load_model, note
 from ._cli_progress import Progress
 from ._cli_read import Batch, DocumentReader, LineBlock, input_size
 from ._core import format_ids, ids_around
@@ -83,9 +82,9 @@ def _report(reader: DocumentReader) -> None:
 class Encoder:
     """Encodes the columns of one batch: ``(ids, offsets)`` each, the flat
     ids (native uint32) and the int64 start of each document plus the end,
-    as memoryviews (or NumPy arrays, from encode_batch): lines of text go
-    from the bytes read to the merge, and no output needs NumPy (its
-    import was 40-60 ms of a run).
+    as memoryviews: lines of text go from the bytes read to the merge,
+    other documents (JSONL fields, paragraphs) through encode_batch's flat
+    result, and nothing needs NumPy (its import was 40-60 ms of a run).
 
     BOS before and EOS after each document: as the model says with
     ``--add-special-tokens`` (encode(add_special_tokens=True)), BOS with
@@ -101,8 +100,9 @@ class Encoder:
             raise CliError("--prepend-bos: the model has no BOS id", 2)
         if args.append_eod and tok.eos_id is None:
             raise CliError("--append-eod: the model has no EOS id to end documents with", 2)
-        self.bos = tok.bos_id if (add and tok.add_bos) or args.prepend_bos else None
-        self.eos = tok.eos_id if (add and tok.add_eos) or args.append_eod else None
+        # The ids, or -1 for none (as the compiled kernels take them).
+        self.bos = tok.bos_id if (add and tok.add_bos) or args.prepend_bos else -1
+        self.eos = tok.eos_id if (add and tok.add_eos) or args.append_eod else -1
 
     def __call__(self, batch: Batch) -> List[Encoded]:
         try:
@@ -116,32 +116,16 @@ class Encoder:
             if got is not None:
                 return self._around(*as_id_buffers(*got))
             texts = texts.strings()  # encode_batch's way (it raises what a line does)
-        return self._around(*self._encode_texts(texts))
-
-    def _encode_texts(self, texts: List[str]) -> Encoded:
-        """The texts' ids and offsets: from encode_batch(return_numpy=True)
-        when NumPy can be imported (here, the first time it is needed: JSONL
-        documents, or lines the way above refused), else from its lists."""
-        if not texts:
-            return as_id_buffers(bytearray(), bytearray(8))
-        np = optional_numpy()
-        if np is not None:
-            ids, offsets = self.tok.encode_batch(
-                texts, special=self.special, num_threads=self.threads, return_numpy=True, dtype=np.uint32
-            )
-            return ids, offsets
-        ids, offsets = array("I"), array("q", [0])
-        for doc in self.tok.encode_batch(texts, special=self.special, num_threads=self.threads):
-            ids.extend(doc)
-            offsets.append(len(ids))
-        return memoryview(ids), memoryview(offsets)
+        # encode_batch(return_numpy=True)'s result, BOS/EOS included, without NumPy.
+        return as_id_buffers(*self.tok._encode_flat(
+            texts, special=self.special, num_threads=self.threads, bos_id=self.bos, eos_id=self.eos
+        ))
 
     def _around(self, ids: Any, offsets: Any) -> Encoded:
         """BOS/EOS around every document, as encode(add_special_tokens=True)."""
-        if self.bos is None and self.eos is None:
+        if self.bos < 0 and self.eos < 0:
             return ids, offsets
-        bos, eos = -1 if self.bos is None else self.bos, -1 if self.eos is None else self.eos
-        return as_id_buffers(*ids_around(ids, offsets, bos, eos))
+        return as_id_buffers(*ids_around(ids, offsets, self.bos, self.eos))
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:

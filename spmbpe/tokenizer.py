@@ -27,7 +27,7 @@ from typing import (
 
 from . import _batch
 from ._added import AddedTokenMatcher
-from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids
+from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids, join_flat
 from ._decoding import decode_rules
 from ._names import NamesMixin
 from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
@@ -419,32 +419,13 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         array([3186], dtype=uint32)
         """
         include, allowed = special_policy(special)
-        if isinstance(texts, (str, bytes, bytearray)):
-            # A str is iterable, but its characters are not a batch.
-            raise TypeError(
-                f"encode_batch takes a list of texts, not a {type(texts).__name__}; "
-                f"for one text use encode"
-            )
-        texts = texts if type(texts) is list else list(texts)
-        # No added token in any text: each is one segment, with the dummy
-        # prefix by the rule the core is handed, and the core checks that it
-        # is a str.  Else the texts with one are planned (_plan_unit leaves
-        # the others whole).
-        prefix_rule = self._all_one_segment(texts, special)
-        plain = prefix_rule >= 0
-        threads = thread_count(num_threads)
+        texts = _batch_list(texts)
         if return_numpy:
             np, dtype = _batch.numpy_dtype(dtype, len(self._table))
         sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
-        try:
-            if not plain:
-                texts = [check_text(t) for t in texts]
-            results, owners = _batch.run_batch(
-                self._core, self._plan_unit, plain, texts, include, allowed, threads, bool(return_numpy),
-                sample_alpha, sample_seed, prefix_rule if plain else int(self._add_prefix_space),
-            )
-        except (TypeError, ValueError) as e:
-            raise _batch.text_error(texts, e) from None
+        texts, results, owners = self._run_batch(
+            texts, special, include, allowed, num_threads, bool(return_numpy), sample_alpha, sample_seed
+        )
         if return_numpy:
             bos = self._bos_id if add_special_tokens and self._add_bos else None
             eos = self._eos_id if add_special_tokens and self._add_eos else None
@@ -454,6 +435,44 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             for ids in out:
                 self._add_boundary_tokens(ids)
         return out
+
+    def _run_batch(
+        self, texts: List[Any], special: SpecialPolicy, include: bool, allowed: Optional[FrozenSet[str]],
+        num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
+    ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
+        """encode_batch's merge: (the texts, checked, the groups' results,
+        their owners: _batch.run_batch)."""
+        # No added token in any text: each is one segment, with the dummy
+        # prefix by the rule the core is handed, and the core checks that it
+        # is a str.  Else the texts with one are planned (_plan_unit leaves
+        # the others whole).
+        prefix_rule = self._all_one_segment(texts, special)
+        plain = prefix_rule >= 0
+        try:
+            if not plain:
+                texts = [check_text(t) for t in texts]
+            results, owners = _batch.run_batch(
+                self._core, self._plan_unit, plain, texts, include, allowed, thread_count(num_threads), flat,
+                sample_alpha, sample_seed, prefix_rule if plain else int(self._add_prefix_space),
+            )
+        except (TypeError, ValueError) as e:
+            raise _batch.text_error(texts, e) from None
+        return texts, results, owners
+
+    def _encode_flat(
+        self, texts: List[str], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None,
+        bos_id: int = -1, eos_id: int = -1,
+    ) -> Tuple[bytearray, bytearray]:
+        """``encode_batch(texts, return_numpy=True)`` without NumPy, for the
+        command line: (every id as native uint32 in a bytearray, the
+        offsets of each text's ids and the end as native int64 in a
+        bytearray), with `bos_id` before and `eos_id` after each text (-1:
+        none)."""
+        include, allowed = special_policy(special)
+        texts, results, owners = self._run_batch(
+            _batch_list(texts), special, include, allowed, num_threads, True, 0.0, 0
+        )
+        return cast(Tuple[bytearray, bytearray], join_flat(results, owners, len(texts), bos_id, eos_id))
 
     def _encode_line_block(
         self, block: Union[bytes, bytearray], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
@@ -598,6 +617,16 @@ def _piece_bytes(piece: object, index: int) -> bytes:
     raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
 
 
+def _batch_list(texts: Iterable[str]) -> List[Any]:
+    """A batch's texts as a list; TypeError for one text (a str is
+    iterable, but its characters are not a batch)."""
+    if isinstance(texts, (str, bytes, bytearray)):
+        raise TypeError(
+            f"encode_batch takes a list of texts, not a {type(texts).__name__}; for one text use encode"
+        )
+    return texts if type(texts) is list else list(texts)
+
+
 def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
     """The tokenizer of a spec, in one step: what every loader and
     unpickling end with."""
@@ -606,3 +635,4 @@ def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
 
 # Unpickling (spmbpe/_state.py) builds tokenizers through this module.
 register_builder(tokenizer_from_spec)
+

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from spmbpe._arrays import INT32, UINT16, UINT32, ArrayOutput, as_id_buffers
 from spmbpe._atomic import OutputError
-from spmbpe._core import counting_le64, ends_le64, format_ids, ids_around, ids_le, lengths_le32, megatron_pointers
+from spmbpe._core import (
+    counting_le64, ends_le64, format_ids, ids_around, ids_le, join_flat, lengths_le32, megatron_pointers,
+)
 
 ids_st = st.lists(st.integers(0, (1 << 32) - 1), max_size=200)
 
@@ -81,6 +83,62 @@ def test_bos_and_eos_around_each_document(docs, bos, eos):
     ids, starts = as_id_buffers(*ids_around(flat, offsets, bos, eos))
     assert list(ids) == [i for d in expected for i in d]
     assert list(starts) == _offsets(map(len, expected))
+
+
+@st.composite
+def _batch_results(draw):
+    """(documents, groups' results, owners or None): each document cut in
+    units (an empty one may have none), the units in order split into
+    groups, as encode_batch's jobs return them."""
+    docs = draw(st.lists(st.lists(st.integers(0, (1 << 32) - 1), max_size=8), max_size=30))
+    whole = draw(st.booleans())
+    units, unit_owner = [], []
+    for index, doc in enumerate(docs):
+        if whole:
+            cuts = [0, len(doc)]
+        else:
+            inner = sorted(draw(st.lists(st.integers(0, len(doc)), max_size=3)))
+            cuts = [0, *inner, len(doc)] if doc or draw(st.booleans()) else []
+        for a, b in zip(cuts, cuts[1:]):
+            units.append(doc[a:b])
+            unit_owner.append(index)
+    bounds = sorted(draw(st.lists(st.integers(0, len(units)), max_size=4)))
+    bounds = [0, *bounds, len(units)]
+    results, owners = [], []
+    for a, b in zip(bounds, bounds[1:]):
+        group = units[a:b]
+        results.append((bytearray(array("I", [i for u in group for i in u])),
+                        bytearray(array("q", _offsets(map(len, group))))))
+        owners.append(unit_owner[a:b])
+    return docs, results, None if whole else owners
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=_batch_results(), bos=st.sampled_from([-1, 1]), eos=st.sampled_from([-1, 2]))
+def test_a_batch_joined_from_its_groups(batch, bos, eos):
+    # encode_batch's flat result: each text's units, in order, whatever
+    # group they ran in, with BOS/EOS around the whole text.
+    docs, results, owners = batch
+    head, tail = [bos] if bos >= 0 else [], [eos] if eos >= 0 else []
+    expected = [head + d + tail for d in docs]
+    ids, starts = as_id_buffers(*join_flat(results, owners, len(docs), bos, eos))
+    assert list(ids) == [i for d in expected for i in d]
+    assert list(starts) == _offsets(map(len, expected))
+
+
+def test_a_malformed_batch_result_is_refused():
+    good = (bytearray(array("I", [5, 6])), bytearray(array("q", [0, 1, 2])))
+    cases = [
+        ([good], None, 3, "2 units for 3 texts"),
+        ([good], [[0]], 2, "has 2 units, its owners 1"),
+        ([good], [[0, 2]], 2, "belongs to text 2 of 2"),
+        ([good], [[0, 1], [1]], 2, "2 owner lists for 1 results"),
+        ([(bytearray(array("I", [5])), bytearray(array("q", [0, 2])))], None, 1, "not a stretch"),
+        ([(bytearray(b"\x00" * 3), bytearray(array("q", [0])))], None, 0, "whole uint32 ids"),
+    ]
+    for results, owners, n, message in cases:
+        with pytest.raises(ValueError, match=message):
+            join_flat(results, owners, n, 1, -1)
 
 
 def test_malformed_offsets_are_refused():

@@ -124,7 +124,7 @@ def _run_without_numpy(args):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
     # Plain text goes through the core's line blocks; JSONL through
-    # encode_batch's lists.  Both give the training tools' own bytes (.bin,
+    # encode_batch's flat result, joined without NumPy.  Both give the training tools' own bytes (.bin,
     # .ds), a run's with NumPy (.npy) and the API's ids (txt, jsonl); BOS/EOD
     # where the case asks.
     case = CASES[name]
@@ -149,15 +149,19 @@ def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
                 assert [json.loads(line) for line in lines] == docs, source.name
 
 
-def test_a_text_file_encoded_does_not_import_numpy(tmp_path):
+def test_encoding_does_not_import_numpy(tmp_path):
     # NumPy's import was 40-60 ms of a command-line run over a 40 MB file.
     probe = ("import sys; from spmbpe.cli import main; code = main(sys.argv[1:]); "
              "print('numpy' in sys.modules, file=sys.stderr); sys.exit(code)")
-    for fmt in ("bin", "npy", "ds", "txt", "jsonl"):
-        result = subprocess.run([sys.executable, "-c", probe, "encode", "--append-eod", "-o", tmp_path / f"o.{fmt}",
-                                 FORMATS / "botchan.txt"], capture_output=True, cwd=ROOT, timeout=300)
-        assert result.returncode == 0, result.stderr.decode()
-        assert result.stderr.decode().split()[-1] == "False", fmt
+    lines = (FORMATS / "botchan.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    jsonl = tmp_path / "botchan.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines), encoding="utf-8")
+    for source in (FORMATS / "botchan.txt", jsonl):
+        for fmt in ("bin", "npy", "ds", "txt", "jsonl"):
+            result = subprocess.run([sys.executable, "-c", probe, "encode", "--append-eod", "-o", tmp_path / f"o.{fmt}",
+                                     source], capture_output=True, cwd=ROOT, timeout=300)
+            assert result.returncode == 0, result.stderr.decode()
+            assert result.stderr.decode().split()[-1] == "False", (source.name, fmt)
 
 
 def test_a_count_needs_no_numpy():

@@ -1,7 +1,8 @@
 # The bytes of the command line's outputs (spmbpe/_arrays.py, spmbpe/_cli_encode.py):
 # array outputs' ids and document indexes as the training tools' files hold
-# them, little-endian on any host, and the text outputs' lines of decimal ids.
-# Made here rather than with NumPy, so that encoding text needs no NumPy: its
+# them, little-endian on any host, and the text outputs' lines of decimal ids;
+# and encode_batch's flat result, joined from its groups' results.  Made here
+# rather than with NumPy, so that encoding text needs no NumPy: its
 # import was 40-60 ms of a run over a 40 MB file, and formatting the ids of a
 # batch through NumPy's table of strings took longer than encoding them.
 #
@@ -178,6 +179,105 @@ def ids_around(const uint32_t[::1] ids, const int64_t[::1] offsets, int64_t bos,
                 at += 1
         starts[n] = at
     return out, out_offsets
+
+
+def join_flat(list results, owners, Py_ssize_t n_texts, int64_t bos, int64_t eos):
+    """encode_batch's flat result, (ids, offsets) as native uint32 and int64
+    bytearrays, from its groups' results -- (ids, offsets) each, the same
+    kinds -- with `bos` before and `eos` after each text (-1: none).
+    `owners`: for each group, the text of each of its units (None: every
+    unit a whole text, in order); a text's units come in order (a text cut
+    for the threads), and a text may have none (it gives no ids)."""
+    cdef Py_ssize_t n_results = len(results), g, u, units, t = 0, total = 0, n_ids, k
+    cdef int extra = (bos >= 0) + (eos >= 0)
+    cdef const uint8_t[::1] ids_bytes
+    cdef const uint8_t[::1] offsets_bytes
+    cdef const int64_t *offs
+    cdef int64_t *starts
+    cdef int64_t *cursor
+    cdef int64_t length
+    cdef uint32_t *o
+    cdef list owned
+    if n_texts < 0:
+        raise ValueError(f"n_texts must be at least 0, not {n_texts}")
+    if n_results == 1 and owners is None and extra == 0:
+        # One job's result as it is (a copy of tens of megabytes into new
+        # pages cost a fifth of the batch).
+        return results[0]
+    if owners is not None and len(owners) != n_results:
+        raise ValueError(f"{len(owners)} owner lists for {n_results} results")
+    out_offsets = _new_out(n_texts + 1, 8)
+    starts = <int64_t *>PyByteArray_AS_STRING(out_offsets)
+    memset(starts, 0, (n_texts + 1) * sizeof(int64_t))
+    # Each text's length, in starts[t + 1] (a text's units may be in
+    # several groups).
+    for g in range(n_results):
+        ids_bytes, offsets_bytes = results[g]
+        units, n_ids = _result_units(ids_bytes, offsets_bytes)
+        offs = <const int64_t *>&offsets_bytes[0]
+        owned = None if owners is None else <list?>owners[g]
+        if owned is not None and len(owned) != units:
+            raise ValueError(f"result {g} has {units} units, its owners {len(owned)}")
+        for u in range(units):
+            if owned is not None:
+                t = owned[u]
+            if not 0 <= t < n_texts:
+                raise ValueError(f"result {g} unit {u} belongs to text {t} of {n_texts}")
+            starts[t + 1] += offs[u + 1] - offs[u]
+            if owned is None:
+                t += 1
+    if owners is None and t != n_texts:
+        raise ValueError(f"{t} units for {n_texts} texts")
+    for t in range(n_texts):
+        starts[t + 1] += starts[t] + extra
+    total = starts[n_texts]
+    out = _new_out(total, 4)
+    o = <uint32_t *>PyByteArray_AS_STRING(out)
+    cursor = <int64_t *>malloc(max(n_texts, 1) * sizeof(int64_t))
+    if cursor == NULL:
+        raise MemoryError()
+    try:
+        for t in range(n_texts):
+            cursor[t] = starts[t]
+            if bos >= 0:
+                o[cursor[t]] = <uint32_t>bos
+                cursor[t] += 1
+            if eos >= 0:
+                o[starts[t + 1] - 1] = <uint32_t>eos
+        t = 0
+        for g in range(n_results):
+            ids_bytes, offsets_bytes = results[g]
+            units, n_ids = _result_units(ids_bytes, offsets_bytes)
+            offs = <const int64_t *>&offsets_bytes[0]
+            owned = None if owners is None else <list>owners[g]
+            for u in range(units):
+                if owned is not None:
+                    t = owned[u]
+                length = offs[u + 1] - offs[u]
+                if length:
+                    memcpy(o + cursor[t], &ids_bytes[4 * offs[u]], <size_t>length * 4)
+                    cursor[t] += length
+                if owned is None:
+                    t += 1
+    finally:
+        free(cursor)
+    return out, out_offsets
+
+
+cdef tuple _result_units(const uint8_t[::1] ids_bytes, const uint8_t[::1] offsets_bytes):
+    """(units, ids) of one group's flat result: its native int64 offsets
+    must be a stretch of its native uint32 ids each."""
+    cdef Py_ssize_t n_ids, units, u
+    cdef const int64_t *offs
+    if ids_bytes.shape[0] % 4 or offsets_bytes.shape[0] % 8 or offsets_bytes.shape[0] < 8:
+        raise ValueError("a result is whole uint32 ids and int64 offsets, at least the end")
+    n_ids = ids_bytes.shape[0] // 4
+    units = offsets_bytes.shape[0] // 8 - 1
+    offs = <const int64_t *>&offsets_bytes[0]
+    for u in range(units):
+        if offs[u] < 0 or offs[u] > offs[u + 1] or offs[u + 1] > n_ids:
+            raise ValueError(f"offsets[{u}:{u + 2}] of a result is not a stretch of its ids")
+    return units, n_ids
 
 
 cdef inline Py_ssize_t _put_decimal(uint8_t *p, uint32_t v) noexcept nogil:
