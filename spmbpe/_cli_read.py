@@ -36,11 +36,6 @@ __all__ = [
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-# json's own scanner, called on a line directly: json.loads per line spent more
-# in its Python wrapper (whitespace skipping, the end check) than in parsing a
-# short line, and each line was decoded from UTF-8 on its own.
-_SCAN_JSON = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
-_JSON_SPACE = " \t\n\r"
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -737,72 +732,57 @@ class DocumentReader:
     def _jsonl_docs(
         self, name: str, data: bytes, line_no: int, offset: int
     ) -> List[Tuple[List[str], List[int]]]:
-        """The documents of a block of JSONL lines: a column per field."""
-        valid = utf8_valid_prefix(data) == len(data)
-        if valid:
-            # Compiled, when every line is the plain case (core/jsonl.pyx).
-            got = jsonl_fields(data, self._field_keys)
-            if got is not None:
-                texts_by_field, indices = got
-                numbers = [line_no + i for i in indices]
-                return [(texts, list(numbers)) for texts in texts_by_field]
-        columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
-        lines: Iterable[Optional[str]]
-        if valid:
-            lines = data.decode("utf-8").split("\n")
-            lines.pop()
-        else:
-            lines = self._decoded_lines(name, data, line_no, offset)
-        for i, line in enumerate(lines):
-            if line is None or not line.strip():
-                continue  # a line left out (--errors skip), or blank: no document
-            number = line_no + i
-            texts = self._json_texts_of_plain_line(line)
-            if texts is None:  # not the plain case: json.loads's way, and its errors
-                texts = self._json_texts(name, number, line)
+        """The documents of a block of JSONL lines: a column per field.
+        The plain lines are read by compiled code (core/jsonl.pyx); any
+        other line json.loads's way, in its place, which raises its error."""
+        columns, indices, refused = jsonl_fields(self._utf8_jsonl(name, data, line_no, offset), self._field_keys)
+        if refused:
+            left_out = set()
+            for position, line in refused:
+                number = line_no + indices[position]
+                # A line that only Unicode calls whitespace is blank too.
+                texts = self._json_texts(name, number, line) if line.strip() else None
                 if texts is None:
+                    left_out.add(position)
                     continue
-            for (docs, recs), text in zip(columns, texts):
-                docs.append(text)
-                recs.append(number)
-        return columns
+                for column, text in zip(columns, texts):
+                    column[position] = text
+            if left_out:
+                kept = [p for p in range(len(indices)) if p not in left_out]
+                columns = [[column[p] for p in kept] for column in columns]
+                indices = [indices[p] for p in kept]
+        numbers = [line_no + i for i in indices]
+        # (No None is left in the columns.)
+        return [(cast(List[str], texts), list(numbers)) for texts in columns]
 
-    def _decoded_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Iterator[Optional[str]]:
-        """The lines of a block that is not all UTF-8, decoded one at a time
-        as --errors says (None: a line left out)."""
-        raw_lines = data.split(b"\n")
-        raw_lines.pop()
-        for i, raw in enumerate(raw_lines):
+    def _utf8_jsonl(self, name: str, data: bytes, line_no: int, offset: int) -> bytes:
+        """A block of JSONL lines as valid UTF-8, as --errors says: a line
+        that is not UTF-8 raises (strict, after the lines before it, which
+        may raise their own error first), takes U+FFFD for its bad bytes
+        (replace), or is left out as a blank line is (skip)."""
+        valid = utf8_valid_prefix(data)
+        if valid == len(data):
+            return data
+        if self.errors == "replace":
+            # ("\n" is never part of a UTF-8 sequence: the lines stay whole.)
+            return data.decode("utf-8", "replace").encode("utf-8")
+        if self.errors == "strict":
             try:
-                line = raw.decode("utf-8")
+                data.decode("utf-8")
             except UnicodeDecodeError as e:
-                if self.errors == "strict":
-                    line_start = offset + sum(len(r) + 1 for r in raw_lines[:i])
-                    raise self._bad_utf8(name, line_no + i, e.start, line_start + e.start) from None
-                if self.errors == "skip":
-                    self.skipped += 1
-                    yield None
-                    continue
-                line = raw.decode("utf-8", "replace")
-            yield line
-
-    def _json_texts_of_plain_line(self, line: str) -> Optional[List[str]]:
-        """The fields' texts of a line that is one JSON object, from its first
-        character, holding each field as a string without a lone surrogate
-        (what json.loads gives it); None for any other line."""
-        try:
-            obj, end = _SCAN_JSON(line, 0)
-        except (StopIteration, ValueError, RecursionError):
-            return None
-        if type(obj) is not dict or (end != len(line) and line[end:].strip(_JSON_SPACE)):
-            return None
-        texts = []
-        for field in self.fields:
-            text = obj.get(field)
-            if type(text) is not str or ("\\u" in line and _SURROGATE.search(text)):
-                return None
-            texts.append(text)
-        return texts
+                line_start = data.rfind(b"\n", 0, e.start) + 1
+                self._jsonl_docs(name, data[:line_start], line_no, offset)  # their errors come first
+                bad_line = line_no + data.count(b"\n", 0, line_start)
+                raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
+            return data
+        raw_lines = data.split(b"\n")
+        raw_lines.pop()  # after the last "\n"
+        for i, raw in enumerate(raw_lines):
+            if utf8_valid_prefix(raw) != len(raw):
+                raw_lines[i] = b""
+                self.skipped += 1
+        raw_lines.append(b"")
+        return b"\n".join(raw_lines)
 
     def _json_texts(self, name: str, number: int, line: str) -> Optional[List[str]]:
         """The texts of the fields of one JSONL line (None: left out)."""

@@ -311,7 +311,7 @@ def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
     one_line_error(here(["encode", *changed, "--resume", "-o", cut / "o.ds", *inputs]), "--resume", "settings")
 
 
-# ------------------------------------------------------------------ JSONL lines: json's scanner on each line
+# ------------------------------------------------------------------ JSONL lines: compiled, json.loads for the rest
 
 
 _json_values = st.recursive(
@@ -363,13 +363,23 @@ def _jsonl_line(draw):
     return draw(_space) + line + draw(_space)
 
 
-def _reference_docs(reader, name, lines):
-    """Each line through json.loads (DocumentReader._json_texts): the
-    documents, or the error's message."""
+def _reference_docs(reader, name, raw_lines):
+    """Each line (bytes) decoded as --errors says, then through json.loads
+    (DocumentReader._json_texts): the documents, or the error's message;
+    `reader` counts what it skips."""
     docs = []
+    offset = 0
     try:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
+        for number, raw in enumerate(raw_lines, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                if reader.errors == "strict":
+                    return str(reader._bad_utf8(name, number, e.start, offset + e.start))
+                line = None if reader.errors == "skip" else raw.decode("utf-8", "replace")
+                reader.skipped += line is None
+            offset += len(raw) + 1
+            if line is None or not line.strip():
                 continue
             texts = reader._json_texts(name, number, line)
             if texts is not None:
@@ -381,21 +391,31 @@ def _reference_docs(reader, name, lines):
 
 @settings(max_examples=600, deadline=None)
 @given(lines=st.lists(_jsonl_line(), min_size=1, max_size=6), errors=st.sampled_from(["strict", "replace", "skip"]),
-       fields=st.sampled_from([None, ["text", "meta"], ["meta"]]))
-def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields):
-    # A block whose every line is the plain case is read by compiled code
-    # (core/jsonl.pyx); else each line by json's own scanner, and a line
-    # that is not one plain object (leading whitespace, other values, extra
-    # data, a lone surrogate, a missing field) json.loads's way. Documents
-    # and errors must be json.loads's.
+       fields=st.sampled_from([None, ["text", "meta"], ["meta"]]),
+       bad=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 60),
+                              st.sampled_from([b"\xff", b"\xc3(", b"\xe3\x81", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"])),
+                    max_size=2))
+def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields, bad):
+    # A block's plain lines are read by compiled code (core/jsonl.pyx), and
+    # a line that is not one plain object (other values, extra data, a lone
+    # surrogate, a missing field) json.loads's way, in its place; a line
+    # that is not UTF-8 (`bad` bytes put in) as --errors says. Documents and
+    # errors must be json.loads's, line by line.
     from spmbpe._cli_read import DocumentReader
 
-    reader = DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=fields, errors=errors,
-                            batch_bytes=1 << 20, documents="line", skip_empty=False)
-    reader._file_base = 0
-    data = "".join(line.replace("\n", " ") + "\n" for line in lines).encode("utf-8")
-    lines = data.decode("utf-8").split("\n")[:-1]
-    expected = _reference_docs(reader, "x.jsonl", lines)
+    reader, reference = (
+        DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=fields, errors=errors,
+                       batch_bytes=1 << 20, documents="line", skip_empty=False)
+        for _ in range(2)
+    )
+    reader._file_base = reference._file_base = 0
+    raw_lines = [line.replace("\n", " ").encode("utf-8") for line in lines]
+    for index, at, junk in bad:
+        raw = raw_lines[index % len(raw_lines)]
+        at = min(at, len(raw))
+        raw_lines[index % len(raw_lines)] = raw[:at] + junk + raw[at:]
+    data = b"".join(raw + b"\n" for raw in raw_lines)
+    expected = _reference_docs(reference, "x.jsonl", raw_lines)
     try:
         columns = reader._jsonl_docs("x.jsonl", data, 1, 0)
     except CliError as e:
@@ -404,6 +424,7 @@ def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields):
     got = [(number, [column[0][k] for column in columns]) for k, number in enumerate(columns[0][1])]
     assert all(column[1] == columns[0][1] for column in columns)
     assert got == expected
+    assert reader.skipped == reference.skipped
 
 
 _plain_values = st.recursive(
@@ -437,24 +458,27 @@ def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(li
     lines = list(lines)
     lines.insert(blank % (len(lines) + 1), " \t\r")  # a blank line: no document, but a line
     block = "".join(line + "\n" for line in lines).encode("utf-8")
-    got = jsonl_fields(block, [f.encode() for f in fields])
-    assert got is not None
-    columns, indices = got
+    columns, indices, refused = jsonl_fields(block, [f.encode() for f in fields])
+    assert refused == []
     expected = [(i, json.loads(line)) for i, line in enumerate(lines) if line.strip()]
     assert indices == [i for i, _ in expected]
     for k, field in enumerate(fields):
         assert columns[k] == [obj[field] for _, obj in expected]
 
 
-def test_the_compiled_jsonl_reader_refuses_what_is_not_plain():
-    # Each of these is read json.loads's way (its document or its error).
+def test_the_compiled_jsonl_reader_hands_back_what_is_not_plain():
+    # Each of these is read json.loads's way (its document or its error),
+    # in its place among the documents.
     for line in [b'{"text": 3}', b'{"text": "\\ud800"}', b'{"text": "\\udc00x"}', b'{"text": "a"} x', b'[1]',
                  b'{"text": NaN}', b'{"a": -Infinity, "text": "x"}', b'{"text": "a",}', b'{"text": "a\x01"}',
                  b'{"meta": "m"}', b'{}', b'{"text": "a"', b'{"text": "\\x41"}', b'{"text": 01}',
                  b'{"a": [1,], "text": "x"}', b'{"a": ' + b"[" * 65 + b"]" * 65 + b', "text": "x"}',
                  "\u3000".encode(), b'\x0b{"text": "a"}']:
-        assert jsonl_fields(line + b"\n", [b"text"]) is None, line
-        assert jsonl_fields(b'{"text": "fine"}\n' + line + b"\n", [b"text"]) is None, line
+        text = line.decode("utf-8")
+        assert jsonl_fields(line + b"\n", [b"text"]) == ([[None]], [0], [(0, text)]), line
+        # Only that line: the plain lines around it are read here.
+        block = b'{"text": "fine"}\n \n' + line + b'\n{"text": "too"}\n'
+        assert jsonl_fields(block, [b"text"]) == ([["fine", None, "too"]], [0, 2, 3], [(1, text)]), line
 
 
 @pytest.mark.parametrize("number", ["0", "-0", "12", "1.5", "1e5", "1E+5", "-2.5e-3", "1e400", "01", "1.", ".5", "1e",
@@ -466,4 +490,4 @@ def test_the_compiled_jsonl_reader_takes_a_number_where_json_loads_does(number):
         valid = True
     except ValueError:
         valid = False
-    assert (jsonl_fields(line + b"\n", [b"text"]) == ([["x"]], [0])) is valid
+    assert (jsonl_fields(line + b"\n", [b"text"]) == ([["x"]], [0], [])) is valid

@@ -10,8 +10,8 @@
 # null inside, at most 64 deep), with every wanted field a string without a
 # lone surrogate.  For anything else -- an error, NaN or Infinity, a field that
 # is not a string, a lone surrogate, a line blank only by Unicode's
-# whitespace -- the block is refused (None) and the reader takes json.loads's
-# way, which gives the documents or the error of the line at fault.
+# whitespace -- the line is handed back as it is, and the reader takes
+# json.loads's way for it, which gives its document or its error.
 
 cdef enum:
     _JSON_DEPTH = 64
@@ -206,21 +206,83 @@ cdef Py_ssize_t _json_value(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int de
     return _json_number(s, i, n)
 
 
+cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, list fields, list found,
+                     uint8_t *key, uint8_t *value) except -2:
+    """The line s[i:end]: 1 when it is the plain case, with each field's
+    text in `found`; 0 when it is JSON whitespace (no document); -1 when it
+    is anything else."""
+    cdef Py_ssize_t k, nf = len(fields), key_len, value_len
+    i = _json_ws(s, i, end)
+    if i == end:
+        return 0
+    if s[i] != 123:  # '{'
+        return -1
+    for k in range(nf):
+        found[k] = None
+    i = _json_ws(s, i + 1, end)
+    if i < end and s[i] == 125:  # '}': no field at all
+        return -1
+    while True:
+        if i >= end or s[i] != 34:
+            return -1
+        i = _json_string(s, i, end, key, &key_len)
+        if i < 0:
+            return -1
+        i = _json_ws(s, i, end)
+        if i >= end or s[i] != 58:
+            return -1
+        i = _json_ws(s, i + 1, end)
+        for k in range(nf):
+            name = <bytes>fields[k]
+            if key_len == len(name) and memcmp(key, <const char *>name, <size_t>key_len) == 0:
+                break
+        else:
+            k = -1
+        if k >= 0 and i < end and s[i] == 34:
+            i = _json_string(s, i, end, value, &value_len)
+            if i < 0:
+                return -1
+            found[k] = PyUnicode_DecodeUTF8(<const char *>value, value_len, NULL)
+        else:
+            i = _json_value(s, i, end, 1)
+            if i < 0:
+                return -1
+            if k >= 0:
+                found[k] = None  # a field that is not a string (unless a later one is)
+        i = _json_ws(s, i, end)
+        if i < end and s[i] == 44:
+            i = _json_ws(s, i + 1, end)
+            continue
+        if i < end and s[i] == 125:
+            i += 1
+            break
+        return -1
+    if _json_ws(s, i, end) != end:
+        return -1  # extra data
+    for k in range(nf):
+        if found[k] is None:
+            return -1
+    return 1
+
+
 def jsonl_fields(const unsigned char[::1] block, list fields):
     """The `fields` (UTF-8 bytes) of the JSONL lines of `block` (valid
     UTF-8, each line ending with "\\n"): (a list of strs per field, the
-    index of each document's line), or None when a line is not the plain
-    case (see above)."""
-    cdef Py_ssize_t n = block.shape[0], start = 0, end, i, k, line = 0, got, nf = len(fields)
-    cdef Py_ssize_t key_len, value_len
+    index of each document's line, the lines that are not the plain case).
+    A line that is not plain is a document here, with None in every
+    column; the third list holds (its position among the documents, its
+    text), in order, for json.loads to read."""
+    cdef Py_ssize_t n = block.shape[0], start = 0, end, k, line = 0, nf = len(fields)
     cdef const uint8_t *s
     cdef uint8_t *key
     cdef uint8_t *value
     cdef const char *at
+    cdef int got
     cdef list columns = [[] for _ in range(nf)]
     cdef list lines = []
+    cdef list refused = []
     if n == 0:
-        return columns, lines
+        return columns, lines, refused
     s = &block[0]
     scratch = PyByteArray_FromStringAndSize(NULL, 2 * n)
     key = <uint8_t *>PyByteArray_AS_STRING(scratch)
@@ -229,57 +291,15 @@ def jsonl_fields(const unsigned char[::1] block, list fields):
     while start < n:
         at = <const char *>memchr(s + start, 10, <size_t>(n - start))
         end = (at - <const char *>s) if at != NULL else n
-        i = _json_ws(s, start, end)
-        if i < end:
-            if s[i] != 123:  # '{'
-                return None
+        got = _plain_line(s, start, end, fields, found, key, value)
+        if got < 0:
+            refused.append((len(lines), PyUnicode_DecodeUTF8(<const char *>s + start, end - start, NULL)))
             for k in range(nf):
                 found[k] = None
-            i = _json_ws(s, i + 1, end)
-            if i < end and s[i] == 125:  # '}': no field at all
-                return None
-            while True:
-                if i >= end or s[i] != 34:
-                    return None
-                i = _json_string(s, i, end, key, &key_len)
-                if i < 0:
-                    return None
-                i = _json_ws(s, i, end)
-                if i >= end or s[i] != 58:
-                    return None
-                i = _json_ws(s, i + 1, end)
-                for k in range(nf):
-                    name = <bytes>fields[k]
-                    if key_len == len(name) and memcmp(key, <const char *>name, <size_t>key_len) == 0:
-                        break
-                else:
-                    k = -1
-                if k >= 0 and i < end and s[i] == 34:
-                    i = _json_string(s, i, end, value, &value_len)
-                    if i < 0:
-                        return None
-                    found[k] = PyUnicode_DecodeUTF8(<const char *>value, value_len, NULL)
-                else:
-                    i = _json_value(s, i, end, 1)
-                    if i < 0:
-                        return None
-                    if k >= 0:
-                        found[k] = None  # a field that is not a string (unless a later one is)
-                i = _json_ws(s, i, end)
-                if i < end and s[i] == 44:
-                    i = _json_ws(s, i + 1, end)
-                    continue
-                if i < end and s[i] == 125:
-                    i += 1
-                    break
-                return None
-            if _json_ws(s, i, end) != end:
-                return None  # extra data
+        if got != 0:
             for k in range(nf):
-                if found[k] is None:
-                    return None
                 (<list>columns[k]).append(found[k])
             lines.append(line)
         start = end + 1
         line += 1
-    return columns, lines
+    return columns, lines, refused
