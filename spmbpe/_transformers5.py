@@ -25,7 +25,7 @@ from ._hf_json import read_json_object
 from ._spm_model import read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer_json import DerivedMerges, spec_from_json
+from .tokenizer_json import DerivedMerges, MergesInFile, read_tokenizer_json, spec_from_json
 from .tokens import AddedToken, TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
@@ -130,7 +130,7 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
         # No config: AutoTokenizer falls back to TokenizersBackend, which
         # runs the file as it is (tu_tok TokenizersBackend.__init__,
         # TokenizerFast.from_file).
-        return read_json_object(json_path)
+        return _tokenizer_json(json_path, spell_merges)
     # A malformed config is a format error whatever its class.
     _named_tokens(config, folder)
     if "added_tokens_decoder" in config and not isinstance(config["added_tokens_decoder"], dict):
@@ -151,7 +151,7 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
         # add_bos_token/add_eos_token are dropped, and (tu_tok
         # convert_to_native_format) only the file's vocab, merges and
         # post-processor are kept; LlamaTokenizer rebuilds the rest.
-        file_data = read_json_object(json_path)
+        file_data = _tokenizer_json(json_path, spell_merges)
         file_model = file_data.get("model")
         if not isinstance(file_model, dict):
             raise ModelFormatError(json_path, None, "no 'model' object: not a tokenizers tokenizer.json")
@@ -231,6 +231,16 @@ def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dic
                     entry["special"] = True  # tu_base: value.pop("special"); AddedToken(..., special=True)
                     named[key] = entry
     return named
+
+
+def _tokenizer_json(json_path: str, spell_merges: bool) -> Dict[str, Any]:
+    """A folder's tokenizer.json; its merges a MergesInFile (read as ids
+    by spec_from_json) unless `spell_merges`."""
+    data = read_tokenizer_json(json_path)
+    model = data.get("model")
+    if spell_merges and isinstance(model, dict) and isinstance(model.get("merges"), MergesInFile):
+        model["merges"] = model["merges"].spell()
+    return data
 
 
 def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],

@@ -16,18 +16,21 @@ apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
 
 from __future__ import annotations
 
+import json
 from array import array
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
-from ._core import PieceTable, RuleNotResolved, merge_rule_ids, split_merge_ids
-from ._hf_json import added_token, json_id, read_json_object
+from ._core import (
+    PieceTable, RuleNotResolved, json_merge_rule_ids, merge_rule_ids, merges_span, split_merge_ids, utf8_valid_prefix,
+)
+from ._hf_json import added_token, json_id, parse_json_object
 from ._vocab import byte_piece_ids
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import RankedMerges, TokenizerSpec
 from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
+__all__ = ["load_tokenizer_json", "read_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
 
 _MARKER = "\u2581"
 
@@ -39,7 +42,39 @@ def load_tokenizer_json(path: str) -> SpmTokenizer:
 
 def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
     """The TokenizerSpec of a ``tokenizer.json`` (a Llama-style BPE model)."""
-    return spec_from_json(read_json_object(path), path)
+    return spec_from_json(read_tokenizer_json(path), path)
+
+
+def read_tokenizer_json(path: str) -> Dict[str, Any]:
+    """The JSON object of a ``tokenizer.json``, as read_json_object reads
+    it, but with model.merges a MergesInFile where the file is plain JSON
+    (core/merges_json.pyx): its rules are read as ids from the file's bytes
+    rather than parsed into lists."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    span = merges_span(raw) if utf8_valid_prefix(raw) == len(raw) else None
+    if span is None:
+        return parse_json_object(raw, path)
+    start, end = span
+    data = parse_json_object(raw[:start] + b"[]" + raw[end:], path)
+    data["model"]["merges"] = MergesInFile(raw, start, end)
+    return data
+
+
+class MergesInFile:
+    """model.merges of a tokenizer.json, left in the file's bytes
+    (read_tokenizer_json): spec_from_json reads the rules as ids in
+    compiled code, and calls `spell` (json.loads) where that does not
+    decide or the rules are wanted as lists."""
+
+    def __init__(self, raw: bytes, start: int, end: int) -> None:
+        self.raw, self.start, self.end = raw, start, end
+
+    def spell(self) -> List[Any]:
+        return cast(List[Any], json.loads(self.raw[self.start:self.end]))
+
+    def __repr__(self) -> str:
+        return f"MergesInFile({self.end - self.start:,} bytes)"
 
 
 def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
@@ -70,13 +105,7 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
     added_entries = data.get("added_tokens") or []
     if not isinstance(added_entries, list):
         raise ModelFormatError(path, None, "added_tokens is not a list")
-    by_id: Dict[int, str] = {}
-    for piece, token_id in vocab.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-            raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {token_id!r}")
-        if token_id in by_id:
-            raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
-        by_id[token_id] = piece
+    by_id = _ids_of_pieces(vocab, path)
     n_model = len(by_id)
     model_id_list = list(by_id)
     added: List[AddedToken] = []
@@ -110,7 +139,8 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
             tuple(sorted({e["content"] for e in added_entries if e.get("single_word")})),
             tuple(sorted({e["content"] for e in added_entries if e.get("normalized")})),
         )
-    pieces = [by_id[i].encode("utf-8") for i in range(n)]
+    # (map over C functions: a comprehension's own steps were most of it.)
+    pieces = list(map(str.encode, map(by_id.__getitem__, range(n))))
     table = PieceTable.from_pieces(pieces)
     types = bytearray([TokenType.NORMAL]) * n
     for i in range(n_model, n):
@@ -122,8 +152,11 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
             types[found] = TokenType.BYTE
 
     model_ids = bytearray(n)
-    for i in model_id_list:
-        model_ids[i] = 1
+    if n_model and max(model_id_list) == n_model - 1:
+        model_ids[:n_model] = b"\x01" * n_model  # the model's ids are 0..n_model-1 (distinct)
+    else:
+        for i in model_id_list:
+            model_ids[i] = 1
     left, right, merged = _merge_rules(model.get("merges"), vocab, table, model_ids, path)
     unk_token = model.get("unk_token")
     unk_id = vocab.get(unk_token) if isinstance(unk_token, str) else None
@@ -150,6 +183,27 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         added_tokens=added,
         front_end=front_end,
     )
+
+
+def _ids_of_pieces(vocab: Dict[str, Any], path: str) -> Dict[int, str]:
+    """model.vocab turned around, id -> piece, in the file's order; each id
+    a distinct JSON integer >= 0 (ModelFormatError naming the first that
+    is not)."""
+    ids = list(vocab.values())
+    # (Checked by built-ins at once, where a loop over 32,000 entries took
+    # a tenth of loading a tokenizer.json; bool is not int here.)
+    if set(map(type, ids)) == {int} and min(ids) >= 0:
+        by_id = dict(zip(ids, vocab))
+        if len(by_id) == len(ids):
+            return by_id
+    by_id = {}
+    for piece, token_id in vocab.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise ModelFormatError(path, None, f"model.vocab[{piece!r}] is not an id: {token_id!r}")
+        if token_id in by_id:
+            raise ModelFormatError(path, None, f"model.vocab gives id {token_id} to {by_id[token_id]!r} and {piece!r}")
+        by_id[token_id] = piece
+    return by_id
 
 
 def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
@@ -214,6 +268,11 @@ def _merge_rules(
     if isinstance(merges, DerivedMerges):
         try:
             return split_merge_ids(table, model_ids)
+        except RuleNotResolved:
+            merges = merges.spell()
+    elif isinstance(merges, MergesInFile):
+        try:
+            return json_merge_rule_ids(table, merges.raw, merges.start, merges.end, model_ids)
         except RuleNotResolved:
             merges = merges.spell()
     if not isinstance(merges, list):

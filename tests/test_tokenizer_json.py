@@ -6,6 +6,7 @@ the rules real files rarely hit.
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -362,3 +363,108 @@ def small_ranked(request, tmp_path_factory):
 def test_short_chunks_merge_as_tokenizers_agenda_does(small_ranked, text):
     tok, heap, ref = small_ranked
     assert tok.encode(text, special="all") == _ref(ref, text) == heap.encode(text, special="all")
+
+
+# ------------------------------------------------------------------ merge rules read from the file's bytes
+
+
+def _json_text(draw, value):
+    """`value` as JSON text in one of the forms files take: indented or
+    not, ASCII or not, with \\u escapes in upper case and "/" escaped at
+    random (JSON's, which json.dumps does not write)."""
+    text = json.dumps(value, ensure_ascii=draw(st.booleans()), indent=draw(st.sampled_from([None, 1, 2])),
+                      separators=draw(st.sampled_from([None, (",", ":"), (" ,\t", " :\r\n")])))
+    if draw(st.booleans()):
+        text = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), text)
+    if draw(st.booleans()):
+        text = text.replace("/", "\\/")
+    return text
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), form=st.sampled_from(["pairs", "strings", "mixed"]))
+def test_rules_read_from_the_file_bytes_equal_the_json_loads_reading(data, form):
+    """model.merges found in the file's bytes (merges_span) is the array
+    json.loads reads there, and json_merge_rule_ids gives merge_rule_ids's
+    ids for it, in every form the rules and the file take."""
+    from spmbpe._core import json_merge_rule_ids, merge_rule_ids, merges_span
+
+    model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
+    vocab = model["vocab"]
+    start = data.draw(st.integers(0, len(model["merges"]) - 300))
+    merges = model["merges"][start:start + data.draw(st.integers(0, 300))]
+    if form != "pairs":
+        merges = [f"{a} {b}" if form == "strings" or i % 2 else [a, b] for i, (a, b) in enumerate(merges)]
+    doc = {"version": "1.0", "added_tokens": [], "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+    raw = _json_text(data.draw, doc).encode("utf-8")
+    span = merges_span(raw)
+    assert span is not None
+    assert json.loads(raw[span[0]:span[1]]) == merges
+    table, model_ids = _model_table(vocab)
+    assert json_merge_rule_ids(table, raw, *span, model_ids) == merge_rule_ids(table, merges, model_ids)
+
+
+@pytest.mark.parametrize("doc, merges", [
+    ('{"model": {"merges": [1]}, "model": {"merges": [2], "merges": [3]}}', [3]),
+    ('{"model": {"merges": [1]}, "x": {"model": {"merges": [2]}}}', [1]),
+    ('{"model": {"merges": [1], "vocab": {"merges": [2]}}}', [1]),
+    ('\n {"model" : {"merges" : [ ]} } \r\n', []),
+    ('{"model": {"merges": [1]}, "model": {"vocab": {}}}', None),  # the last model has none
+    ('{"model": {"merges": [1]}, "model": 3}', None),
+    ('{"model": {"merges": [1], "merges": {"a": 1}}}', None),
+    ('{"model": {"merges": [1]}} x', None),
+    ('{"model": {"merges": [1]}, "n": NaN}', None),
+    ('{"model": {"merges": ["\\ud800"]}}', None),
+    ('[{"model": {"merges": [1]}}]', None),
+    ('{"model": {"merges": [1],}}', None),
+    ('', None),
+])
+def test_merges_span_is_the_array_json_loads_keeps(doc, merges):
+    """The last "merges" of the last "model", as json.loads keeps a repeated
+    member; None when the document is not plain JSON or has no such array
+    (json.loads then reads the file)."""
+    from spmbpe._core import merges_span
+
+    raw = doc.encode("utf-8")
+    span = merges_span(raw)
+    if merges is None:
+        assert span is None
+    else:
+        assert json.loads(raw[span[0]:span[1]]) == merges == json.loads(raw)["model"]["merges"]
+
+
+@pytest.mark.parametrize("rule", ['"\\u2581t"', '["\\u2581", "t", "x"]', '["\\u2581", 5]', '"\\u2581zzq qqz"',
+                                  '["\\u2581", "\\ud800"]', '7', '{"a": "b"}', '["\\u2581"]', '[["\\u2581"], "t"]'])
+def test_a_rule_the_file_reading_cannot_resolve_is_left_to_json_loads(rule):
+    """json_merge_rule_ids raises RuleNotResolved (not a wrong id, not a
+    crash) where merge_rule_ids would raise, and on a rule that is no pair
+    of plain strings: the reading of the json.loads list then decides."""
+    from spmbpe._core import RuleNotResolved, json_merge_rule_ids
+
+    model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
+    table, model_ids = _model_table(model["vocab"])
+    raw = ('[' + ", ".join(json.dumps(r) for r in model["merges"][:3]) + ", " + rule + ']').encode("utf-8")
+    with pytest.raises(RuleNotResolved):
+        json_merge_rule_ids(table, raw, 0, len(raw), model_ids)
+
+
+def test_a_tokenizer_json_reads_as_json_loads_reads_it(tmp_path):
+    """read_tokenizer_json: the file's object, with model.merges left in
+    the file (spelled: json.loads's list); the same spec as json.loads's
+    reading, for the shipped file indented and on one line."""
+    from spmbpe._hf_json import read_json_object
+    from spmbpe._state import fingerprint
+    from spmbpe.tokenizer_json import MergesInFile, read_tokenizer_json, spec_from_json
+
+    expected = json.loads(JSON.read_text(encoding="utf-8"))
+    for indent in (None, 2):
+        path = tmp_path / f"tokenizer-{indent}.json"
+        path.write_text(json.dumps(expected, indent=indent, ensure_ascii=False), encoding="utf-8")
+        data = read_tokenizer_json(str(path))
+        merges = data["model"]["merges"]
+        assert isinstance(merges, MergesInFile)
+        assert merges.spell() == expected["model"]["merges"]
+        data["model"]["merges"] = expected["model"]["merges"]
+        assert data == expected
+        lazy = spec_from_json(read_tokenizer_json(str(path)), str(path))
+        assert fingerprint(lazy) == fingerprint(spec_from_json(read_json_object(str(path)), str(path)))

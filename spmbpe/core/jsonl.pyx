@@ -17,8 +17,8 @@ cdef enum:
     _JSON_DEPTH = 64
 
 cdef inline Py_ssize_t _json_ws(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    # JSON's whitespace; a line holds no "\n".
-    while i < n and (s[i] == 32 or s[i] == 9 or s[i] == 13):
+    # JSON's whitespace (a JSONL line holds no "\n"; a whole document may).
+    while i < n and (s[i] == 32 or s[i] == 10 or s[i] == 9 or s[i] == 13):
         i += 1
     return i
 
