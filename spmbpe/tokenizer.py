@@ -635,4 +635,3 @@ def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
 
 # Unpickling (spmbpe/_state.py) builds tokenizers through this module.
 register_builder(tokenizer_from_spec)
-

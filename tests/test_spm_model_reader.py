@@ -837,3 +837,39 @@ def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
         pieces[expected].decode("utf-8")
     except UnicodeDecodeError as exc:
         assert err.offset == at[expected] + exc.start
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=6), max_size=40),
+       bad=st.one_of(st.none(), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe3\x81"])), at=st.integers(0, 40))
+def test_pieces_are_decoded_as_bytes_decode_decodes_them(pieces, bad, at):
+    # utf8_pieces (compiled, SpmModelProto.pieces) against .decode("utf-8")
+    # of each piece's bytes: the same texts, or the same error.
+    from array import array
+
+    from spmbpe._core import utf8_pieces
+
+    raw = [p.encode("utf-8") for p in pieces]
+    if bad is not None and raw:
+        raw[at % len(raw)] += bad
+    offsets = array("q", [0])
+    for r in raw:
+        offsets.append(offsets[-1] + len(r))
+    arena = b"".join(raw)
+    try:
+        expected = [r.decode("utf-8") for r in raw]
+    except UnicodeDecodeError:
+        with pytest.raises(UnicodeDecodeError):
+            utf8_pieces(arena, offsets)
+        return
+    assert utf8_pieces(arena, offsets) == expected
+
+
+def test_pieces_with_offsets_outside_the_arena_are_refused():
+    from array import array
+
+    from spmbpe._core import utf8_pieces
+
+    for bad in ([0, 4], [2, 1], [-1, 1], []):
+        with pytest.raises(ValueError):
+            utf8_pieces(b"abc", array("q", bad))

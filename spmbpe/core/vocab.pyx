@@ -81,7 +81,8 @@ cdef class PieceTable:
     def pieces(self):
         """Every piece's text, by id."""
         cdef Py_ssize_t i
-        return [self.arena[self.offsets[i]:self.offsets[i + 1]].decode("utf-8")
+        cdef const char *arena = PyBytes_AS_STRING(self.arena)
+        return [PyUnicode_DecodeUTF8(arena + self.offsets[i], self.offsets[i + 1] - self.offsets[i], NULL)
                 for i in range(self.size)]
 
     def lengths(self):
@@ -288,6 +289,21 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
         ty[i] = <char>(buf[pe + 6] if end == pe + 7 else SPM_TYPE_NORMAL)
         p = end
     return arena, offsets, scores, types, p, bad
+
+
+def utf8_pieces(bytes arena, const int64_t[::1] offsets):
+    """The text of each piece arena[offsets[i]:offsets[i + 1]], as
+    ``.decode("utf-8")`` gives it (UnicodeDecodeError the same), without a
+    bytes object per piece: a folder's tokenizer.model spent 12 ms of its
+    loading slicing and decoding 32,000 pieces one by one."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, size = PyBytes_GET_SIZE(arena)
+    cdef const char *data = PyBytes_AS_STRING(arena)
+    if n < 0:
+        raise ValueError("offsets hold at least the end")
+    for i in range(n):
+        if offsets[i] < 0 or offsets[i] > offsets[i + 1] or offsets[i + 1] > size:
+            raise ValueError(f"offsets[{i}:{i + 2}] is not a stretch of the arena")
+    return [PyUnicode_DecodeUTF8(data + offsets[i], offsets[i + 1] - offsets[i], NULL) for i in range(n)]
 
 
 def _offsets_of(list chunks):
