@@ -19,7 +19,7 @@ import zlib
 from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
-from ._core import count_newlines, jsonl_fields, read_buffer, utf8_valid_prefix
+from ._core import count_newlines, jsonl_field_lines, jsonl_fields, read_buffer, utf8_valid_prefix
 
 __all__ = [
     "Batch",
@@ -504,6 +504,11 @@ class DocumentReader:
         # is not UTF-8 (errors="replace"/"skip") turns the batch into strs.
         bytes_ok = fmt != "jsonl" and self.documents == "line" and not self.skip_empty
         raw = bytes_ok
+        # JSONL fields likewise, as lines of their texts' UTF-8 (a column's
+        # parts and records), while every block is plain JSONL whose texts
+        # hold no line end (jsonl_field_lines).
+        fields_ok = fmt == "jsonl" and not self.skip_empty
+        field_lines: List[Tuple[List[bytearray], List[int]]] = [([], []) for _ in self.fields]
         blocks: List[bytes] = []
         first_line = 0  # the record of the first line of `blocks`
         newlines = 0  # in `blocks` (_skip counted them: a block's lines)
@@ -518,8 +523,22 @@ class DocumentReader:
                     newlines = 0
                 blocks.append(data)
                 newlines += self.records - line_no + 1
+            elif fields_ok and utf8_valid_prefix(data) == len(data) and (
+                lines := jsonl_field_lines(data, self._field_keys)
+            ) is not None:
+                texts_by_field, indices = lines
+                numbers = [line_no + i for i in indices]
+                for (parts, recs), texts in zip(field_lines, texts_by_field):
+                    parts.append(texts)
+                    recs.extend(numbers)
             else:
                 if fmt == "jsonl":
+                    if field_lines[0][1]:  # the batch so far as strs, before these
+                        for (docs, recs), (parts, line_recs) in zip(columns, field_lines):
+                            docs.extend(LineBlock(b"".join(parts), len(line_recs)).strings())
+                            recs.extend(line_recs)
+                    fields_ok = False  # for the rest of the batch
+                    field_lines = [([], []) for _ in self.fields]
                     got = self._jsonl_docs(name, data, line_no, offset)
                 else:
                     if blocks:
@@ -532,17 +551,27 @@ class DocumentReader:
                     recs.extend(new_recs)
             if nbytes >= self.batch_bytes:
                 position = stream.position()
-                yield self._batch(name, stream, self._packed(blocks, first_line, newlines) or columns, nbytes,
-                                  position - done)
+                yield self._batch(name, stream, self._packed(blocks, first_line, newlines)
+                                  or self._field_blocks(field_lines) or columns, nbytes, position - done)
                 columns = [([], []) for _ in self.fields]
                 blocks = []
                 raw = bytes_ok
+                fields_ok = fmt == "jsonl" and not self.skip_empty
+                field_lines = [([], []) for _ in self.fields]
                 nbytes, done = 0, position
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]
             self._end_paragraph(docs, recs)  # the input's last paragraph
-        yield self._batch(name, stream, self._packed(blocks, first_line, newlines) or columns, nbytes,
-                          stream.position() - done)
+        yield self._batch(name, stream, self._packed(blocks, first_line, newlines)
+                          or self._field_blocks(field_lines) or columns, nbytes, stream.position() - done)
+
+    @staticmethod
+    def _field_blocks(field_lines: List[Tuple[List[bytearray], List[int]]]) -> Optional[List[Tuple[Any, Any]]]:
+        """The batch's JSONL columns as LineBlocks of their texts' lines
+        (None: no such lines, the documents are strs)."""
+        if not field_lines[0][1]:
+            return None
+        return [(LineBlock(b"".join(parts), len(recs)), recs) for parts, recs in field_lines]
 
     @staticmethod
     def _packed(

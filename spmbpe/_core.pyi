@@ -191,6 +191,9 @@ def join_flat(
 # JSONL lines' text fields (core/jsonl.pyx): a column per field (None in each
 # for a line that is not the plain case), each document's line, and
 # (position, text) of each line that is not the plain case.
+def jsonl_field_lines(
+    block: Union[bytes, bytearray], fields: List[bytes]
+) -> Optional[Tuple[List[bytearray], List[int]]]: ...
 def jsonl_fields(
     block: Union[bytes, bytearray], fields: List[bytes]
 ) -> Tuple[List[List[Optional[str]]], List[int], List[Tuple[int, str]]]: ...

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import spmbpe
 from spmbpe._cli_common import CliError
-from spmbpe._core import jsonl_fields
+from spmbpe._core import jsonl_field_lines, jsonl_fields
 from spmbpe.cli import main
 
 DATA = Path(__file__).parent / "data"
@@ -491,3 +491,76 @@ def test_the_compiled_jsonl_reader_takes_a_number_where_json_loads_does(number):
     except ValueError:
         valid = False
     assert (jsonl_fields(line + b"\n", [b"text"]) == ([["x"]], [0], [])) is valid
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_plain_jsonl_line(), min_size=1, max_size=8),
+       fields=st.sampled_from([["text"], ["text", "meta"], ["meta"]]))
+def test_plain_jsonl_lines_as_lines_of_their_texts(lines, fields):
+    # jsonl_field_lines: each field's texts as lines of UTF-8, the texts
+    # json.loads gives; None only when a text holds a line end.
+    block = "".join(line + "\n" for line in lines).encode("utf-8")
+    keys = [f.encode() for f in fields]
+    columns, indices, refused = jsonl_fields(block, keys)
+    assert refused == []
+    got = jsonl_field_lines(block, keys)
+    if any("\n" in t or "\r" in t for column in columns for t in column):
+        assert got is None
+        return
+    assert got is not None
+    texts_by_field, got_indices = got
+    assert got_indices == indices
+    assert [bytes(t) for t in texts_by_field] == [
+        "".join(t + "\n" for t in column).encode("utf-8") for column in columns
+    ]
+
+
+def test_jsonl_field_lines_refuses_a_block_with_a_line_that_is_not_plain():
+    assert jsonl_field_lines(b'{"text": "a"}\n{"text": NaN}\n', [b"text"]) is None
+    assert jsonl_field_lines(b'{"text": "a\\nb"}\n', [b"text"]) is None
+    assert jsonl_field_lines(b'{"text": "a\\u000db"}\n', [b"text"]) is None
+    got = jsonl_field_lines(b'\n{"text": "a"}\n \n{"text": "\\u00e9"}\n', [b"text"])
+    assert got == ([bytearray("a\n\u00e9\n".encode())], [1, 3])
+
+
+@st.composite
+def _jsonl_file_line(draw):
+    """A line of a JSONL file: plain, with a line end in its text, not
+    plain (json.loads's way), or blank."""
+    kind = draw(st.sampled_from(["plain", "plain", "plain", "line end", "not plain", "blank"]))
+    text = draw(st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n\r"), max_size=12))
+    if kind == "line end":
+        text += draw(st.sampled_from(["\n", "\r", "\r\n"])) + text
+    if kind == "blank":
+        return draw(st.sampled_from(["", " ", "\t"]))
+    line = json.dumps({"text": text, "meta": text[::-1]}, ensure_ascii=draw(st.booleans()))
+    if kind == "not plain":
+        line = line[:-1] + ', "score": NaN}'
+    return line
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(_jsonl_file_line(), min_size=1, max_size=30), batch_bytes=st.integers(16, 400),
+       fields=st.sampled_from([None, ["text", "meta"]]))
+def test_a_jsonl_file_read_in_batches_gives_json_loads_documents(lines, batch_bytes, fields):
+    # Batches of blocks, each read as lines of texts (a LineBlock per field)
+    # or as strs, in any mix: the documents and their records are
+    # json.loads's, in order.
+    import tempfile
+
+    from spmbpe._cli_read import DocumentReader, LineBlock
+
+    names = fields or ["text"]
+    expected = [(number, [json.loads(line)[f] for f in names])
+                for number, line in enumerate(lines, 1) if line.strip()]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.jsonl"
+        path.write_bytes("".join(line + "\n" for line in lines).encode("utf-8"))
+        reader = DocumentReader([str(path)], input_format="jsonl", fields=fields, batch_bytes=batch_bytes)
+        got = []
+        for batch in reader:
+            columns = [c.strings() if isinstance(c, LineBlock) else list(c) for c in batch.columns]
+            for k, number in enumerate(batch.column_records[0]):
+                got.append((number, [column[k] for column in columns]))
+            assert all(list(r) == list(batch.column_records[0]) for r in batch.column_records)
+    assert got == expected

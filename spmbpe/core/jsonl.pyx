@@ -206,49 +206,57 @@ cdef Py_ssize_t _json_value(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int de
     return _json_number(s, i, n)
 
 
-cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, list fields, list found,
-                     uint8_t *key, uint8_t *value) except -2:
+cdef struct _Fields:
+    # The wanted fields' names (UTF-8), and where a line's values go: field
+    # k's decoded text at values + k * stride, its length in lengths[k]
+    # (-1: absent, or not a string).
+    Py_ssize_t n
+    const char **names
+    Py_ssize_t *name_lens
+    uint8_t *key
+    uint8_t *values
+    Py_ssize_t stride
+    Py_ssize_t *lengths
+
+
+cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, _Fields *f) noexcept nogil:
     """The line s[i:end]: 1 when it is the plain case, with each field's
-    text in `found`; 0 when it is JSON whitespace (no document); -1 when it
-    is anything else."""
-    cdef Py_ssize_t k, nf = len(fields), key_len, value_len
+    text decoded where `f` says; 0 when it is JSON whitespace (no
+    document); -1 when it is anything else."""
+    cdef Py_ssize_t k, key_len
     i = _json_ws(s, i, end)
     if i == end:
         return 0
     if s[i] != 123:  # '{'
         return -1
-    for k in range(nf):
-        found[k] = None
+    for k in range(f.n):
+        f.lengths[k] = -1
     i = _json_ws(s, i + 1, end)
     if i < end and s[i] == 125:  # '}': no field at all
         return -1
     while True:
         if i >= end or s[i] != 34:
             return -1
-        i = _json_string(s, i, end, key, &key_len)
+        i = _json_string(s, i, end, f.key, &key_len)
         if i < 0:
             return -1
         i = _json_ws(s, i, end)
         if i >= end or s[i] != 58:
             return -1
         i = _json_ws(s, i + 1, end)
-        for k in range(nf):
-            name = <bytes>fields[k]
-            if key_len == len(name) and memcmp(key, <const char *>name, <size_t>key_len) == 0:
-                break
-        else:
-            k = -1
-        if k >= 0 and i < end and s[i] == 34:
-            i = _json_string(s, i, end, value, &value_len)
+        k = 0
+        while k < f.n and not (key_len == f.name_lens[k] and memcmp(f.key, f.names[k], <size_t>key_len) == 0):
+            k += 1
+        if k < f.n and i < end and s[i] == 34:
+            i = _json_string(s, i, end, f.values + k * f.stride, &f.lengths[k])
             if i < 0:
                 return -1
-            found[k] = PyUnicode_DecodeUTF8(<const char *>value, value_len, NULL)
         else:
             i = _json_value(s, i, end, 1)
             if i < 0:
                 return -1
-            if k >= 0:
-                found[k] = None  # a field that is not a string (unless a later one is)
+            if k < f.n:
+                f.lengths[k] = -1  # a field that is not a string (unless a later one is)
         i = _json_ws(s, i, end)
         if i < end and s[i] == 44:
             i = _json_ws(s, i + 1, end)
@@ -259,10 +267,40 @@ cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, list fields
         return -1
     if _json_ws(s, i, end) != end:
         return -1  # extra data
-    for k in range(nf):
-        if found[k] is None:
+    for k in range(f.n):
+        if f.lengths[k] < 0:
             return -1
     return 1
+
+
+cdef class _FieldScratch:
+    """A _Fields for `fields` (a list of bytes) over blocks of up to `n`
+    bytes, and the memory it points into (a decoded string is never longer
+    than its source)."""
+    cdef _Fields f
+    cdef list names
+    cdef object memory
+
+    def __cinit__(self, list fields, Py_ssize_t n):
+        cdef Py_ssize_t k, nf = len(fields)
+        self.names = [bytes(name) for name in fields]
+        self.memory = PyByteArray_FromStringAndSize(NULL, (nf + 1) * n + 1)
+        self.f.n = nf
+        self.f.names = <const char **>malloc(max(nf, 1) * sizeof(char *))
+        self.f.name_lens = <Py_ssize_t *>malloc(max(nf, 1) * 2 * sizeof(Py_ssize_t))
+        if self.f.names == NULL or self.f.name_lens == NULL:
+            raise MemoryError()
+        self.f.lengths = self.f.name_lens + max(nf, 1)
+        for k in range(nf):
+            self.f.names[k] = PyBytes_AS_STRING(self.names[k])
+            self.f.name_lens[k] = PyBytes_GET_SIZE(self.names[k])
+        self.f.key = <uint8_t *>PyByteArray_AS_STRING(self.memory)
+        self.f.values = self.f.key + n
+        self.f.stride = n
+
+    def __dealloc__(self):
+        free(self.f.names)
+        free(self.f.name_lens)
 
 
 def jsonl_fields(const unsigned char[::1] block, list fields):
@@ -274,32 +312,80 @@ def jsonl_fields(const unsigned char[::1] block, list fields):
     text), in order, for json.loads to read."""
     cdef Py_ssize_t n = block.shape[0], start = 0, end, k, line = 0, nf = len(fields)
     cdef const uint8_t *s
-    cdef uint8_t *key
-    cdef uint8_t *value
     cdef const char *at
     cdef int got
+    cdef _FieldScratch scratch
     cdef list columns = [[] for _ in range(nf)]
     cdef list lines = []
     cdef list refused = []
     if n == 0:
         return columns, lines, refused
     s = &block[0]
-    scratch = PyByteArray_FromStringAndSize(NULL, 2 * n)
-    key = <uint8_t *>PyByteArray_AS_STRING(scratch)
-    value = key + n
-    found = [None] * nf
+    scratch = _FieldScratch(fields, n)
     while start < n:
         at = <const char *>memchr(s + start, 10, <size_t>(n - start))
         end = (at - <const char *>s) if at != NULL else n
-        got = _plain_line(s, start, end, fields, found, key, value)
+        got = _plain_line(s, start, end, &scratch.f)
         if got < 0:
             refused.append((len(lines), PyUnicode_DecodeUTF8(<const char *>s + start, end - start, NULL)))
             for k in range(nf):
-                found[k] = None
-        if got != 0:
+                (<list>columns[k]).append(None)
+        elif got > 0:
             for k in range(nf):
-                (<list>columns[k]).append(found[k])
+                (<list>columns[k]).append(PyUnicode_DecodeUTF8(
+                    <const char *>scratch.f.values + k * scratch.f.stride, scratch.f.lengths[k], NULL))
+        if got != 0:
             lines.append(line)
         start = end + 1
         line += 1
     return columns, lines, refused
+
+
+def jsonl_field_lines(const unsigned char[::1] block, list fields):
+    """jsonl_fields without a str per document, for the command line's
+    line blocks: (for each field, its texts each followed by "\\n" in one
+    bytearray, the index of each document's line), or None when a line is
+    not the plain case or a text holds a "\\n" or "\\r" (the block then
+    goes jsonl_fields' way)."""
+    cdef Py_ssize_t n = block.shape[0], start = 0, end, k, line = 0, nf = len(fields), length
+    cdef const uint8_t *s
+    cdef const uint8_t *text
+    cdef const char *at
+    cdef int got
+    cdef _FieldScratch scratch
+    cdef list lines = []
+    cdef list outs = [PyByteArray_FromStringAndSize(NULL, n) for _ in range(nf)]
+    cdef Py_ssize_t *used
+    if n == 0:
+        return [bytearray() for _ in range(nf)], lines
+    s = &block[0]
+    scratch = _FieldScratch(fields, n)
+    used = <Py_ssize_t *>calloc(max(nf, 1), sizeof(Py_ssize_t))
+    if used == NULL:
+        raise MemoryError()
+    try:
+        while start < n:
+            at = <const char *>memchr(s + start, 10, <size_t>(n - start))
+            end = (at - <const char *>s) if at != NULL else n
+            got = _plain_line(s, start, end, &scratch.f)
+            if got < 0:
+                return None
+            if got > 0:
+                for k in range(nf):
+                    text = scratch.f.values + k * scratch.f.stride
+                    length = scratch.f.lengths[k]
+                    if memchr(text, 10, <size_t>length) != NULL or memchr(text, 13, <size_t>length) != NULL:
+                        return None
+                    # (A text and its "\n" are shorter than its line: the
+                    # bytearray of the block's size has room.)
+                    memcpy(PyByteArray_AS_STRING(outs[k]) + used[k], text, <size_t>length)
+                    PyByteArray_AS_STRING(outs[k])[used[k] + length] = 10
+                    used[k] += length + 1
+                lines.append(line)
+            start = end + 1
+            line += 1
+        for k in range(nf):
+            PyByteArray_Resize(outs[k], used[k])
+    finally:
+        free(used)
+    return outs, lines
