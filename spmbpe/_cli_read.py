@@ -16,6 +16,7 @@ import re
 import stat
 import sys
 import zlib
+from array import array
 from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
@@ -508,7 +509,7 @@ class DocumentReader:
         # parts and records), while every block is plain JSONL whose texts
         # hold no line end (jsonl_field_lines).
         fields_ok = fmt == "jsonl" and not self.skip_empty
-        field_lines: List[Tuple[List[bytearray], List[int]]] = [([], []) for _ in self.fields]
+        field_lines: List[Tuple[List[bytearray], "array[int]"]] = [([], array("q")) for _ in self.fields]
         blocks: List[bytes] = []
         first_line = 0  # the record of the first line of `blocks`
         newlines = 0  # in `blocks` (_skip counted them: a block's lines)
@@ -524,21 +525,20 @@ class DocumentReader:
                 blocks.append(data)
                 newlines += self.records - line_no + 1
             elif fields_ok and utf8_valid_prefix(data) == len(data) and (
-                lines := jsonl_field_lines(data, self._field_keys)
+                lines := jsonl_field_lines(data, self._field_keys, line_no)
             ) is not None:
-                texts_by_field, indices = lines
-                numbers = [line_no + i for i in indices]
-                for (parts, recs), texts in zip(field_lines, texts_by_field):
+                texts_by_field, numbers = lines
+                for (parts, line_numbers), texts in zip(field_lines, texts_by_field):
                     parts.append(texts)
-                    recs.extend(numbers)
+                    line_numbers.extend(numbers)
             else:
                 if fmt == "jsonl":
                     if field_lines[0][1]:  # the batch so far as strs, before these
-                        for (docs, recs), (parts, line_recs) in zip(columns, field_lines):
-                            docs.extend(LineBlock(b"".join(parts), len(line_recs)).strings())
-                            recs.extend(line_recs)
+                        for (docs, recs), (parts, line_numbers) in zip(columns, field_lines):
+                            docs.extend(LineBlock(b"".join(parts), len(line_numbers)).strings())
+                            recs.extend(line_numbers)
                     fields_ok = False  # for the rest of the batch
-                    field_lines = [([], []) for _ in self.fields]
+                    field_lines = [([], array("q")) for _ in self.fields]
                     got = self._jsonl_docs(name, data, line_no, offset)
                 else:
                     if blocks:
@@ -557,7 +557,7 @@ class DocumentReader:
                 blocks = []
                 raw = bytes_ok
                 fields_ok = fmt == "jsonl" and not self.skip_empty
-                field_lines = [([], []) for _ in self.fields]
+                field_lines = [([], array("q")) for _ in self.fields]
                 nbytes, done = 0, position
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]
@@ -566,12 +566,12 @@ class DocumentReader:
                           or self._field_blocks(field_lines) or columns, nbytes, stream.position() - done)
 
     @staticmethod
-    def _field_blocks(field_lines: List[Tuple[List[bytearray], List[int]]]) -> Optional[List[Tuple[Any, Any]]]:
+    def _field_blocks(field_lines: List[Tuple[List[bytearray], "array[int]"]]) -> Optional[List[Tuple[Any, Any]]]:
         """The batch's JSONL columns as LineBlocks of their texts' lines
         (None: no such lines, the documents are strs)."""
         if not field_lines[0][1]:
             return None
-        return [(LineBlock(b"".join(parts), len(recs)), recs) for parts, recs in field_lines]
+        return [(LineBlock(b"".join(parts), len(numbers)), numbers) for parts, numbers in field_lines]
 
     @staticmethod
     def _packed(

@@ -192,8 +192,8 @@ def join_flat(
 # for a line that is not the plain case), each document's line, and
 # (position, text) of each line that is not the plain case.
 def jsonl_field_lines(
-    block: Union[bytes, bytearray], fields: List[bytes]
-) -> Optional[Tuple[List[bytearray], List[int]]]: ...
+    block: Union[bytes, bytearray], fields: List[bytes], first_line: int
+) -> Optional[Tuple[List[bytearray], "array[int]"]]: ...
 def jsonl_fields(
     block: Union[bytes, bytearray], fields: List[bytes]
 ) -> Tuple[List[List[Optional[str]]], List[int], List[Tuple[int, str]]]: ...

@@ -503,24 +503,24 @@ def test_plain_jsonl_lines_as_lines_of_their_texts(lines, fields):
     keys = [f.encode() for f in fields]
     columns, indices, refused = jsonl_fields(block, keys)
     assert refused == []
-    got = jsonl_field_lines(block, keys)
+    got = jsonl_field_lines(block, keys, 10)
     if any("\n" in t or "\r" in t for column in columns for t in column):
         assert got is None
         return
     assert got is not None
-    texts_by_field, got_indices = got
-    assert got_indices == indices
+    texts_by_field, numbers = got
+    assert list(numbers) == [10 + i for i in indices]
     assert [bytes(t) for t in texts_by_field] == [
         "".join(t + "\n" for t in column).encode("utf-8") for column in columns
     ]
 
 
 def test_jsonl_field_lines_refuses_a_block_with_a_line_that_is_not_plain():
-    assert jsonl_field_lines(b'{"text": "a"}\n{"text": NaN}\n', [b"text"]) is None
-    assert jsonl_field_lines(b'{"text": "a\\nb"}\n', [b"text"]) is None
-    assert jsonl_field_lines(b'{"text": "a\\u000db"}\n', [b"text"]) is None
-    got = jsonl_field_lines(b'\n{"text": "a"}\n \n{"text": "\\u00e9"}\n', [b"text"])
-    assert got == ([bytearray("a\n\u00e9\n".encode())], [1, 3])
+    assert jsonl_field_lines(b'{"text": "a"}\n{"text": NaN}\n', [b"text"], 1) is None
+    assert jsonl_field_lines(b'{"text": "a\\nb"}\n', [b"text"], 1) is None
+    assert jsonl_field_lines(b'{"text": "a\\u000db"}\n', [b"text"], 1) is None
+    texts, numbers = jsonl_field_lines(b'\n{"text": "a"}\n \n{"text": "\\u00e9"}\n', [b"text"], 5)
+    assert texts == [bytearray("a\n\u00e9\n".encode())] and list(numbers) == [6, 8]
 
 
 @st.composite

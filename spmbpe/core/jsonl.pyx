@@ -341,10 +341,11 @@ def jsonl_fields(const unsigned char[::1] block, list fields):
     return columns, lines, refused
 
 
-def jsonl_field_lines(const unsigned char[::1] block, list fields):
+def jsonl_field_lines(const unsigned char[::1] block, list fields, int64_t first_line):
     """jsonl_fields without a str per document, for the command line's
     line blocks: (for each field, its texts each followed by "\\n" in one
-    bytearray, the index of each document's line), or None when a line is
+    bytearray, the number of each document's line as array('q'), counted
+    from `first_line` for the block's first), or None when a line is
     not the plain case or a text holds a "\\n" or "\\r" (the block then
     goes jsonl_fields' way)."""
     cdef Py_ssize_t n = block.shape[0], start = 0, end, k, line = 0, nf = len(fields), length
@@ -353,7 +354,8 @@ def jsonl_field_lines(const unsigned char[::1] block, list fields):
     cdef const char *at
     cdef int got
     cdef _FieldScratch scratch
-    cdef list lines = []
+    cdef carray.array lines = array("q")
+    cdef Py_ssize_t count = 0
     cdef list outs = [PyByteArray_FromStringAndSize(NULL, n) for _ in range(nf)]
     cdef Py_ssize_t *used
     if n == 0:
@@ -381,7 +383,9 @@ def jsonl_field_lines(const unsigned char[::1] block, list fields):
                     memcpy(PyByteArray_AS_STRING(outs[k]) + used[k], text, <size_t>length)
                     PyByteArray_AS_STRING(outs[k])[used[k] + length] = 10
                     used[k] += length + 1
-                lines.append(line)
+                carray.resize_smart(lines, count + 1)  # (grows by more than one)
+                lines.data.as_longlongs[count] = first_line + line
+                count += 1
             start = end + 1
             line += 1
         for k in range(nf):
