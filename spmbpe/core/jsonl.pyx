@@ -162,9 +162,40 @@ cdef inline bint _json_word(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, const 
     return i + length <= n and memcmp(s + i, word, <size_t>length) == 0
 
 
+cdef inline Py_ssize_t _json_key(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, uint8_t *key,
+                                  Py_ssize_t *key_len) noexcept nogil:
+    """The member name at s[i] (decoded into `key` unless NULL) and the ':'
+    after it: the position of the member's value, or -1."""
+    if i >= n or s[i] != 34:  # '"'
+        return -1
+    i = _json_string(s, i, n, key, key_len)
+    if i < 0:
+        return -1
+    i = _json_ws(s, i, n)
+    if i >= n or s[i] != 58:  # ':'
+        return -1
+    return _json_ws(s, i + 1, n)
+
+
+cdef inline Py_ssize_t _json_next(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int close,
+                                  bint *more) noexcept nogil:
+    """After a member or an element that ends at s[i]: the position of the
+    next one after a ',' (more[0] set), or the position after the `close`
+    that ends the object or array (more[0] cleared); -1 for anything else."""
+    i = _json_ws(s, i, n)
+    if i < n and s[i] == 44:  # ','
+        more[0] = True
+        return _json_ws(s, i + 1, n)
+    if i < n and s[i] == close:
+        more[0] = False
+        return i + 1
+    return -1
+
+
 cdef Py_ssize_t _json_value(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth) noexcept nogil:
     """The position after the JSON value at s[i] (checked, not kept), or -1."""
     cdef int c
+    cdef bint more
     if i >= n:
         return -1
     c = s[i]
@@ -176,27 +207,19 @@ cdef Py_ssize_t _json_value(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int de
         i = _json_ws(s, i + 1, n)
         if i < n and s[i] == c + 2:  # } ]
             return i + 1
-        while True:
+        more = True
+        while more:
             if c == 123:
-                if i >= n or s[i] != 34:
-                    return -1
-                i = _json_string(s, i, n, NULL, NULL)
+                i = _json_key(s, i, n, NULL, NULL)
                 if i < 0:
                     return -1
-                i = _json_ws(s, i, n)
-                if i >= n or s[i] != 58:  # ':'
-                    return -1
-                i = _json_ws(s, i + 1, n)
             i = _json_value(s, i, n, depth + 1)
             if i < 0:
                 return -1
-            i = _json_ws(s, i, n)
-            if i < n and s[i] == 44:  # ','
-                i = _json_ws(s, i + 1, n)
-                continue
-            if i < n and s[i] == c + 2:
-                return i + 1
-            return -1
+            i = _json_next(s, i, n, c + 2, &more)
+            if i < 0:
+                return -1
+        return i
     if c == 116:
         return i + 4 if _json_word(s, i, n, b"true", 4) else -1
     if c == 102:
@@ -234,16 +257,11 @@ cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, _Fields *f)
     i = _json_ws(s, i + 1, end)
     if i < end and s[i] == 125:  # '}': no field at all
         return -1
-    while True:
-        if i >= end or s[i] != 34:
-            return -1
-        i = _json_string(s, i, end, f.key, &key_len)
+    more = True
+    while more:
+        i = _json_key(s, i, end, f.key, &key_len)
         if i < 0:
             return -1
-        i = _json_ws(s, i, end)
-        if i >= end or s[i] != 58:
-            return -1
-        i = _json_ws(s, i + 1, end)
         k = 0
         while k < f.n and not (key_len == f.name_lens[k] and memcmp(f.key, f.names[k], <size_t>key_len) == 0):
             k += 1
@@ -257,14 +275,9 @@ cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, _Fields *f)
                 return -1
             if k < f.n:
                 f.lengths[k] = -1  # a field that is not a string (unless a later one is)
-        i = _json_ws(s, i, end)
-        if i < end and s[i] == 44:
-            i = _json_ws(s, i + 1, end)
-            continue
-        if i < end and s[i] == 125:
-            i += 1
-            break
-        return -1
+        i = _json_next(s, i, end, 125, &more)
+        if i < 0:
+            return -1
     if _json_ws(s, i, end) != end:
         return -1  # extra data
     for k in range(f.n):

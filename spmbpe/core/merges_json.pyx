@@ -25,19 +25,14 @@ cdef Py_ssize_t _members(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth
     last "merges" array of the last "model" object is ((-1, -1): none), as
     json.loads keeps the last of a repeated member."""
     cdef Py_ssize_t key_len, start
+    cdef bint more = True
     i = _json_ws(s, i + 1, n)
     if i < n and s[i] == 125:  # '}'
         return i + 1
-    while True:
-        if i >= n or s[i] != 34:
-            return -1
-        i = _json_string(s, i, n, key, &key_len)
+    while more:
+        i = _json_key(s, i, n, key, &key_len)
         if i < 0:
             return -1
-        i = _json_ws(s, i, n)
-        if i >= n or s[i] != 58:  # ':'
-            return -1
-        i = _json_ws(s, i + 1, n)
         start = i
         if depth == 0 and _is_key(key, key_len, b"model", 5):
             span[0] = span[1] = -1  # a later "model" replaces the earlier one whole
@@ -55,13 +50,10 @@ cdef Py_ssize_t _members(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth
                     span[0] = span[1] = -1
         if i < 0:
             return -1
-        i = _json_ws(s, i, n)
-        if i < n and s[i] == 44:  # ','
-            i = _json_ws(s, i + 1, n)
-            continue
-        if i < n and s[i] == 125:
-            return i + 1
-        return -1
+        i = _json_next(s, i, n, 125, &more)
+        if i < 0:
+            return -1
+    return i
 
 
 def merges_span(const unsigned char[::1] doc):
@@ -109,6 +101,7 @@ def json_merge_rule_ids(PieceTable table, const unsigned char[::1] doc, Py_ssize
     cdef const uint8_t *space
     cdef Py_ssize_t i, n_a, n_b, rule = 0, n_left
     cdef int32_t left_id, right_id, merged_id
+    cdef bint more
     if table.size != model_ids.shape[0]:
         raise ValueError("model_ids has one flag per piece of the table")
     if not 0 <= start < end <= doc.shape[0] or doc[start] != 91:
@@ -151,10 +144,8 @@ def json_merge_rule_ids(PieceTable table, const unsigned char[::1] doc, Py_ssize
             raise RuleNotResolved(f"rule {rule} names a piece outside the vocabulary")
         out.append(left_id, right_id, merged_id)
         rule += 1
-        i = _json_ws(s, i, end)
-        if i < end and s[i] == 44:
-            i = _json_ws(s, i + 1, end)
-            continue
-        if i < end and s[i] == 93 and _json_ws(s, i + 1, end) == end:
+        i = _json_next(s, i, end, 93, &more)
+        if i < 0 or (not more and i != end):
+            raise RuleNotResolved(f"the rules end at rule {rule} before the array does")
+        if not more:
             return out.arrays()
-        raise RuleNotResolved(f"the rules end at rule {rule} before the array does")
