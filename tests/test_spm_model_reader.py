@@ -841,7 +841,8 @@ def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
 
 @settings(max_examples=200, deadline=None)
 @given(pieces=st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=6), max_size=40),
-       bad=st.one_of(st.none(), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe3\x81"])), at=st.integers(0, 40))
+       bad=st.one_of(st.none(), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe3\x81"])),
+       at=st.integers(0, 40))
 def test_pieces_are_decoded_as_bytes_decode_decodes_them(pieces, bad, at):
     # utf8_pieces (compiled, SpmModelProto.pieces) against .decode("utf-8")
     # of each piece's bytes: the same texts, or the same error.
