@@ -247,6 +247,7 @@ cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, _Fields *f)
     text decoded where `f` says; 0 when it is JSON whitespace (no
     document); -1 when it is anything else."""
     cdef Py_ssize_t k, key_len
+    cdef bint more = True
     i = _json_ws(s, i, end)
     if i == end:
         return 0
@@ -257,7 +258,6 @@ cdef int _plain_line(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, _Fields *f)
     i = _json_ws(s, i + 1, end)
     if i < end and s[i] == 125:  # '}': no field at all
         return -1
-    more = True
     while more:
         i = _json_key(s, i, end, f.key, &key_len)
         if i < 0:
