@@ -311,6 +311,51 @@ def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
     one_line_error(here(["encode", *changed, "--resume", "-o", cut / "o.ds", *inputs]), "--resume", "settings")
 
 
+@pytest.mark.parametrize("odd", [False, True], ids=["line blocks", "some lines json.loads's"])
+def test_resume_of_jsonl_input_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, odd):
+    # JSONL documents go as line blocks of their texts, with blank lines (no
+    # document, but a record) between; `odd` puts in lines that are not
+    # plain, and texts with line ends, which go as strs. The records each
+    # shard ends at must bring a resumed run to the same bytes.
+    lines = (CORPUS / "multi_de.txt").read_text(encoding="utf-8").splitlines()[:600]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    inputs = []
+    for i in range(3):
+        path = folder / f"{i}.jsonl"
+        rows = []
+        for k, line in enumerate(lines[i * 200 : (i + 1) * 200]):
+            if k % 7 == 3:
+                rows.append("")
+            row = {"text": line}
+            if odd and k % 11 == 5:
+                row["score"] = float("nan")
+            if odd and k % 13 == 6:
+                row["text"] = line + "\n" + line
+            rows.append(json.dumps(row))
+        path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+        inputs.append(path)
+    flags = ["--append-eod", "--shard-size", "1500", "--batch-size", "2K", "--format", "ds"]
+    whole = tmp_path / "whole"
+    cut = tmp_path / "cut"
+    whole.mkdir()
+    cut.mkdir()
+    ok(here(["encode", *flags, "-o", whole / "o.ds", *inputs]))
+    ok(here(["encode", *flags, "-o", cut / "o.ds", *inputs]))
+    _cut_after(cut, "o", "ds", 3)
+    ok(here(["encode", *flags, "--resume", "-o", cut / "o.ds", *inputs]))
+    assert sorted(p.name for p in cut.iterdir()) == sorted(p.name for p in whole.iterdir())
+    for p in whole.iterdir():
+        if not p.name.endswith(".meta.json"):
+            assert (cut / p.name).read_bytes() == p.read_bytes(), p.name
+    # And the documents are the API's: each JSONL text's ids and the EOS.
+    tok = spmbpe.load("mistral-v1")
+    texts = [json.loads(r)["text"] for path in inputs for r in path.read_text(encoding="utf-8").splitlines() if r]
+    single = tmp_path / "single.ds"
+    ok(here(["encode", "--append-eod", "-o", single, *inputs]))
+    assert _array_docs(single, "ds") == [tok.encode(t) + [tok.eos_id] for t in texts]
+
+
 # ------------------------------------------------------------------ JSONL lines: compiled, json.loads for the rest
 
 
