@@ -17,7 +17,7 @@ import stat
 import sys
 import zlib
 from array import array
-from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, cast
+from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
 from ._core import count_newlines, jsonl_field_lines, jsonl_fields, read_buffer, utf8_valid_prefix
@@ -764,11 +764,13 @@ class DocumentReader:
         """The documents of a block of JSONL lines: a column per field.
         The plain lines are read by compiled code (core/jsonl.pyx); any
         other line json.loads's way, in its place, which raises its error."""
-        columns, indices, refused = jsonl_fields(self._utf8_jsonl(name, data, line_no, offset), self._field_keys)
+        columns, numbers, refused = jsonl_fields(
+            self._utf8_jsonl(name, data, line_no, offset), self._field_keys, line_no
+        )
         if refused:
             left_out = set()
             for position, line in refused:
-                number = line_no + indices[position]
+                number = numbers[position]
                 # A line that only Unicode calls whitespace is blank too.
                 texts = self._json_texts(name, number, line) if line.strip() else None
                 if texts is None:
@@ -777,12 +779,12 @@ class DocumentReader:
                 for column, text in zip(columns, texts):
                     column[position] = text
             if left_out:
-                kept = [p for p in range(len(indices)) if p not in left_out]
+                kept = [p for p in range(len(numbers)) if p not in left_out]
                 columns = [[column[p] for p in kept] for column in columns]
-                indices = [indices[p] for p in kept]
-        numbers = [line_no + i for i in indices]
-        # (No None is left in the columns.)
-        return [(cast(List[str], texts), list(numbers)) for texts in columns]
+                numbers = [numbers[p] for p in kept]
+        # (No None is left in the columns; the columns share `numbers`, which
+        # the caller copies.)
+        return [(cast(List[str], texts), numbers) for texts in columns]
 
     def _utf8_jsonl(self, name: str, data: bytes, line_no: int, offset: int) -> bytes:
         """A block of JSONL lines as valid UTF-8, as --errors says: a line

@@ -189,11 +189,11 @@ def join_flat(
 ) -> Tuple[Any, Any]: ...
 
 # JSONL lines' text fields (core/jsonl.pyx): a column per field (None in each
-# for a line that is not the plain case), each document's line, and
+# for a line that is not the plain case), each document's line number, and
 # (position, text) of each line that is not the plain case.
 def jsonl_field_lines(
     block: Union[bytes, bytearray], fields: List[bytes], first_line: int
 ) -> Optional[Tuple[List[bytearray], "array[int]"]]: ...
 def jsonl_fields(
-    block: Union[bytes, bytearray], fields: List[bytes]
+    block: Union[bytes, bytearray], fields: List[bytes], first_line: int
 ) -> Tuple[List[List[Optional[str]]], List[int], List[Tuple[int, str]]]: ...

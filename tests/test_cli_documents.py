@@ -275,6 +275,26 @@ def _cut_after(folder, stem, fmt, keep):
     return meta
 
 
+def _resumed_as_whole(here, tmp_path, flags, inputs):
+    """A sharded .ds run of `inputs` whole, and one cut after 3 shards and
+    resumed: the resumed run's files must be the whole run's bytes (the
+    metadata aside).  (the cut folder, its metadata after the cut, the
+    resumed run's result)."""
+    whole = tmp_path / "whole"
+    cut = tmp_path / "cut"
+    whole.mkdir()
+    cut.mkdir()
+    ok(here(["encode", *flags, "-o", whole / "o.ds", *inputs]))
+    ok(here(["encode", *flags, "-o", cut / "o.ds", *inputs]))
+    meta = _cut_after(cut, "o", "ds", 3)
+    resumed = ok(here(["encode", *flags, "--resume", "-o", cut / "o.ds", *inputs]))
+    assert sorted(p.name for p in cut.iterdir()) == sorted(p.name for p in whole.iterdir())
+    for p in whole.iterdir():
+        if not p.name.endswith(".meta.json"):
+            assert (cut / p.name).read_bytes() == p.read_bytes(), p.name
+    return cut, meta, resumed
+
+
 @pytest.mark.parametrize("mode", ["paragraph", "file", "line"])
 def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
     folder = tmp_path / "in"
@@ -288,23 +308,12 @@ def test_resume_gives_the_bytes_of_an_uninterrupted_run(here, tmp_path, mode):
         inputs.append(path)
     flags = ["--documents", mode, "--skip-empty", "--append-eod", "--shard-size", "1500", "--batch-size", "2K",
              "--format", "ds"]
-    whole = tmp_path / "whole"
-    cut = tmp_path / "cut"
-    whole.mkdir()
-    cut.mkdir()
-    ok(here(["encode", *flags, "-o", whole / "o.ds", *inputs]))
-    ok(here(["encode", *flags, "-o", cut / "o.ds", *inputs]))
-    meta = _cut_after(cut, "o", "ds", 3)
-    resumed = ok(here(["encode", *flags, "--resume", "-o", cut / "o.ds", *inputs]))
+    cut, meta, resumed = _resumed_as_whole(here, tmp_path, flags, inputs)
     records = meta["shards"][-1]["records"]
     assert resumed.stderr.decode().splitlines()[0] == (
         f"spmbpe: --resume: skipping 3 complete shards ({meta['documents']:,} documents, {records:,} "
         f"input records) of {cut / 'o.ds.meta.json'}; continuing with shard 3"
     )
-    assert sorted(p.name for p in cut.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for p in whole.iterdir():
-        if not p.name.endswith(".meta.json"):
-            assert (cut / p.name).read_bytes() == p.read_bytes(), p.name
     # Another document definition is another run: --resume refuses it.
     changed = [f for f in flags if f != "--skip-empty"]
     _cut_after(cut, "o", "ds", 2)
@@ -336,18 +345,7 @@ def test_resume_of_jsonl_input_gives_the_bytes_of_an_uninterrupted_run(here, tmp
         path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
         inputs.append(path)
     flags = ["--append-eod", "--shard-size", "1500", "--batch-size", "2K", "--format", "ds"]
-    whole = tmp_path / "whole"
-    cut = tmp_path / "cut"
-    whole.mkdir()
-    cut.mkdir()
-    ok(here(["encode", *flags, "-o", whole / "o.ds", *inputs]))
-    ok(here(["encode", *flags, "-o", cut / "o.ds", *inputs]))
-    _cut_after(cut, "o", "ds", 3)
-    ok(here(["encode", *flags, "--resume", "-o", cut / "o.ds", *inputs]))
-    assert sorted(p.name for p in cut.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for p in whole.iterdir():
-        if not p.name.endswith(".meta.json"):
-            assert (cut / p.name).read_bytes() == p.read_bytes(), p.name
+    _resumed_as_whole(here, tmp_path, flags, inputs)
     # And the documents are the API's: each JSONL text's ids and the EOS.
     tok = spmbpe.load("mistral-v1")
     texts = [json.loads(r)["text"] for path in inputs for r in path.read_text(encoding="utf-8").splitlines() if r]
@@ -503,7 +501,7 @@ def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(li
     lines = list(lines)
     lines.insert(blank % (len(lines) + 1), " \t\r")  # a blank line: no document, but a line
     block = "".join(line + "\n" for line in lines).encode("utf-8")
-    columns, indices, refused = jsonl_fields(block, [f.encode() for f in fields])
+    columns, indices, refused = jsonl_fields(block, [f.encode() for f in fields], 0)
     assert refused == []
     expected = [(i, json.loads(line)) for i, line in enumerate(lines) if line.strip()]
     assert indices == [i for i, _ in expected]
@@ -520,10 +518,10 @@ def test_the_compiled_jsonl_reader_hands_back_what_is_not_plain():
                  b'{"a": [1,], "text": "x"}', b'{"a": ' + b"[" * 65 + b"]" * 65 + b', "text": "x"}',
                  "\u3000".encode(), b'\x0b{"text": "a"}']:
         text = line.decode("utf-8")
-        assert jsonl_fields(line + b"\n", [b"text"]) == ([[None]], [0], [(0, text)]), line
+        assert jsonl_fields(line + b"\n", [b"text"], 0) == ([[None]], [0], [(0, text)]), line
         # Only that line: the plain lines around it are read here.
         block = b'{"text": "fine"}\n \n' + line + b'\n{"text": "too"}\n'
-        assert jsonl_fields(block, [b"text"]) == ([["fine", None, "too"]], [0, 2, 3], [(1, text)]), line
+        assert jsonl_fields(block, [b"text"], 0) == ([["fine", None, "too"]], [0, 2, 3], [(1, text)]), line
 
 
 @pytest.mark.parametrize("number", ["0", "-0", "12", "1.5", "1e5", "1E+5", "-2.5e-3", "1e400", "01", "1.", ".5", "1e",
@@ -535,7 +533,7 @@ def test_the_compiled_jsonl_reader_takes_a_number_where_json_loads_does(number):
         valid = True
     except ValueError:
         valid = False
-    assert (jsonl_fields(line + b"\n", [b"text"]) == ([["x"]], [0], [])) is valid
+    assert (jsonl_fields(line + b"\n", [b"text"], 0) == ([["x"]], [0], [])) is valid
 
 
 @settings(max_examples=300, deadline=None)
@@ -546,7 +544,7 @@ def test_plain_jsonl_lines_as_lines_of_their_texts(lines, fields):
     # json.loads gives; None only when a text holds a line end.
     block = "".join(line + "\n" for line in lines).encode("utf-8")
     keys = [f.encode() for f in fields]
-    columns, indices, refused = jsonl_fields(block, keys)
+    columns, indices, refused = jsonl_fields(block, keys, 0)
     assert refused == []
     got = jsonl_field_lines(block, keys, 10)
     if any("\n" in t or "\r" in t for column in columns for t in column):

@@ -123,8 +123,9 @@ def _run_without_numpy(args):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
-    # Plain text goes through the core's line blocks; JSONL through
-    # encode_batch's flat result, joined without NumPy.  Both give the training tools' own bytes (.bin,
+    # Plain text goes through the core's line blocks; JSONL too (the lines
+    # of its texts' UTF-8), or through encode_batch's flat result, joined
+    # without NumPy, for a block that cannot go as lines.  Both give the training tools' own bytes (.bin,
     # .ds), a run's with NumPy (.npy) and the API's ids (txt, jsonl); BOS/EOD
     # where the case asks.
     case = CASES[name]

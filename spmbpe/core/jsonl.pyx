@@ -316,10 +316,11 @@ cdef class _FieldScratch:
         free(self.f.name_lens)
 
 
-def jsonl_fields(const unsigned char[::1] block, list fields):
+def jsonl_fields(const unsigned char[::1] block, list fields, int64_t first_line):
     """The `fields` (UTF-8 bytes) of the JSONL lines of `block` (valid
     UTF-8, each line ending with "\\n"): (a list of strs per field, the
-    index of each document's line, the lines that are not the plain case).
+    number of each document's line, counted from `first_line` for the
+    block's first, the lines that are not the plain case).
     A line that is not plain is a document here, with None in every
     column; the third list holds (its position among the documents, its
     text), in order, for json.loads to read."""
@@ -348,7 +349,7 @@ def jsonl_fields(const unsigned char[::1] block, list fields):
                 (<list>columns[k]).append(PyUnicode_DecodeUTF8(
                     <const char *>scratch.f.values + k * scratch.f.stride, scratch.f.lengths[k], NULL))
         if got != 0:
-            lines.append(line)
+            lines.append(first_line + line)
         start = end + 1
         line += 1
     return columns, lines, refused
