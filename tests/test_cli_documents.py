@@ -346,12 +346,15 @@ def test_resume_of_jsonl_input_gives_the_bytes_of_an_uninterrupted_run(here, tmp
         inputs.append(path)
     flags = ["--append-eod", "--shard-size", "1500", "--batch-size", "2K", "--format", "ds"]
     _resumed_as_whole(here, tmp_path, flags, inputs)
-    # And the documents are the API's: each JSONL text's ids and the EOS.
-    tok = spmbpe.load("mistral-v1")
+    # And the documents are live sentencepiece's ids of each JSONL text (the
+    # command line's default model is Mistral v1's .model), then the EOS.
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
     texts = [json.loads(r)["text"] for path in inputs for r in path.read_text(encoding="utf-8").splitlines() if r]
     single = tmp_path / "single.ds"
     ok(here(["encode", "--append-eod", "-o", single, *inputs]))
-    assert _array_docs(single, "ds") == [tok.encode(t) + [tok.eos_id] for t in texts]
+    assert _array_docs(single, "ds") == [sp.encode(t) + [sp.eos_id()] for t in texts]
 
 
 # ------------------------------------------------------------------ JSONL lines: compiled, json.loads for the rest
