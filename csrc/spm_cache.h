@@ -105,21 +105,33 @@ typedef struct {
  * (spm_head8).  Copied byte by byte into a word on the stack, the word's
  * load waited for those stores every time. */
 static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
-    while (n >= 8) {
-        uint64_t k;
-        memcpy(&k, s, 8);
-        k *= 0x87C37B91114253D5ULL;
-        k ^= k >> 31;
-        h = (h ^ k) * 0x4CF5AD432745937FULL;
-        s += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t k = spm_head8(s, n, 1);
-        k *= 0x87C37B91114253D5ULL;
-        k ^= k >> 31;
-        h = (h ^ k) * 0x4CF5AD432745937FULL;
+    uint64_t h;
+    if (n <= 16) {
+        /* Most chunks: one or two words, each multiplied on its own (the
+         * products are independent), the length in the top bits.  The
+         * general loop's three dependent multiplies and its branches were a
+         * tenth of a lookup's instructions. */
+        uint64_t a = spm_head8(s, n < 8 ? n : 8, 1);
+        uint64_t b = n > 8 ? spm_head8(s + 8, n - 8, 1) : 0;
+        h = (a ^ ((uint64_t)n << 58)) * 0x87C37B91114253D5ULL;
+        h ^= b * 0x4CF5AD432745937FULL;
+    } else {
+        h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
+        while (n >= 8) {
+            uint64_t k;
+            memcpy(&k, s, 8);
+            k *= 0x87C37B91114253D5ULL;
+            k ^= k >> 31;
+            h = (h ^ k) * 0x4CF5AD432745937FULL;
+            s += 8;
+            n -= 8;
+        }
+        if (n) {
+            uint64_t k = spm_head8(s, n, 1);
+            k *= 0x87C37B91114253D5ULL;
+            k ^= k >> 31;
+            h = (h ^ k) * 0x4CF5AD432745937FULL;
+        }
     }
     h ^= h >> 33;
     h *= 0xC4CEB9FE1A85EC53ULL;
@@ -242,30 +254,63 @@ static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t ta
     return e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len);
 }
 
+/* One call's view of the cache for its lookups: the table as it was when
+ * the call began, and what a lookup needs from the cache, in locals.
+ * Loaded from the cache at every lookup, the table pointer (an acquire
+ * load), its mask and the offset's width cost more than the lookup's own
+ * work.  A table replaced by growth during the call stays valid (it is
+ * retired, not freed, until no thread encodes); a chunk inserted into
+ * its successor is merely not seen, which costs a merge. */
+typedef struct {
+    const uint32_t *slots;
+    const char *data;          /* the arena */
+    uint32_t mask;
+    uint32_t offset_bits;
+    uint32_t offset_mask;
+} spm_cache_view;
+
+static inline void spm_cache_view_of(const spm_cache *c, spm_cache_view *v) {
+    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+    v->slots = t->slots;
+    v->data = c->data;
+    v->mask = t->mask;
+    v->offset_bits = c->offset_bits;
+    v->offset_mask = (uint32_t)(((uint64_t)1 << c->offset_bits) - 1);
+}
+
 /* Starts loading the slot where a lookup of hash h begins, so that the
  * cache miss overlaps the work on the chunk before. */
-static inline void spm_cache_prefetch(const spm_cache *c, uint64_t h) {
+static inline void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h) {
 #if defined(__GNUC__) || defined(__clang__)
-    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
-    __builtin_prefetch(&t->slots[(uint32_t)h & t->mask]);
+    __builtin_prefetch(&v->slots[(uint32_t)h & v->mask]);
 #else
-    (void)c;
+    (void)v;
     (void)h;
 #endif
 }
 
-/* The entry of key[0:len] (hash h), or NULL. */
-static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
-    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
-    uint32_t tag = spm_cache_tag(c, h);
-    uint32_t i = (uint32_t)h & t->mask;
-    for (uint32_t probes = 0; probes <= t->mask; probes++) {
-        uint32_t word = spm_load_acquire_u32(&t->slots[i]);
+/* The entry of key[0:len] (hash h) in the view's table, or NULL. */
+static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const char *key, size_t len,
+                                                        uint64_t h) {
+    uint32_t tag = (uint32_t)(h >> 32) >> v->offset_bits;
+    uint32_t i = (uint32_t)h & v->mask;
+    for (uint32_t probes = 0; probes <= v->mask; probes++) {
+        uint32_t word = spm_load_acquire_u32(&v->slots[i]);
         if (word == 0) return NULL;
-        if (spm_cache_holds(c, word, tag, key, len)) return spm_cache_entry_at(c, word);
-        i = (i + 1) & t->mask;
+        if ((word >> v->offset_bits) == tag) {
+            const spm_cache_entry *e = (const spm_cache_entry *)(v->data + ((size_t)(word & v->offset_mask) - 1) * 4);
+            if (e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len)) return e;
+        }
+        i = (i + 1) & v->mask;
     }
     return NULL;
+}
+
+/* The entry of key[0:len] (hash h) in the current table, or NULL. */
+static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
+    spm_cache_view v;
+    spm_cache_view_of(c, &v);
+    return spm_cache_view_get(&v, key, len, h);
 }
 
 /* Whether a table holding `used` chunks takes no more: below its largest

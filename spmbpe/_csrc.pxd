@@ -104,6 +104,7 @@ cdef extern from "spm_cache.h" nogil:
         uint32_t offset_bits
 
     uint32_t SPM_CACHE_MAX_SLOTS
+    int32_t SPM_CACHE_MAX_KEY
     size_t SPM_CACHE_MAX_DATA
     size_t SPM_CACHE_BLOCK
 
@@ -112,7 +113,13 @@ cdef extern from "spm_cache.h" nogil:
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
     void spm_cache_quiesce(spm_cache *c)
-    void spm_cache_prefetch(const spm_cache *c, uint64_t h)
+    ctypedef struct spm_cache_view:
+        pass
+
+    void spm_cache_view_of(const spm_cache *c, spm_cache_view *v)
+    void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h)
+    const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const char *key, size_t length,
+                                              uint64_t h)
     const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)
     ctypedef struct spm_cache_writer:

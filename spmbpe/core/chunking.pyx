@@ -11,10 +11,33 @@
 # seen before gives its cached ids.
 
 
-cdef inline bint cacheable_chunk(const char *text, int32_t begin, int32_t end) noexcept nogil:
-    """Whether the chunk text[begin:end] goes through the cache: not one
-    character (looked up faster than the cache is) and not too long."""
-    return end - begin <= 256 and utf8_len(<uint8_t>text[begin]) < end - begin
+cdef inline bint single_char(const char *text, int32_t begin, int32_t length) noexcept nogil:
+    """Whether the chunk of `length` bytes at text[begin] is one character
+    (or less): looked up faster than the cache is, so not cached."""
+    return length <= 4 and utf8_len(<uint8_t>text[begin]) >= length
+
+
+# A chunk run() will come to: its length, whether it is one character,
+# whether it goes through the cache and its hash.
+ctypedef struct ChunkAhead:
+    uint64_t h
+    int32_t length
+    bint single
+    bint cached
+
+
+cdef inline void look_ahead(const char *text, int32_t begin, int32_t end, bint caching,
+                            const spm_cache_view *view, ChunkAhead *c) noexcept nogil:
+    """Fills c for the chunk text[begin:end] and, when it goes through the
+    cache (not one character, nor longer than a key may be), starts
+    loading its slot."""
+    c.length = end - begin
+    c.single = single_char(text, begin, c.length)
+    c.cached = caching and not c.single and c.length <= SPM_CACHE_MAX_KEY
+    c.h = 0
+    if c.cached:
+        c.h = spm_hash_bytes(text + begin, <size_t>c.length)
+        spm_cache_view_prefetch(view, c.h)
 
 
 cdef inline bint isolated_byte(uint64_t isolated, uint8_t u) noexcept nogil:
@@ -560,12 +583,17 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     """Merges w.text[0:m]: whole, or chunk by chunk at the boundaries
     before a "▁" that follows other text, reusing cached chunks."""
     cdef const char *text = w.text
-    cdef int32_t begin, end, nb, b
+    cdef const int32_t *bounds
+    cdef int32_t begin, end, nb, b, length
     cdef const spm_cache_entry *hit
-    cdef uint64_t h = 0, next_h = 0
-    cdef size_t mark
-    cdef bint use_cache, next_cached, single, prev_unknown
+    cdef spm_cache_view view
+    cdef uint64_t h, lookups = 0, hits = 0
+    cdef ChunkAhead ahead
+    cdef size_t mark, n_ids
+    cdef bint use_cache, single, prev_unknown
+    cdef bint want_spans = w.want_spans
     cdef const int32_t *cached
+    cdef int32_t *ids
     cdef int32_t k, token_id
     cdef int rc
     # (A local: stores into the workspace could alias t as far as the
@@ -580,72 +608,91 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     nb = w.ready_bounds if w.ready_bounds >= 0 else find_bounds(t, w, m)
     if nb < 0:
         return ERR_NOMEM
-    begin = 0
+    # Room for every id the text can give (each covers at least a byte),
+    # and the four a hit copies whatever its count: the hits below append
+    # to a local cursor with no check of their own.
+    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + <size_t>m + 8) != OK:
+        return ERR_NOMEM
+    ids = w.ids
+    n_ids = w.ids_len
+    bounds = w.bounds
+    if cache != NULL:
+        spm_cache_view_of(cache, &view)
+    else:
+        memset(&view, 0, sizeof(view))
     # Each chunk's hash is taken one chunk ahead and its slot prefetched,
     # so that the cache miss overlaps the chunk before.
-    next_cached = cache != NULL and cacheable_chunk(text, 0, w.bounds[0])
-    if next_cached:
-        next_h = spm_hash_bytes(text, <size_t>w.bounds[0])
+    look_ahead(text, 0, bounds[0], cache != NULL, &view, &ahead)
+    begin = 0
     for b in range(nb):
-        end = w.bounds[b]
+        end = bounds[b]
+        length = ahead.length
         # One character is looked up faster than the cache is: chunks cut
         # between CJK characters are mostly single.
-        single = utf8_len(<uint8_t>text[begin]) >= end - begin
-        use_cache = next_cached
-        h = next_h
-        next_cached = cache != NULL and b + 1 < nb and cacheable_chunk(text, end, w.bounds[b + 1])
-        if next_cached:
-            next_h = spm_hash_bytes(text + end, <size_t>(w.bounds[b + 1] - end))
-            spm_cache_prefetch(cache, next_h)
+        single = ahead.single
+        use_cache = ahead.cached
+        h = ahead.h
+        if b + 1 < nb:
+            look_ahead(text, end, bounds[b + 1], cache != NULL, &view, &ahead)
         if use_cache:
-            hit = spm_cache_get(cache, text + begin, <size_t>(end - begin), h)
-            w.cache_lookups += 1
+            hit = spm_cache_view_get(&view, text + begin, <size_t>length, h)
+            lookups += 1
             if hit != NULL:
-                w.cache_hits += 1
-                rc = spans_of_hit(t, w, spm_cache_ids(hit), hit.ids_len, begin, end) \
-                    if w.want_spans else OK
-                if rc == ERR_NOMEM:
-                    return rc
+                hits += 1
+                rc = OK
+                if want_spans:
+                    w.ids_len = n_ids
+                    rc = spans_of_hit(t, w, spm_cache_ids(hit), hit.ids_len, begin, end)
+                    if rc == ERR_NOMEM:
+                        return rc
                 if rc == OK:
-                    if grow_int32(&w.ids, &w.ids_cap, w.ids_len + hit.ids_len + 4) != OK:
-                        return ERR_NOMEM
                     cached = spm_cache_ids(hit)
                     if hit.ids_len <= 4:
                         # Four ids whatever their number (the arena and
                         # the ids have room past the end): a copy loop's
                         # branches followed each chunk's count.
-                        memcpy(w.ids + w.ids_len, cached, 4 * sizeof(int32_t))
+                        memcpy(ids + n_ids, cached, 4 * sizeof(int32_t))
                     else:
                         for k in range(hit.ids_len):  # (a few ids: no memcpy call)
-                            w.ids[w.ids_len + k] = cached[k]
-                    w.ids_len += hit.ids_len
+                            ids[n_ids + k] = cached[k]
+                    n_ids += hit.ids_len
                     begin = end
                     continue
                 use_cache = False  # (merged below for its spans; already cached)
-        if single and not w.want_spans:
+        w.ids_len = n_ids
+        if single and not want_spans:
             # A character in the vocabulary is its id, whichever merger
             # (emit_piece's fast case, without the call; merge_pairs makes
             # no merge of one symbol).
-            token_id = char_id(t, w, text + begin, end - begin)
+            token_id = char_id(t, w, text + begin, length)
             if token_id >= 0:
-                if ws_push_id(w, token_id) != OK:
-                    return ERR_NOMEM
+                ids[n_ids] = token_id
+                n_ids += 1
                 begin = end
                 continue
-        mark = w.ids_len
+        mark = n_ids
         if t.pairs != NULL:
             rc = merge_pairs(t, w, begin, end)
         elif single:
             prev_unknown = False
-            rc = emit_piece(t, w, begin, end - begin, &prev_unknown)
+            rc = emit_piece(t, w, begin, length, &prev_unknown)
         else:
             rc = merge(t, w, begin, end)
         if rc != OK:
+            w.cache_lookups += lookups
+            w.cache_hits += hits
             return rc
+        # (The mergers grow w.ids themselves; within the room made above
+        # it does not move, but it is read again in case.)
+        ids = w.ids
+        n_ids = w.ids_len
         if use_cache:
-            spm_cache_put(cache, &w.cache_writer, text + begin, <size_t>(end - begin), h,
-                          w.ids + mark, w.ids_len - mark)
+            spm_cache_put(cache, &w.cache_writer, text + begin, <size_t>length, h,
+                          ids + mark, n_ids - mark)
         begin = end
+    w.ids_len = n_ids
+    w.cache_lookups += lookups
+    w.cache_hits += hits
     return OK
 
 
