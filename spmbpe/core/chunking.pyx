@@ -592,6 +592,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     cdef size_t mark, n_ids
     cdef bint use_cache, single, prev_unknown
     cdef bint want_spans = w.want_spans
+    cdef uint8_t u
     cdef const int32_t *cached
     cdef int32_t *ids
     cdef int32_t k, token_id
@@ -664,7 +665,8 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
             # A character in the vocabulary is its id, whichever merger
             # (emit_piece's fast case, without the call; merge_pairs makes
             # no merge of one symbol).
-            token_id = char_id(t, w, text + begin, length)
+            u = <uint8_t>text[begin]
+            token_id = t.ascii_ids[u] if u < 0x80 and length == 1 else char_id(t, w, text + begin, length)
             if token_id >= 0:
                 ids[n_ids] = token_id
                 n_ids += 1

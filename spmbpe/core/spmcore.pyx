@@ -102,6 +102,13 @@ cdef class SpmCore:
                 break
             self.t.byte_ids[b] = found
 
+        # (run's single ASCII characters, punctuation and digits mostly: a
+        # look-up in a table of 128, not the character memo's hashing.)
+        cdef char one
+        for b in range(128):
+            one = <char>b
+            self.t.ascii_ids[b] = spm_vocab_find(self.vocab, &one, 1)
+
         buildable = bytearray(n)
         cdef uint8_t[::1] build_view = buildable
         for b in range(n):

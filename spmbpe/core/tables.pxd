@@ -38,6 +38,7 @@ ctypedef struct CoreTables:
     int32_t n_pieces
     int32_t unk_id                # -1 when the vocabulary has none
     int32_t byte_ids[256]         # the <0xNN> pieces, with byte_fallback
+    int32_t ascii_ids[128]        # each ASCII character's piece, or -1
     bint byte_fallback            # all 256 <0xNN> pieces exist
     bint collapse_unknown         # consecutive unknown characters -> one unk
     bint any_resplit              # some piece has SPM_FLAG_RESPLIT
