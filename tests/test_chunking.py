@@ -78,7 +78,7 @@ def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
     # Twice: the second pass is served from the cache.
     for _ in range(2):
         assert fast.encode_batch(texts, num_threads=1, special="all") == slow.encode_batch(texts, num_threads=1, special="all")
-    for name in ("en_botchan.txt", "multi_ja.txt", "multi_zh_CN.txt"):
+    for name in ("en_botchan.txt", "multi_ja.txt", "multi_zh_CN.txt", "multi_ru.txt"):
         doc = (DATA / "corpus" / name).read_text(encoding="utf-8")[:50000]
         assert fast.encode(doc, special="all") == slow.encode(doc, special="all")
         assert fast.encode_with_offsets(doc, special="all") == slow.encode_with_offsets(doc, special="all")
@@ -488,7 +488,10 @@ _ASCII = st.lists(
 ).map("".join)
 _ANY = st.lists(
     st.sampled_from(["the", " ", "  ", "1", "\n", ",", "é", "éb", "яб", "б", "日本語", "。", "🦙", "🦙日", "中中",
-                     "\u2581", "\u2581\u2581", " \u2581", "\u2581a", "a\u2581", "\u00a0", "ü", "文x"])
+                     "\u2581", "\u2581\u2581", " \u2581", "\u2581a", "a\u2581", "\u00a0", "ü", "文x",
+                     # Runs of two-byte characters (escape's loop of their own), the
+                     # ends of their range, and what ends a run.
+                     "привет", " мир", "ёж", "αβγ", "שלום", "سلام", "\u0080\u07ff", "\u07ffя", "яé日"])
     | st.text(max_size=4).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)),
     max_size=30,
 ).map("".join)
