@@ -435,6 +435,46 @@ def _mistral_sp():
 
 _MISTRAL_SP = _mistral_sp()
 
+def _mistral_hf():
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(DATA / "mistral-v1.tokenizer.json"))
+
+
+_MISTRAL_HF = _mistral_hf()
+
+# Words of two-byte characters, which escape takes in a loop of their own
+# after a first one (Cyrillic, Greek, Hebrew, Arabic, Armenian, Latin-1, and
+# the ends of the two-byte range), beside ASCII, punctuation, digits, CJK
+# and emoji, and any run of characters of that range.
+_TWO_BYTE = st.sampled_from([
+    "привет", " мир", "Ёлка", "ёж", "ЖЖЖ", "αβγ", " Ωμέγα", "שלום", " עולם", "سلام", "عليكم", "Բարեւ",
+    "été", "Straße", "\u0080\u07ff", "\u07ffя", "яé日", "я🦙", "я1", "я\n", "я ", "я,", "б.", "(я)",
+]) | st.text(st.characters(min_codepoint=0x80, max_codepoint=0x7FF, exclude_categories=("Cs",)), min_size=1,
+             max_size=8)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.lists(_TWO_BYTE | _PUNCT, max_size=20).map("".join))
+def test_two_byte_words_equal_sentencepiece_and_tokenizers(text):
+    model, json_tok = _PUNCT_PAIRS[0][0], _PUNCT_PAIRS[1][0]
+    assert model.encode_ordinary(text) == _MISTRAL_SP.encode(text)
+    assert json_tok.encode_ordinary(text) == _MISTRAL_HF.encode(text, add_special_tokens=False).ids
+
+
+def test_russian_lines_and_document_equal_sentencepiece_and_tokenizers():
+    doc = (DATA / "corpus" / "multi_ru.txt").read_text(encoding="utf-8")
+    lines = [x for x in doc.splitlines() if x.strip()]
+    model, json_tok = _PUNCT_PAIRS[0][0], _PUNCT_PAIRS[1][0]
+    # Twice: the second pass is served from the cache.
+    for _ in range(2):
+        assert model.encode_batch(lines, num_threads=1) == _MISTRAL_SP.encode(lines)
+        assert json_tok.encode_batch(lines, num_threads=1) == [
+            e.ids for e in _MISTRAL_HF.encode_batch(lines, add_special_tokens=False)]
+    assert model.encode(doc) == _MISTRAL_SP.encode(doc)
+    assert json_tok.encode(doc) == _MISTRAL_HF.encode(doc, add_special_tokens=False).ids
+
+
 # Pieces that hold ASCII pairs, digits beside letters, a newline beside a
 # letter and pairs of two-byte characters: the cuts must leave all of them.
 _PAIR_PIECES = [
