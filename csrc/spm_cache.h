@@ -153,9 +153,18 @@ static inline const int32_t *spm_cache_ids(const spm_cache_entry *e) {
     return (const int32_t *)(spm_cache_key(e) + ((e->key_len + 3u) & ~3u));
 }
 
+/* A slot word's low `offset_bits` bits: the mask of its entry's offset. */
+static inline uint32_t spm_cache_offset_mask(uint32_t offset_bits) {
+    return (uint32_t)(((uint64_t)1 << offset_bits) - 1);
+}
+
+/* The entry slot word `word` points to in the arena `data`. */
+static inline const spm_cache_entry *spm_cache_entry_in(const char *data, uint32_t offset_mask, uint32_t word) {
+    return (const spm_cache_entry *)(data + ((size_t)(word & offset_mask) - 1) * 4);
+}
+
 static inline const spm_cache_entry *spm_cache_entry_at(const spm_cache *c, uint32_t word) {
-    uint32_t offset = word & (uint32_t)(((uint64_t)1 << c->offset_bits) - 1);
-    return (const spm_cache_entry *)(c->data + ((size_t)offset - 1) * 4);
+    return spm_cache_entry_in(c->data, spm_cache_offset_mask(c->offset_bits), word);
 }
 
 /* The tag a slot holds for hash h: the upper bits of its upper half, as
@@ -245,13 +254,19 @@ static inline void spm_cache_quiesce(spm_cache *c) {
 }
 
 /* Whether the slot word `word` (non-zero) holds key[0:len], whose hash's
- * tag (spm_cache_tag) is `tag`.  8 bytes must be readable at the key's last byte, as
- * for spm_hash_bytes; an entry's key is followed by at least one id, so its
- * own last word is inside the entry. */
-static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const char *key, size_t len) {
-    if ((word >> c->offset_bits) != tag) return 0;
-    const spm_cache_entry *e = spm_cache_entry_at(c, word);
+ * tag (spm_cache_tag) is `tag`, in the arena `data` whose offsets take the
+ * low `offset_bits` bits of a word.  8 bytes must be readable at the key's
+ * last byte, as for spm_hash_bytes; an entry's key is followed by at least
+ * one id, so its own last word is inside the entry. */
+static inline int spm_cache_word_holds(const char *data, uint32_t offset_bits, uint32_t offset_mask, uint32_t word,
+                                       uint32_t tag, const char *key, size_t len) {
+    if ((word >> offset_bits) != tag) return 0;
+    const spm_cache_entry *e = spm_cache_entry_in(data, offset_mask, word);
     return e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len);
+}
+
+static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const char *key, size_t len) {
+    return spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), word, tag, key, len);
 }
 
 /* One call's view of the cache for its lookups: the table as it was when
@@ -275,7 +290,7 @@ static inline void spm_cache_view_of(const spm_cache *c, spm_cache_view *v) {
     v->data = c->data;
     v->mask = t->mask;
     v->offset_bits = c->offset_bits;
-    v->offset_mask = (uint32_t)(((uint64_t)1 << c->offset_bits) - 1);
+    v->offset_mask = spm_cache_offset_mask(c->offset_bits);
 }
 
 /* Starts loading the slot where a lookup of hash h begins, so that the
@@ -297,10 +312,8 @@ static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v,
     for (uint32_t probes = 0; probes <= v->mask; probes++) {
         uint32_t word = spm_load_acquire_u32(&v->slots[i]);
         if (word == 0) return NULL;
-        if ((word >> v->offset_bits) == tag) {
-            const spm_cache_entry *e = (const spm_cache_entry *)(v->data + ((size_t)(word & v->offset_mask) - 1) * 4);
-            if (e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len)) return e;
-        }
+        if (spm_cache_word_holds(v->data, v->offset_bits, v->offset_mask, word, tag, key, len))
+            return spm_cache_entry_in(v->data, v->offset_mask, word);
         i = (i + 1) & v->mask;
     }
     return NULL;

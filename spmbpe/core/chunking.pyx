@@ -356,7 +356,7 @@ cdef Py_ssize_t escape_two_byte_run(const CoreTables *t, const char *src, Py_ssi
     while True:
         bounds[cuts] = <int32_t>at
         memcpy(text + at, src + i, 2)
-        cuts += not spm_charpairs_has(t.rules.char_pairs, spm_head8(src + i - 2, 4, 0))
+        cuts += cut_between(t, src + i - 2, 2, 2, False)
         at += 2
         i += 2
         if i + 2 > n or (<uint8_t>src[i] & 0xE0) != 0xC0:
@@ -621,7 +621,6 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     cdef size_t mark, n_ids
     cdef bint use_cache, single, prev_unknown
     cdef bint want_spans = w.want_spans
-    cdef uint8_t u
     cdef const int32_t *cached
     cdef int32_t *ids
     cdef int32_t k, token_id
@@ -694,8 +693,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
             # A character in the vocabulary is its id, whichever merger
             # (emit_piece's fast case, without the call; merge_pairs makes
             # no merge of one symbol).
-            u = <uint8_t>text[begin]
-            token_id = t.ascii_ids[u] if u < 0x80 and length == 1 else char_id(t, w, text + begin, length)
+            token_id = char_id(t, w, text + begin, length)
             if token_id >= 0:
                 ids[n_ids] = token_id
                 n_ids += 1

@@ -102,7 +102,7 @@ cdef class SpmCore:
                 break
             self.t.byte_ids[b] = found
 
-        # (run's single ASCII characters, punctuation and digits mostly: a
+        # (char_id's ASCII characters, punctuation and digits mostly: a
         # look-up in a table of 128, not the character memo's hashing.)
         cdef char one
         for b in range(128):
