@@ -54,6 +54,9 @@ static inline uint32_t spm_load_u32(const uint32_t *p) {
 static inline void spm_store_u32(uint32_t *p, uint32_t v) {
     InterlockedExchange((volatile LONG *)p, (LONG)v);
 }
+static inline void spm_or_u32(uint32_t *p, uint32_t v) {
+    InterlockedOr((volatile LONG *)p, (LONG)v);
+}
 /* 1 when *p went from 0 to 1 (a try-lock). */
 static inline int spm_try_lock(uint32_t *p) {
     return InterlockedCompareExchange((volatile LONG *)p, 1, 0) == 0;
@@ -98,6 +101,9 @@ static inline uint32_t spm_load_u32(const uint32_t *p) {
 }
 static inline void spm_store_u32(uint32_t *p, uint32_t v) {
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+static inline void spm_or_u32(uint32_t *p, uint32_t v) {
+    __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
 }
 static inline int spm_try_lock(uint32_t *p) {
     uint32_t expected = 0;

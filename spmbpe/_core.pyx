@@ -53,6 +53,8 @@ from spmbpe._csrc cimport (
     spm_cache_entry,
     spm_cache_free,
     spm_cache_ids,
+    spm_cache_mark,
+    spm_cache_sweep,
     spm_cache_init,
     spm_cache_put,
     spm_cache_flush,

@@ -122,6 +122,8 @@ cdef extern from "spm_cache.h" nogil:
                                               uint64_t h)
     const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)
+    void spm_cache_mark(const spm_cache_entry *e)
+    uint32_t spm_cache_sweep(spm_cache *c)
     ctypedef struct spm_cache_writer:
         pass
 

@@ -330,10 +330,11 @@ def test_large_documents_cut_for_threads():
     assert ids.tolist() == [i for w in want for i in w]
 
 
-def test_cache_fills_stops_and_empties_under_threads():
+def test_cache_fills_stops_and_is_swept_under_threads():
     """A small cache filled by threads at once: inserts stop when it is full
     (it stays bounded), ids stay exact, and a call that starts when no
-    thread is encoding empties it."""
+    thread is encoding sweeps it (only the chunks found since it filled
+    stay)."""
     tok = spmbpe.load(MODEL)
     _testing.limit_cache(tok._core, 1024, 16 * 1024)
     lines = [f"{line} {k}{k * 7919}" for k, line in enumerate(LINES)]
@@ -373,18 +374,23 @@ def test_cache_fills_stops_and_empties_under_threads():
     # (No entry is written past the 16 kB arena: tools/sanitize.sh runs this
     # test under AddressSanitizer.)
     assert seen and all(slots == 1024 and used <= 768 + 6 * 16 for slots, used, _, _ in seen)
-    # (Capacity set again: a fresh cache, its hit counts zero.)  A call with
-    # more new chunks than the cache holds leaves it full; after a second
-    # call in which every lookup misses, the next call, with no thread
-    # encoding, empties it first.
+    # (Capacity set again: a fresh cache, its lookup count zero.)  A call
+    # with more new chunks than the cache holds leaves it full; after a
+    # second call that finds none of its words, the next call, with no
+    # thread encoding, sweeps it first: the words go, and what stays is
+    # what the second call found (the "▁w" that starts each word, say).
     tok.cache_capacity = 512
-    tok.encode_ordinary(" ".join(_letter_words(0, 2000)))
-    assert _testing.cache_info(tok._core)[3]
+    first = _letter_words(0, 2000)
+    tok.encode_ordinary(" ".join(first))
+    _, filled, _, full = _testing.cache_info(tok._core)
+    assert full
     tok.encode_ordinary(" ".join(_letter_words(2000, 4000)))
-    assert _testing.cache_info(tok._core)[3]
+    assert _testing.cache_info(tok._core)[1:4:2] == (filled, True)
     tok.encode_ordinary("again")
     _, used, _, full = _testing.cache_info(tok._core)
-    assert used == 1 and not full
+    assert not full and 1 <= used < filled // 2
+    assert _testing.cached_ids(tok._core, "▁again".encode()) == tok.encode_ordinary("again")
+    assert all(_testing.cached_ids(tok._core, ("▁" + w).encode()) is None for w in first)
     for doc, ids in zip(docs, want):
         assert tok.encode_ordinary(doc) == ids
 
@@ -395,28 +401,38 @@ def _letter_words(first, stop):
     return ["w" + "".join(chr(97 + int(d)) for d in f"{k * 31:05d}") for k in range(first, stop)]
 
 
-def test_a_full_cache_stays_while_it_serves_and_empties_when_it_misses():
+def test_a_full_cache_keeps_what_serves_it_and_drops_the_rest():
     """A corpus larger than the cache: the cache keeps the chunks it holds
-    while lookups mostly hit (it used to be emptied every time it filled),
-    and is emptied once a table's worth of lookups since it filled mostly
-    missed."""
+    while they are found (it used to be emptied every time it filled, then
+    emptied only when lookups mostly missed), and once a table's worth of
+    lookups since it filled have been made, the chunks not found go and
+    new ones take their room."""
     tok = spmbpe.load(MODEL)
     _testing.limit_cache(tok._core, 1024, 1 << 20)
-    held, other = " ".join(_letter_words(0, 300)), " ".join(_letter_words(1000, 3000))
-    want = expected_ids(MODEL, [held, other], special="none")
-    tok.encode_ordinary(" ".join(_letter_words(0, 1000)))  # held's chunks go in first
-    _, used, _, full = _testing.cache_info(tok._core)
-    assert full and used == 768
-    for _ in range(4):  # over 1,024 lookups since it filled, all found
+    words, other = _letter_words(0, 1000), _letter_words(1000, 3000)
+    held = " ".join(words[:300])
+    want = expected_ids(MODEL, [held, " ".join(other)], special="none")
+    def cached(ws):
+        return {w: _testing.cached_ids(tok._core, ("\u2581" + w).encode()) for w in ws}
+
+    tok.encode_ordinary(" ".join(words))  # held's chunks go in first
+    _, filled, _, full = _testing.cache_info(tok._core)
+    assert full and filled == 768
+    before = cached(words[:300])
+    assert sum(ids is not None for ids in before.values()) > 200  # (most words are one chunk)
+    for _ in range(3):  # 900 lookups since it filled, all found
         assert tok.encode_ordinary(held) == want[0]
+    assert _testing.cache_info(tok._core)[1:4:2] == (768, True)
+    assert tok.encode_ordinary(held) == want[0]  # 1,200: swept before the next call
+    assert tok.encode_ordinary(" ".join(other)) == want[1]
     _, used, _, full = _testing.cache_info(tok._core)
     assert full and used == 768
-    assert tok.encode_ordinary(held) == want[0]
-    assert _testing.cache_info(tok._core)[1:4:2] == (768, True)
-    assert tok.encode_ordinary(other) == want[1]  # over 2,000 lookups, none found
-    tok.encode_ordinary("again")
-    _, used, _, full = _testing.cache_info(tok._core)
-    assert used == 1 and not full
+    now = cached(words + other)
+    assert all(now[w] == before[w] for w in words[:300])
+    assert all(now[w] is None for w in words[300:])
+    # other's first chunks took the room the sweep made.
+    assert sum(now[w] is not None for w in other) > 300
+    assert all(now[w] == tok.encode_ordinary(w) for w in words + other if now[w] is not None)
 
 
 def test_cache_grows_while_threads_read_it():

@@ -158,3 +158,82 @@ def test_key_comparison_reads_every_byte_and_none_past_the_key(n):
             other = bytearray(key)
             other[at] ^= flip
             assert not _testing.keys_equal(key, bytes(other), n), (n, at, flip)
+
+
+def _held(tok, words):
+    return {w: _testing.cached_ids(tok._core, MARKER + w.encode()) for w in words}
+
+
+def test_a_sweep_keeps_the_entries_found_and_drops_the_rest(sp, shapes):
+    """A full cache is swept once calls that started with it full have made
+    a table's worth of lookups (1,024 here): the entries found since the
+    last sweep stay, packed at the arena's start, each still answering the
+    references' ids, and the rest go, making room for new chunks.  Three
+    sweeps, so that entries the last one packed are moved and dropped too."""
+    pool = [w for ws in shapes.values() for w in ws[:250]]
+    random.Random(7).shuffle(pool)
+    keep, drop = pool[:200], pool[200:900]
+    tok = spmbpe.load(MODEL)
+    _testing.limit_cache(tok._core, 1024, 1 << 20)  # 768 chunks
+
+    def encode(words):
+        text = " ".join(words)
+        assert tok.encode_ordinary(text) == sp.encode(text)
+
+    def sweep():
+        # (When the next call starts; a lone letter is not looked up.)
+        assert _testing.cache_info(tok._core)[3]
+        assert tok.encode_ordinary("q") == sp.encode("q")
+
+    encode(keep + drop)  # 900 one-chunk words: keep's go in first
+    assert _testing.cache_info(tok._core)[1:4:2] == (768, True)
+    for _ in range(6):  # 1,200 lookups since it filled, keep's only
+        encode(keep)
+    sweep()
+    _, used, _, full = _testing.cache_info(tok._core)
+    assert (used, full) == (200, False)
+    assert _held(tok, keep) == {w: sp.encode(w) for w in keep}
+    assert set(_held(tok, drop).values()) == {None}
+
+    encode(drop)  # 568 of them fit: the first ones
+    assert _testing.cache_info(tok._core)[1:4:2] == (768, True)
+    for _ in range(4):  # 1,200 lookups: drop[:300] found, keep not
+        encode(drop[:300])
+    sweep()
+    assert _testing.cache_info(tok._core)[1:4:2] == (300, False)
+    assert _held(tok, drop[:300]) == {w: sp.encode(w) for w in drop[:300]}
+    assert set(_held(tok, keep + drop[300:]).values()) == {None}
+
+    # The packed entries' first half goes, its second half moves down,
+    # and entries from the writers' blocks follow it.
+    encode(keep + drop[300:700])  # keep and 268 of drop's
+    assert _testing.cache_info(tok._core)[1:4:2] == (768, True)
+    found = drop[150:300] + keep
+    for _ in range(3):  # 1,050 lookups
+        encode(found)
+    sweep()
+    assert _testing.cache_info(tok._core)[1:4:2] == (len(found), False)
+    assert _held(tok, found) == {w: sp.encode(w) for w in found}
+    assert set(_held(tok, drop[:150] + drop[300:]).values()) == {None}
+    # And new chunks go in after them.
+    encode(drop[300:400])
+    assert _testing.cache_info(tok._core)[1] == len(found) + 100
+    assert _held(tok, drop[300:400]) == {w: sp.encode(w) for w in drop[300:400]}
+
+
+def test_a_long_document_sweeps_the_cache_between_its_blocks(sp, shapes):
+    """One call: a document whose first part fills the cache with chunks
+    that do not come back, then repeats other words.  It is read in blocks
+    of 64 kB, and the cache is swept between two of them (only this call
+    encodes), so the later words are cached by the end of the call; swept
+    only when a call starts, they were not cached at all."""
+    pool = [w for ws in shapes.values() for w in ws[:300]]
+    random.Random(9).shuffle(pool)
+    first, later = pool[:1000], pool[1000:1100]
+    text = " ".join(first) + " " + " ".join(later * 400)
+    assert len(text) > 200_000  # (three blocks or more)
+    tok = spmbpe.load(MODEL)
+    _testing.limit_cache(tok._core, 1024, 1 << 20)
+    assert tok.encode_ordinary(text) == sp.encode(text)
+    assert _held(tok, later) == {w: sp.encode(w) for w in later}
+    assert set(_held(tok, first).values()) == {None}

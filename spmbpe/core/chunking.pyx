@@ -616,7 +616,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
     cdef int32_t begin, end, nb, b, length
     cdef const spm_cache_entry *hit
     cdef spm_cache_view view
-    cdef uint64_t h, lookups = 0, hits = 0
+    cdef uint64_t h, lookups = 0
     cdef ChunkAhead ahead
     cdef size_t mark, n_ids
     cdef bint use_cache, single, prev_unknown
@@ -667,7 +667,7 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
             hit = spm_cache_view_get(&view, text + begin, <size_t>length, h)
             lookups += 1
             if hit != NULL:
-                hits += 1
+                spm_cache_mark(hit)
                 rc = OK
                 if want_spans:
                     w.ids_len = n_ids
@@ -709,7 +709,6 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
             rc = merge(t, w, begin, end)
         if rc != OK:
             w.cache_lookups += lookups
-            w.cache_hits += hits
             return rc
         # (The mergers grow w.ids themselves; within the room made above
         # it does not move, but it is read again in case.)
@@ -721,7 +720,6 @@ cdef int run(const CoreTables *t, Workspace *w, int32_t m) noexcept nogil:
         begin = end
     w.ids_len = n_ids
     w.cache_lookups += lookups
-    w.cache_hits += hits
     return OK
 
 

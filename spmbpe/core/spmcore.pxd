@@ -21,12 +21,12 @@ cdef class SpmCore:
     cdef bint cache_off               # cache_capacity 0: chunks are merged every time
     cdef uint32_t cache_slots         # the cache's bounds (set_cache_capacity, _testing.limit_cache)
     cdef size_t cache_bytes
-    cdef uint64_t full_lookups        # cache lookups since it filled (keep_or_clear_cache)
-    cdef uint64_t full_hits
+    cdef uint64_t full_lookups        # cache lookups since it filled (sweep_cache_if_due)
     cdef PyObject **id_objects        # each id's int, made on first use (id_list)
 
     cdef int mark_mergeable(self, uint8_t[::1] selected) except -1
-    cdef void keep_or_clear_cache(self)
+    cdef void sweep_cache_if_due(self)
+    cdef void sweep_between_blocks(self, Workspace *w)
     cdef Workspace *acquire(self) except NULL
     cdef void release(self, Workspace *w)
     cdef int make_id_objects(self) except -1

@@ -60,7 +60,6 @@ cdef class SpmCore:
         self.cache_slots = SPM_CACHE_MAX_SLOTS
         self.cache_bytes = SPM_CACHE_MAX_DATA
         self.full_lookups = 0
-        self.full_hits = 0
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
@@ -245,6 +244,7 @@ cdef class SpmCore:
                         list_room(out, n // 4 + 64)
                     self.append_ids(out, w.ids, w.ids_len)
                     w.ids_len = 0
+                self.sweep_between_blocks(w)
                 start = end
             if out is None:
                 out = self.id_list(w.ids, w.ids_len)
@@ -287,17 +287,33 @@ cdef class SpmCore:
             spm_cache_free(&self.cache)
             self.cache_ready = False
 
-    cdef void keep_or_clear_cache(self):
-        """A full cache is kept while it serves: once calls that started
-        with it full have made as many lookups as its table has slots, it
-        is emptied if fewer than half of them hit (the text is no longer
-        the text it holds), and the count starts again.  No thread is
+    cdef void sweep_cache_if_due(self):
+        """A full cache is swept (spm_cache_sweep: the chunks found since
+        the last sweep stay, the rest make room) once calls that started
+        with it full have made as many lookups as its table has slots: a
+        chunk must recur within that many to stay.  No thread is
         encoding."""
         if not self.cache.full or self.full_lookups < <uint64_t>self.cache.table.mask + 1:
             return
-        if self.full_hits * 2 < self.full_lookups:
-            spm_cache_clear(&self.cache)
-        self.full_lookups = self.full_hits = 0
+        spm_cache_sweep(&self.cache)
+        self.full_lookups = 0
+
+    cdef void sweep_between_blocks(self, Workspace *w):
+        """sweep_cache_if_due between two blocks of one long text (the GIL
+        held; `w`, the caller's workspace, between merges), when no other
+        thread encodes: none can start while the GIL is held, so none
+        reads the cache while it is swept.  (Decided only when a call
+        starts, a document kept, for all its length, a cache its first
+        part filled.)"""
+        if self.active != 1 or not self.cache_ready:
+            return
+        spm_cache_flush(&self.cache, &w.cache_writer)
+        if w.cache_was_full:
+            self.full_lookups += w.cache_lookups
+        w.cache_lookups = 0
+        spm_cache_quiesce(&self.cache)
+        self.sweep_cache_if_due()
+        w.cache_was_full = spm_load_u32(&self.cache.full)
 
     cdef Workspace *acquire(self) except NULL:
         """An idle workspace, or a new one.  Called with the GIL held, which
@@ -312,10 +328,10 @@ cdef class SpmCore:
                 self.t.cache = &self.cache if self.cache_ready else NULL
             elif self.clear_pending:
                 spm_cache_clear(&self.cache)
-                self.full_lookups = self.full_hits = 0
+                self.full_lookups = 0
             else:
                 spm_cache_quiesce(&self.cache)
-                self.keep_or_clear_cache()
+                self.sweep_cache_if_due()
             self.clear_pending = False
         if self.pool_len:
             self.pool_len -= 1
@@ -341,8 +357,7 @@ cdef class SpmCore:
             spm_cache_flush(&self.cache, &w.cache_writer)
             if w.cache_was_full:
                 self.full_lookups += w.cache_lookups
-                self.full_hits += w.cache_hits
-        w.cache_lookups = w.cache_hits = 0
+        w.cache_lookups = 0
         if w.utf8_cap > _KEEP_TEXT_BYTES:
             free(w.utf8)
             w.utf8 = NULL
@@ -403,7 +418,7 @@ cdef class SpmCore:
             # freed arena must not be written into the next one.)
             for k in range(self.pool_len):
                 spm_cache_writer_init(&self.pool[k].cache_writer)
-        self.full_lookups = self.full_hits = 0
+        self.full_lookups = 0
         self.clear_pending = False
         self.cache_off = chunks == 0
         self.cache_slots = <uint32_t>slots

@@ -79,6 +79,5 @@ ctypedef struct Workspace:
     uint64_t *char_ids
     spm_cache_writer cache_writer  # this thread's side of inserting into the shared cache
     uint64_t cache_lookups         # chunks looked up in the cache since the workspace was acquired
-    uint64_t cache_hits            # ... and found there
-    bint cache_was_full            # the cache was full when it was acquired (the counts matter)
+    bint cache_was_full            # the cache was full when it was acquired (the lookups count)
     char pad_tail[64]

@@ -30,7 +30,6 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     w.char_ids = NULL
     spm_cache_writer_init(&w.cache_writer)
     w.cache_lookups = 0
-    w.cache_hits = 0
     w.cache_was_full = False
 
 
