@@ -2,7 +2,7 @@
 of a change that a shared machine's drifting speed would hide.
 
     python benchmarks/ab_builds.py BEFORE AFTER [--file F] [--mb N] [--slices N]
-                                   [--passes N] [--mode line|batch1|batch2] [--cache N]
+                                   [--passes N] [--mode line|batch1|batch2|doc] [--cache N]
                                    [--special all|none|raise]
 
 BEFORE and AFTER are directories holding a built ``spmbpe`` package (a checkout or a
@@ -12,7 +12,9 @@ model and the file's non-blank lines, cut into --slices slices.  The workers the
 take turns, a slice at a time (the order swapped every slice), each timing one
 slice: every line by its own ``encode_ordinary`` call (``line``), or the slice in
 one ``encode_batch(..., return_numpy=True, special="none")`` on one or two threads
-(``batch1``, ``batch2``).  The whole file is read --passes times: the first pass on a fresh
+(``batch1``, ``batch2``), or the slice's lines joined by newlines as one document
+in one ``encode_ordinary`` call (``doc``; ``--slices 1`` makes the file one
+document, and each pass one call on the same tokenizer).  The whole file is read --passes times: the first pass on a fresh
 tokenizer, later ones on its filled cache.  With ``line`` and ``batch1`` both workers
 are pinned to one core (Linux), which also keeps each off the other's cache.
 ``--special P`` times ``encode(line, special=P)`` per line instead (and passes
@@ -42,7 +44,7 @@ from typing import List, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CORPUS, MODEL  # noqa: E402
 
-MODES = ("line", "batch1", "batch2")
+MODES = ("line", "batch1", "batch2", "doc")
 
 WORKER = r'''
 import sys, time, zlib
@@ -58,20 +60,27 @@ if cache >= 0:
 import numpy  # (imported before any timing)
 size = max(1, len(lines) // slices)
 parts = [lines[i * size:(i + 1) * size] for i in range(slices)]
-nbytes = [sum(len(x.encode("utf-8")) for x in p) for p in parts]
+if mode == "doc":
+    parts = ["\n".join(p) for p in parts]
+    nbytes = [len(p.encode("utf-8")) for p in parts]
+else:
+    nbytes = [sum(len(x.encode("utf-8")) for x in p) for p in parts]
+del data, lines
 print("ready", spmbpe.__file__, tok.cache_capacity, flush=True)
 for command in sys.stdin:
     j = int(command) % slices
     part, enc = parts[j], tok.encode_ordinary if special is None else tok.encode
     t = time.perf_counter()
-    if mode == "line" and special is None:
+    if mode == "doc":
+        out = [enc(part) if special is None else enc(part, special=special)]
+    elif mode == "line" and special is None:
         out = [enc(x) for x in part]
     elif mode == "line":
         out = [enc(x, special=special) for x in part]
     else:
         out = tok.encode_batch(part, num_threads=int(mode[-1]), return_numpy=True, special=special or "none")
     seconds = time.perf_counter() - t
-    if mode == "line":
+    if mode in ("line", "doc"):
         crc = zlib.crc32(array("i", [i for ids in out for i in ids]).tobytes())
     else:
         crc = zlib.crc32(out[0].astype("int32").tobytes())
@@ -80,7 +89,7 @@ for command in sys.stdin:
 
 
 def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
-    pin = ["taskset", "-c", "0"] if args.mode in ("line", "batch1") and sys.platform.startswith("linux") else []
+    pin = ["taskset", "-c", "0"] if args.mode in ("line", "batch1", "doc") and sys.platform.startswith("linux") else []
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OPENBLAS_NUM_THREADS="1")
     cmd = pin + [sys.executable, "-c", WORKER, str(args.file), str(args.mb), str(args.slices), args.mode, str(args.model),
                   str(-1 if args.cache is None else args.cache), args.special or ""]
