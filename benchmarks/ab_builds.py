@@ -14,9 +14,10 @@ slice: every line by its own ``encode_ordinary`` call (``line``), or the slice i
 one ``encode_batch(..., return_numpy=True, special="none")`` on one or two threads
 (``batch1``, ``batch2``), or the slice's lines joined by newlines as one document
 in one ``encode_ordinary`` call (``doc``; ``--slices 1`` makes the file one
-document, and each pass one call on the same tokenizer).  The whole file is read --passes times: the first pass on a fresh
-tokenizer, later ones on its filled cache.  With ``line`` and ``batch1`` both workers
-are pinned to one core (Linux), which also keeps each off the other's cache.
+document, and each pass one call on the same tokenizer).  The whole file is read
+--passes times: the first pass on a fresh tokenizer, later ones on its filled
+cache.  With ``line``, ``batch1`` and ``doc`` both workers are pinned to one core
+(Linux), which also keeps each off the other's cache.
 ``--special P`` times ``encode(line, special=P)`` per line instead (and passes
 ``special=P`` to the batch call).  ``--cache N`` sets both tokenizers'
 ``cache_capacity`` (the header gives what each then holds: it is rounded up);
