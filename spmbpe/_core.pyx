@@ -14,6 +14,7 @@ core/X.pxd, included from _core.pxd.  The kernels are C functions over a
 read-only `CoreTables` (core/tables.pxd) and one thread's `Workspace`.
 """
 
+import sys
 from array import array
 
 cimport cython

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from array import array
 
 import pytest
@@ -37,8 +38,11 @@ def _offsets(draw_lengths):
 def test_ids_as_little_endian_integers_of_the_output_type(ids, wide):
     itemsize, limit, code = (4, (1 << 32) - 1, "I") if wide else (2, (1 << 16) - 1, "H")
     fitting = [i for i in ids if i <= limit]
-    got = ids_le(array("I", fitting), itemsize, limit)
+    given = array("I", fitting)
+    got = ids_le(given, itemsize, limit)
     assert bytes(got) == struct.pack(f"<{len(fitting)}{code}", *fitting)
+    if wide and sys.byteorder == "little":
+        assert memoryview(got).obj is given  # their own bytes, not a copy
     over = [i for i in ids if i > limit]
     if over:
         with pytest.raises(OverflowError) as e:

@@ -8,7 +8,9 @@
 #
 # Ids come in as native uint32 (the core's output, or a NumPy array),
 # offsets as native int64: n + 1 starts of n documents.  Each result is a
-# new bytearray.
+# new bytearray (but ids_le's of ids already little-endian).
+
+cdef bint _LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
 
 cdef inline void _put_le16(uint8_t *p, uint32_t v) noexcept nogil:
@@ -58,27 +60,39 @@ cdef inline uint8_t *_out(object buf) noexcept:
     return <uint8_t *>PyByteArray_AS_STRING(buf)
 
 
-def ids_le(const uint32_t[::1] ids, int itemsize, uint32_t limit):
+def ids_le(object ids, int itemsize, uint32_t limit):
     """`ids` as little-endian integers of `itemsize` bytes (2 or 4).  An id
     above `limit` (what the output's dtype holds) raises OverflowError
-    with that id."""
-    cdef Py_ssize_t n = ids.shape[0], i, bad = -1
+    with that id.  4-byte ids on a little-endian host are already that:
+    their own bytes come back (a memoryview), not a copy."""
+    cdef const uint32_t[::1] view = ids
+    cdef Py_ssize_t n = view.shape[0], i, bad = -1
     cdef uint8_t *o
+    cdef bint as_they_are = itemsize == 4 and _LITTLE_ENDIAN_HOST
     if itemsize != 2 and itemsize != 4:
         raise ValueError(f"itemsize must be 2 or 4, not {itemsize}")
+    if as_they_are:
+        with nogil:
+            for i in range(n):
+                if view[i] > limit:
+                    bad = i
+                    break
+        if bad >= 0:
+            raise OverflowError(view[bad])
+        return memoryview(ids).cast("B")
     buf = _new_out(n, itemsize)
     o = _out(buf)
     with nogil:
         for i in range(n):
-            if ids[i] > limit:
+            if view[i] > limit:
                 bad = i
                 break
             if itemsize == 2:
-                _put_le16(o + 2 * i, ids[i])
+                _put_le16(o + 2 * i, view[i])
             else:
-                _put_le32(o + 4 * i, ids[i])
+                _put_le32(o + 4 * i, view[i])
     if bad >= 0:
-        raise OverflowError(ids[bad])
+        raise OverflowError(view[bad])
     return buf
 
 
