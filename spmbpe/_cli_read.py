@@ -524,7 +524,7 @@ class DocumentReader:
                     newlines = 0
                 blocks.append(data)
                 newlines += self.records - line_no + 1
-            elif fields_ok and utf8_valid_prefix(data) == len(data) and (
+            elif fields_ok and (utf8 := utf8_valid_prefix(data) == len(data)) and (
                 lines := jsonl_field_lines(data, self._field_keys, line_no)
             ) is not None:
                 texts_by_field, numbers = lines
@@ -537,9 +537,11 @@ class DocumentReader:
                         for (docs, recs), (parts, line_numbers) in zip(columns, field_lines):
                             docs.extend(LineBlock(b"".join(parts), len(line_numbers)).strings())
                             recs.extend(line_numbers)
+                    # (UTF-8 already, where the check above found it.)
+                    known_utf8 = fields_ok and utf8
                     fields_ok = False  # for the rest of the batch
                     field_lines = [([], array("q")) for _ in self.fields]
-                    got = self._jsonl_docs(name, data, line_no, offset)
+                    got = self._jsonl_docs(name, data, line_no, offset, known_utf8)
                 else:
                     if blocks:
                         self._unpack(blocks, first_line, columns[0])
@@ -759,13 +761,14 @@ class DocumentReader:
         return lines
 
     def _jsonl_docs(
-        self, name: str, data: bytes, line_no: int, offset: int
+        self, name: str, data: bytes, line_no: int, offset: int, known_utf8: bool = False
     ) -> List[Tuple[List[str], List[int]]]:
         """The documents of a block of JSONL lines: a column per field.
         The plain lines are read by compiled code (core/jsonl.pyx); any
-        other line json.loads's way, in its place, which raises its error."""
+        other line json.loads's way, in its place, which raises its error.
+        `known_utf8`: the caller has found the block valid UTF-8."""
         columns, numbers, refused = jsonl_fields(
-            self._utf8_jsonl(name, data, line_no, offset), self._field_keys, line_no
+            data if known_utf8 else self._utf8_jsonl(name, data, line_no, offset), self._field_keys, line_no
         )
         if refused:
             left_out = set()
