@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._hf_json import read_json_object
 from ._spm_model import read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer_json import DerivedMerges, MergesInFile, read_tokenizer_json, spec_from_json
+from .tokenizer_json import DerivedMerges, MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json
 from .tokens import AddedToken, TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
@@ -43,7 +43,7 @@ _LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
     """The TokenizerSpec of the tokenizer transformers 5's
     ``AutoTokenizer.from_pretrained(folder)`` builds."""
-    data = backend_json(folder, spell_merges=False)
+    data = backend_json(folder, spell=False)
     spec = spec_from_json(data, folder, reference="transformers")
     # The "transformers" planner decodes with LlamaTokenizer's decoder, whose
     # Strip step is there exactly when the prefix is (a bare tokenizer.json
@@ -114,12 +114,13 @@ def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any
     )
 
 
-def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
+def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     """The ``tokenizer.json`` object of the pipeline transformers 5 builds
-    for `folder` (``tokenizer.backend_tokenizer.to_str()``).  The merges it
-    derives from a ``tokenizer.model`` are a DerivedMerges unless
-    `spell_merges` (spec_from_json derives them as ids in compiled code:
-    6 ms where generate_merges spells them in 55)."""
+    for `folder` (``tokenizer.backend_tokenizer.to_str()``).  Unless
+    `spell`, the merges it derives from a ``tokenizer.model`` are a
+    DerivedMerges (spec_from_json derives them as ids in compiled code:
+    6 ms where generate_merges spells them in 55), and a tokenizer.json's
+    merges and vocabulary are left in the file (read_tokenizer_json)."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
     model_path = os.path.join(folder, "tokenizer.model")
@@ -130,7 +131,7 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
         # No config: AutoTokenizer falls back to TokenizersBackend, which
         # runs the file as it is (tu_tok TokenizersBackend.__init__,
         # TokenizerFast.from_file).
-        return _tokenizer_json(json_path, spell_merges)
+        return _tokenizer_json(json_path, spell)
     # A malformed config is a format error whatever its class.
     _named_tokens(config, folder)
     if "added_tokens_decoder" in config and not isinstance(config["added_tokens_decoder"], dict):
@@ -151,14 +152,14 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
         # add_bos_token/add_eos_token are dropped, and (tu_tok
         # convert_to_native_format) only the file's vocab, merges and
         # post-processor are kept; LlamaTokenizer rebuilds the rest.
-        file_data = _tokenizer_json(json_path, spell_merges)
+        file_data = _tokenizer_json(json_path, spell)
         file_model = file_data.get("model")
         if not isinstance(file_model, dict):
             raise ModelFormatError(json_path, None, "no 'model' object: not a tokenizers tokenizer.json")
         vocab = file_model.get("vocab")
         if isinstance(vocab, list):
             vocab = {(item[0] if isinstance(item, list) else item): i for i, item in enumerate(vocab)}
-        if not isinstance(vocab, dict):
+        if not isinstance(vocab, (dict, VocabInFile)):
             raise ModelFormatError(json_path, None, "model.vocab is missing")
         merges = file_model.get("merges")
         post_processor = file_data.get("post_processor")
@@ -170,7 +171,7 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
         # piece keeps its last id), merges from the vocabulary alone.
         vocab = dict(zip(pieces, range(len(pieces))))
         derived = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(vocab)])
-        merges = derived.spell() if spell_merges else derived
+        merges = derived.spell() if spell else derived
         post_processor = None
         # ... and every CONTROL and USER_DEFINED piece becomes an added
         # token (special for CONTROL), matched on the raw text.
@@ -191,7 +192,8 @@ def backend_json(folder: str, spell_merges: bool = True) -> Dict[str, Any]:
     # tu_base _get_prepend_scheme.
     scheme = ("always" if legacy else "first") if add_prefix_space else "never"
 
-    added = _added_tokens(folder, config, vocab, model_pieces, from_json, json_path)
+    file_added = file_data.get("added_tokens") if from_json else None
+    added = _added_tokens(folder, config, vocab, model_pieces, file_added, json_path)
     named = _named_tokens(config, folder)
     if post_processor is None:
         # tu_tok update_post_processor: add_bos_token/add_eos_token, both
@@ -233,21 +235,24 @@ def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dic
     return named
 
 
-def _tokenizer_json(json_path: str, spell_merges: bool) -> Dict[str, Any]:
-    """A folder's tokenizer.json; its merges a MergesInFile (read as ids
-    by spec_from_json) unless `spell_merges`."""
+def _tokenizer_json(json_path: str, spell: bool) -> Dict[str, Any]:
+    """A folder's tokenizer.json; its merges and vocabulary left in the
+    file (read by spec_from_json) unless `spell`."""
     data = read_tokenizer_json(json_path)
     model = data.get("model")
-    if spell_merges and isinstance(model, dict) and isinstance(model.get("merges"), MergesInFile):
-        model["merges"] = model["merges"].spell()
+    if spell and isinstance(model, dict):
+        for key in ("merges", "vocab"):
+            if isinstance(model.get(key), (MergesInFile, VocabInFile)):
+                model[key] = model[key].spell()
     return data
 
 
-def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
-                  model_pieces: List[Tuple[str, int]], from_json: bool, json_path: str) -> List[Dict[str, Any]]:
+def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, int], VocabInFile],
+                  model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
     """The backend's added tokens, in the order transformers adds them
     (the first token of a text wins; tokenizers' add_tokens ignores a
-    repeat)."""
+    repeat).  `file_added`: the tokenizer.json's added_tokens (None
+    without one)."""
     where = os.path.join(folder, "tokenizer_config.json")
     explicit: List[Tuple[int, Dict[str, Any]]] = []
     if "added_tokens_decoder" in config:
@@ -279,9 +284,9 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
                     raise ModelFormatError(tokens_path, None, f"the id of {text!r} is not an integer")
                 special = text in specials
                 explicit.append((token_id, _entry(text, special=special, normalized=not special)))
-        if from_json:
+        if file_added is not None:
             # ... and tokenizer.json's own added_tokens.
-            entries = read_json_object(json_path).get("added_tokens") or []
+            entries = file_added or []
             for item in entries if isinstance(entries, list) else []:
                 if isinstance(item, dict) and isinstance(item.get("id"), int):
                     explicit.append((item["id"], _token_entry(item, json_path, True)))
@@ -322,12 +327,11 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Dict[str, int],
 
 
 def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],
-              vocab: Dict[str, int], added: List[Dict[str, Any]]) -> Dict[str, Any]:
+              vocab: Union[Dict[str, int], VocabInFile], added: List[Dict[str, Any]]) -> Dict[str, Any]:
     """tu_tok update_post_processor's TemplateProcessing: BOS first when
     add_bos_token, EOS last when add_eos_token (a missing token turns its
     flag off)."""
-    ids = dict(vocab)
-    ids.update({e["content"]: e["id"] for e in added})
+    ids = {e["content"]: e["id"] for e in added}  # (over the vocabulary's)
     bos, eos = named["bos_token"], named["eos_token"]
     ends = [
         entry["content"] if config.get(flag, False) and entry is not None else None
@@ -342,7 +346,8 @@ def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]]
             items.append({"SpecialToken": {"id": ends[1], "type_id": type_id}})
         return items
 
-    specials = {c: {"id": c, "ids": [ids[c]], "tokens": [c]} for c in ends if c is not None}
+    specials = {c: {"id": c, "ids": [ids[c] if c in ids else vocab.get(c)], "tokens": [c]}
+                for c in ends if c is not None}
     return {"type": "TemplateProcessing", "single": sequence("A", 0),
             "pair": sequence("A", 0) + sequence("B", 1), "special_tokens": specials}
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 from array import array
+from itertools import accumulate
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
 from ._core import (
-    PieceTable, RuleNotResolved, json_merge_rule_ids, merge_rule_ids, merges_span, split_merge_ids, utf8_valid_prefix,
+    PieceTable, RuleNotResolved, json_merge_rule_ids, json_vocab_pieces, merge_rule_ids, model_spans, split_merge_ids,
+    utf8_valid_prefix,
 )
 from ._hf_json import added_token, json_id, parse_json_object
 from ._vocab import byte_piece_ids
@@ -47,34 +49,93 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
 
 def read_tokenizer_json(path: str) -> Dict[str, Any]:
     """The JSON object of a ``tokenizer.json``, as read_json_object reads
-    it, but with model.merges a MergesInFile where the file is plain JSON
-    (core/merges_json.pyx): its rules are read as ids from the file's bytes
-    rather than parsed into lists."""
+    it, but with model.vocab a VocabInFile and model.merges a MergesInFile
+    where the file is plain JSON (core/merges_json.pyx): their pieces and
+    rules are read from the file's bytes by compiled code rather than
+    parsed into a dict and lists."""
     with open(path, "rb") as f:
         raw = f.read()
-    span = merges_span(raw) if utf8_valid_prefix(raw) == len(raw) else None
-    if span is None:
+    spans = model_spans(raw) if utf8_valid_prefix(raw) == len(raw) else None
+    if spans is None:
         return parse_json_object(raw, path)
-    start, end = span
-    data = parse_json_object(raw[:start] + b"[]" + raw[end:], path)
-    data["model"]["merges"] = MergesInFile(raw, start, end)
+    merges_start, merges_end, vocab_start, vocab_end = spans
+    # Each span left out as an empty value of its kind, in the file's order.
+    cuts = sorted([(merges_start, merges_end, b"[]")] + ([(vocab_start, vocab_end, b"{}")] if vocab_start >= 0 else []))
+    parts, at = [], 0
+    for start, end, empty in cuts:
+        parts += [raw[at:start], empty]
+        at = end
+    data = parse_json_object(b"".join(parts) + raw[at:], path)
+    data["model"]["merges"] = MergesInFile(raw, merges_start, merges_end)
+    if vocab_start >= 0:
+        data["model"]["vocab"] = VocabInFile(raw, vocab_start, vocab_end)
     return data
 
 
-class MergesInFile:
-    """model.merges of a tokenizer.json, left in the file's bytes
-    (read_tokenizer_json): spec_from_json reads the rules as ids in
-    compiled code, and calls `spell` (json.loads) where that does not
-    decide or the rules are wanted as lists."""
+class _SpanInFile:
+    """A value of a tokenizer.json left in the file's bytes
+    (read_tokenizer_json); `spell` gives what json.loads gives for it."""
 
     def __init__(self, raw: bytes, start: int, end: int) -> None:
         self.raw, self.start, self.end = raw, start, end
 
-    def spell(self) -> List[Any]:
-        return cast(List[Any], json.loads(self.raw[self.start:self.end]))
+    def spell(self) -> Any:
+        return json.loads(self.raw[self.start:self.end])
 
     def __repr__(self) -> str:
-        return f"MergesInFile({self.end - self.start:,} bytes)"
+        return f"{type(self).__name__}({self.end - self.start:,} bytes)"
+
+
+class MergesInFile(_SpanInFile):
+    """model.merges: spec_from_json reads the rules as ids in compiled
+    code, and calls `spell` where that does not decide or the rules are
+    wanted as lists."""
+
+    def spell(self) -> List[Any]:
+        return cast(List[Any], super().spell())
+
+
+class VocabInFile(_SpanInFile):
+    """model.vocab: spec_from_json reads its pieces by id in compiled code
+    (`pieces`), and calls `spell` where that does not decide or a dict is
+    wanted; `get` and len() answer as json.loads's dict does."""
+
+    def __init__(self, raw: bytes, start: int, end: int) -> None:
+        super().__init__(raw, start, end)
+        self._read: Any = self  # (not read yet)
+        self._lookup: Union[PieceTable, Dict[str, Any], None] = None
+
+    def spell(self) -> Dict[str, Any]:
+        return cast(Dict[str, Any], super().spell())
+
+    def pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
+        """(arena, offsets) of the pieces by id, when the ids are 0..n-1
+        (json_vocab_pieces, read once); else None.  (A name given twice is
+        not seen here: spec_from_json checks its table.)"""
+        if self._read is self:
+            self._read = json_vocab_pieces(self.raw, self.start, self.end)
+        return cast(Optional[Tuple[bytes, "array[int]"]], self._read)
+
+    def _names(self) -> Union[PieceTable, Dict[str, Any]]:
+        """A table of the pieces where they are distinct, else the dict."""
+        if self._lookup is None:
+            read = self.pieces()
+            table = PieceTable(*read) if read is not None else None
+            self._lookup = table if table is not None and table.first_duplicate < 0 else self.spell()
+        return self._lookup
+
+    def get(self, piece: str) -> Optional[int]:
+        names = self._names()
+        if isinstance(names, dict):
+            return cast(Optional[int], names.get(piece))
+        try:
+            found = names.find(piece.encode())
+        except UnicodeEncodeError:  # a lone surrogate: no piece of the file
+            return None
+        return found if found >= 0 else None
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
@@ -100,14 +161,11 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
     front_end: Tuple[Any, ...] = _front_end(data, path)
 
     vocab = model.get("vocab")
-    if not isinstance(vocab, dict) or not vocab:
+    if not isinstance(vocab, VocabInFile) and (not isinstance(vocab, dict) or not vocab):
         raise ModelFormatError(path, None, "model.vocab is missing or empty")
     added_entries = data.get("added_tokens") or []
     if not isinstance(added_entries, list):
         raise ModelFormatError(path, None, "added_tokens is not a list")
-    by_id = _ids_of_pieces(vocab, path)
-    n_model = len(by_id)
-    model_id_list = list(by_id)
     added: List[AddedToken] = []
     for entry in added_entries:
         entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
@@ -121,16 +179,9 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
                 f"{path}: added token {token.content!r} is matched after normalization "
                 f"(normalized=true), which spmbpe does not implement with a normalizer"
             )
-        by_id.setdefault(token.id, token.content)
         added.append(token)
-    # Ids must be 0..n-1 with none missing; a stray huge id must not make
-    # us walk (or allocate) up to it.
-    n = len(by_id)
-    if max(by_id) >= n:
-        missing = next(i for i in range(n) if i not in by_id)
-        raise ModelFormatError(
-            path, None, f"no piece has id {missing}, but ids go up to {max(by_id)} (ids must be 0..n-1)"
-        )
+    table, model_ids, vocab = _vocabulary(vocab, added, path)
+    n = len(table)
     if reference == "transformers":
         # tokenizers' matching of single_word and normalized added tokens
         # (spmbpe/_transformers5.py TokenizersMatcher), carried in front_end.
@@ -139,11 +190,8 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
             tuple(sorted({e["content"] for e in added_entries if e.get("single_word")})),
             tuple(sorted({e["content"] for e in added_entries if e.get("normalized")})),
         )
-    # (map over C functions: a comprehension's own steps were most of it.)
-    pieces = list(map(str.encode, map(by_id.__getitem__, range(n))))
-    table = PieceTable.from_pieces(pieces)
     types = bytearray([TokenType.NORMAL]) * n
-    for i in range(n_model, n):
+    for i in range(model_ids.count(1), n):
         types[i] = TokenType.USER_DEFINED
     for token in added:
         types[token.id] = TokenType.CONTROL if token.special else TokenType.USER_DEFINED
@@ -151,12 +199,6 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         if types[found] == TokenType.NORMAL:
             types[found] = TokenType.BYTE
 
-    model_ids = bytearray(n)
-    if n_model and max(model_id_list) == n_model - 1:
-        model_ids[:n_model] = b"\x01" * n_model  # the model's ids are 0..n_model-1 (distinct)
-    else:
-        for i in model_id_list:
-            model_ids[i] = 1
     left, right, merged = _merge_rules(model.get("merges"), vocab, table, model_ids, path)
     unk_token = model.get("unk_token")
     unk_id = vocab.get(unk_token) if isinstance(unk_token, str) else None
@@ -183,6 +225,64 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         added_tokens=added,
         front_end=front_end,
     )
+
+
+def _vocabulary(
+    vocab: Union[Dict[str, Any], VocabInFile], added: List[AddedToken], path: str
+) -> Tuple[PieceTable, bytearray, Union[Dict[str, Any], VocabInFile]]:
+    """The table of every id's piece -- model.vocab's, then the added
+    tokens' that it lacks (ids 0..n-1, none missing) --, a flag per id
+    for model.vocab's, and model.vocab: still in the file where compiled
+    code read it (VocabInFile.pieces), else json.loads's dict."""
+    if isinstance(vocab, VocabInFile):
+        read = vocab.pieces()
+        if read is not None:
+            arena, offsets = read
+            n_model = len(offsets) - 1
+            beyond: Dict[int, str] = {}
+            for token in added:
+                if token.id >= n_model:
+                    beyond.setdefault(token.id, token.content)
+            n = n_model + len(beyond)
+            _check_dense(max(beyond, default=0), n, lambda i: i < n_model or i in beyond, path)
+            tail = [beyond[i].encode() for i in range(n_model, n)]
+            ends = accumulate(map(len, tail), initial=offsets[-1])
+            next(ends)
+            offsets.extend(ends)
+            table = PieceTable(arena + b"".join(tail), offsets)
+            # A name given twice: json.loads keeps its last id (and the
+            # first id's absence decides), as the dict below does.
+            if not 0 <= table.first_duplicate < n_model:
+                return table, bytearray(b"\x01") * n_model + bytearray(n - n_model), vocab
+        vocab = vocab.spell()
+        if not isinstance(vocab, dict) or not vocab:
+            raise ModelFormatError(path, None, "model.vocab is missing or empty")
+    by_id = _ids_of_pieces(vocab, path)
+    n_model = len(by_id)
+    model_id_list = list(by_id)
+    for token in added:
+        by_id.setdefault(token.id, token.content)
+    n = len(by_id)
+    _check_dense(max(by_id), n, by_id.__contains__, path)
+    # (map over C functions: a comprehension's own steps were most of it.)
+    table = PieceTable.from_pieces(list(map(str.encode, map(by_id.__getitem__, range(n)))))
+    model_ids = bytearray(n)
+    if n_model and max(model_id_list) == n_model - 1:
+        model_ids[:n_model] = b"\x01" * n_model  # the model's ids are 0..n_model-1 (distinct)
+    else:
+        for i in model_id_list:
+            model_ids[i] = 1
+    return table, model_ids, vocab
+
+
+def _check_dense(top: int, n: int, has: Callable[[int], bool], path: str) -> None:
+    """Ids must be 0..n-1 with none missing; a stray huge id must not make
+    us walk (or allocate) up to it."""
+    if top >= n:
+        missing = next(i for i in range(n) if not has(i))
+        raise ModelFormatError(
+            path, None, f"no piece has id {missing}, but ids go up to {top} (ids must be 0..n-1)"
+        )
 
 
 def _ids_of_pieces(vocab: Dict[str, Any], path: str) -> Dict[int, str]:
@@ -258,7 +358,7 @@ class DerivedMerges:
 
 
 def _merge_rules(
-    merges: object, vocab: Dict[str, int], table: PieceTable, model_ids: bytearray, path: str
+    merges: object, vocab: Union[Dict[str, int], VocabInFile], table: PieceTable, model_ids: bytearray, path: str
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
     """(left, right, merged) ids of the merge rules, in rank order (a pair
     listed twice is kept twice: the core keeps the later one, as tokenizers
@@ -277,6 +377,8 @@ def _merge_rules(
             merges = merges.spell()
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
+    if isinstance(vocab, VocabInFile):
+        vocab = vocab.spell()
     try:
         return merge_rule_ids(table, merges, model_ids)
     except ValueError:  # RuleNotResolved, or a surrogate that has no UTF-8

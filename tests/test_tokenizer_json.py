@@ -384,10 +384,10 @@ def _json_text(draw, value):
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), form=st.sampled_from(["pairs", "strings", "mixed"]))
 def test_rules_read_from_the_file_bytes_equal_the_json_loads_reading(data, form):
-    """model.merges found in the file's bytes (merges_span) is the array
+    """model.merges found in the file's bytes (model_spans) is the array
     json.loads reads there, and json_merge_rule_ids gives merge_rule_ids's
     ids for it, in every form the rules and the file take."""
-    from spmbpe._core import json_merge_rule_ids, merge_rule_ids, merges_span
+    from spmbpe._core import json_merge_rule_ids, merge_rule_ids, model_spans
 
     model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
     vocab = model["vocab"]
@@ -397,40 +397,97 @@ def test_rules_read_from_the_file_bytes_equal_the_json_loads_reading(data, form)
         merges = [f"{a} {b}" if form == "strings" or i % 2 else [a, b] for i, (a, b) in enumerate(merges)]
     doc = {"version": "1.0", "added_tokens": [], "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
     raw = _json_text(data.draw, doc).encode("utf-8")
-    span = merges_span(raw)
-    assert span is not None
-    assert json.loads(raw[span[0]:span[1]]) == merges
+    spans = model_spans(raw)
+    assert spans is not None
+    assert json.loads(raw[spans[0]:spans[1]]) == merges
     table, model_ids = _model_table(vocab)
-    assert json_merge_rule_ids(table, raw, *span, model_ids) == merge_rule_ids(table, merges, model_ids)
+    assert json_merge_rule_ids(table, raw, *spans[:2], model_ids) == merge_rule_ids(table, merges, model_ids)
 
 
-@pytest.mark.parametrize("doc, merges", [
-    ('{"model": {"merges": [1]}, "model": {"merges": [2], "merges": [3]}}', [3]),
-    ('{"model": {"merges": [1]}, "x": {"model": {"merges": [2]}}}', [1]),
-    ('{"model": {"merges": [1], "vocab": {"merges": [2]}}}', [1]),
-    ('\n {"model" : {"merges" : [ ]} } \r\n', []),
-    ('{"model": {"merges": [1]}, "model": {"vocab": {}}}', None),  # the last model has none
-    ('{"model": {"merges": [1]}, "model": 3}', None),
-    ('{"model": {"merges": [1], "merges": {"a": 1}}}', None),
-    ('{"model": {"merges": [1]}} x', None),
-    ('{"model": {"merges": [1]}, "n": NaN}', None),
-    ('{"model": {"merges": ["\\ud800"]}}', None),
-    ('[{"model": {"merges": [1]}}]', None),
-    ('{"model": {"merges": [1],}}', None),
-    ('', None),
+@pytest.mark.parametrize("doc, merges, vocab", [
+    ('{"model": {"merges": [1]}, "model": {"merges": [2], "merges": [3]}}', [3], None),
+    ('{"model": {"merges": [1]}, "x": {"model": {"merges": [2]}}}', [1], None),
+    ('{"model": {"merges": [1], "vocab": {"merges": [2]}}}', [1], {"merges": [2]}),
+    ('{"model": {"vocab": {"a": 0}, "merges": [1], "vocab": {"b": 1}}}', [1], {"b": 1}),
+    ('{"model": {"vocab": {"a": 0}, "merges": [1]}, "model": {"merges": [2]}}', [2], None),
+    ('{"model": {"vocab": {"a": 0}, "merges": [1], "vocab": ["a"]}}', [1], None),
+    ('{"model": {"vocab": {"a": 0}, "merges": [1], "vocab": {}}}', [1], {}),
+    ('{"model": {"vocab": {"a": 0}, "\\u006derges": [1], "voc\\u0061b": {"b": 0}}}', [1], {"b": 0}),
+    ('{"model": {"vocab": {"a": 0}, "merges": [1], "\\u0076\\u006f\\u0063\\u0061\\u0062\\u0073": {}}}', [1],
+     {"a": 0}),
+    ('{"model": {"' + "x" * 5000 + '": 1, "merges": [1]}}', [1], None),
+    ('\n {"model" : {"merges" : [ ]} } \r\n', [], None),
+    ('{"model": {"merges": [1]}, "model": {"vocab": {}}}', None, None),  # the last model has none
+    ('{"model": {"merges": [1]}, "model": 3}', None, None),
+    ('{"model": {"merges": [1], "merges": {"a": 1}}}', None, None),
+    ('{"model": {"merges": [1]}} x', None, None),
+    ('{"model": {"merges": [1]}, "n": NaN}', None, None),
+    ('{"model": {"merges": ["\\ud800"]}}', None, None),
+    ('{"model": {"merges": [1], "vocab": {"\\udc00": 0}}}', None, None),
+    ('[{"model": {"merges": [1]}}]', None, None),
+    ('{"model": {"merges": [1],}}', None, None),
+    ('', None, None),
 ])
-def test_merges_span_is_the_array_json_loads_keeps(doc, merges):
-    """The last "merges" of the last "model", as json.loads keeps a repeated
-    member; None when the document is not plain JSON or has no such array
-    (json.loads then reads the file)."""
-    from spmbpe._core import merges_span
+def test_model_spans_are_the_values_json_loads_keeps(doc, merges, vocab):
+    """The last "merges" array and "vocab" object of the last "model", as
+    json.loads keeps a repeated member, whichever way the names are
+    spelled; None when the document is not plain JSON or has no such
+    array (json.loads then reads the file), and no vocabulary span when
+    the last is no object."""
+    from spmbpe._core import model_spans
 
     raw = doc.encode("utf-8")
-    span = merges_span(raw)
+    spans = model_spans(raw)
     if merges is None:
-        assert span is None
+        assert spans is None
+        return
+    assert json.loads(raw[spans[0]:spans[1]]) == merges == json.loads(raw)["model"]["merges"]
+    if vocab is None:
+        assert spans[2:] == (-1, -1)
     else:
-        assert json.loads(raw[span[0]:span[1]]) == merges == json.loads(raw)["model"]["merges"]
+        assert json.loads(raw[spans[2]:spans[3]]) == vocab == json.loads(raw)["model"]["vocab"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_vocabulary_read_from_the_file_bytes_is_the_json_loads_reading(data):
+    """json_vocab_pieces gives each id's piece as json.loads's dict does,
+    in every form the file takes, in the file's order of ids or another."""
+    from spmbpe._core import json_vocab_pieces, model_spans
+
+    vocab = json.loads(JSON.read_text(encoding="utf-8"))["model"]["vocab"]
+    pieces = sorted(vocab, key=vocab.__getitem__)
+    start = data.draw(st.integers(0, len(pieces) - 1))
+    kept = pieces[start:start + data.draw(st.integers(1, 400))] + data.draw(
+        st.lists(st.text(max_size=6).filter(lambda p: p not in vocab), max_size=5, unique=True))
+    ids = list(range(len(kept)))
+    if data.draw(st.booleans()):
+        ids = data.draw(st.permutations(ids))
+    sub = dict(zip(kept, ids))
+    raw = _json_text(data.draw, {"model": {"vocab": sub, "merges": []}}).encode("utf-8", "surrogatepass")
+    spans = model_spans(raw)
+    if any(0xD800 <= ord(c) <= 0xDFFF for p in kept for c in p):
+        assert spans is None  # a lone surrogate: json.loads reads the file
+        return
+    arena, offsets = json_vocab_pieces(raw, spans[2], spans[3])
+    by_id = sorted(sub, key=sub.__getitem__)
+    assert [arena[offsets[i]:offsets[i + 1]] for i in range(len(by_id))] == [p.encode("utf-8") for p in by_id]
+    assert len(offsets) == len(by_id) + 1 and offsets[-1] == len(arena)
+
+
+@pytest.mark.parametrize("members", [
+    '"a": 0, "b": 2', '"a": 1, "b": 1', '"a": 0, "b": 1.0', '"a": 0, "b": -1', '"a": 0, "b": 1e0',
+    '"a": 0, "b": 01', '"a": 0, "b": "1"', '"a": 0, "b": true', '"a": 0, "b": 99999999999', '',
+    '"a": 0, "b": 1,', '"a": 0 "b": 1', '"a": 0, "b": [1]', '"a": 0, "b": 1} ',
+])
+def test_a_vocabulary_the_file_reading_does_not_take_is_left_to_json_loads(members):
+    """json_vocab_pieces is None (not a wrong table, not a crash) unless
+    the ids are the integers 0..n-1, each once: spec_from_json then reads
+    json.loads's dict and names what is wrong."""
+    from spmbpe._core import json_vocab_pieces
+
+    raw = ("{" + members + "}").encode("utf-8")
+    assert json_vocab_pieces(raw, 0, len(raw)) is None
 
 
 @pytest.mark.parametrize("rule", ['"\\u2581t"', '["\\u2581", "t", "x"]', '["\\u2581", 5]', '"\\u2581zzq qqz"',
@@ -449,22 +506,100 @@ def test_a_rule_the_file_reading_cannot_resolve_is_left_to_json_loads(rule):
 
 
 def test_a_tokenizer_json_reads_as_json_loads_reads_it(tmp_path):
-    """read_tokenizer_json: the file's object, with model.merges left in
-    the file (spelled: json.loads's list); the same spec as json.loads's
+    """read_tokenizer_json: the file's object, with model.merges and
+    model.vocab left in the file (spelled: json.loads's list and dict);
+    the same spec as json.loads's
     reading, for the shipped file indented and on one line."""
     from spmbpe._hf_json import read_json_object
     from spmbpe._state import fingerprint
-    from spmbpe.tokenizer_json import MergesInFile, read_tokenizer_json, spec_from_json
+    from spmbpe.tokenizer_json import MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json
 
     expected = json.loads(JSON.read_text(encoding="utf-8"))
     for indent in (None, 2):
         path = tmp_path / f"tokenizer-{indent}.json"
         path.write_text(json.dumps(expected, indent=indent, ensure_ascii=False), encoding="utf-8")
         data = read_tokenizer_json(str(path))
-        merges = data["model"]["merges"]
-        assert isinstance(merges, MergesInFile)
+        merges, vocab = data["model"]["merges"], data["model"]["vocab"]
+        assert isinstance(merges, MergesInFile) and isinstance(vocab, VocabInFile)
         assert merges.spell() == expected["model"]["merges"]
+        assert vocab.spell() == expected["model"]["vocab"]
         data["model"]["merges"] = expected["model"]["merges"]
+        data["model"]["vocab"] = expected["model"]["vocab"]
         assert data == expected
         lazy = spec_from_json(read_tokenizer_json(str(path)), str(path))
         assert fingerprint(lazy) == fingerprint(spec_from_json(read_json_object(str(path)), str(path)))
+
+
+def _shuffled(data):
+    items = list(data["model"]["vocab"].items())
+    data["model"]["vocab"] = dict(items[1::2] + items[::2])
+
+
+def _beyond(data):
+    n = len(data["model"]["vocab"])
+    data["added_tokens"] += [{"id": n, "content": "<extra>", "special": True},
+                             {"id": n + 1, "content": "\u2581the", "special": False}]
+
+
+def _gap_filled(data):
+    vocab = data["model"]["vocab"]
+    piece = next(p for p, i in vocab.items() if i == 100)  # a byte piece: in no merge rule
+    del vocab[piece]
+    data["added_tokens"].append({"id": 100, "content": piece, "special": False})
+
+
+def _gap_beyond(data):
+    data["added_tokens"].append({"id": len(data["model"]["vocab"]) + 1, "content": "<x>", "special": True})
+
+
+def _unk_absent(data):
+    data["model"]["unk_token"] = "<nowhere>"
+
+
+def _float_id(data):
+    data["model"]["vocab"]["\u2581the"] = float(data["model"]["vocab"]["\u2581the"])
+
+
+def _no_vocab(data):
+    data["model"]["vocab"] = {}
+
+
+_FIRST = ('"vocab": {', '"vocab": {"\u2581the": 7, ')  # a name also given first (json.loads keeps the last)
+_LAST = ('}, "merges": [', ', "\u2581the": 7}, "merges": [')  # ... and last (its id 7 twice)
+_EXTRA = ('"vocab": {', '"vocab": {"<extra>": 9, ')  # an added token's content, in the vocabulary too
+
+
+@pytest.mark.parametrize("change, edit, loads", [
+    (None, None, True), (_shuffled, None, True), (_beyond, None, True), (_gap_filled, None, True),
+    (_gap_beyond, None, False), (_unk_absent, None, False), (_float_id, None, False), (_no_vocab, None, False),
+    (None, _FIRST, True), (None, _LAST, False), (_beyond, _EXTRA, False),
+])
+def test_a_vocabulary_read_from_the_file_gives_the_json_loads_spec_or_error(tmp_path, change, edit, loads):
+    """Whether compiled code reads model.vocab (ids 0..n-1 in the file's
+    order or another, added tokens beyond them) or leaves it to json.loads
+    (a gap an added token fills, a float id, a name given twice, whose
+    last id json.loads keeps): the same spec as json.loads's reading of
+    the whole file (`loads`), or the same error."""
+    from spmbpe._hf_json import read_json_object
+    from spmbpe._state import fingerprint
+    from spmbpe.tokenizer_json import read_tokenizer_json, spec_from_json
+
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    if change is not None:
+        change(data)
+    text = json.dumps(data, ensure_ascii=False)
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit, 1)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text, encoding="utf-8")
+
+    def outcome(read):
+        try:
+            return fingerprint(spec_from_json(read(str(path)), str(path)))
+        except Exception as exc:  # noqa: BLE001 -- compared, type and message
+            return type(exc), str(exc)
+
+    expected = outcome(read_json_object)
+    assert outcome(read_tokenizer_json) == expected
+    assert isinstance(expected, str) == loads

@@ -172,6 +172,26 @@ def _digest(value):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_pipeline_left_in_the_file_gives_the_spelled_pipelines_spec(folders, name):
+    """The pipeline as spmbpe.load builds it (a tokenizer.json's merges and
+    vocabulary read from its bytes, derived merges as ids) gives the spec
+    of the pipeline spelled out as json.loads would hold it."""
+    from spmbpe._state import fingerprint
+    from spmbpe.tokenizer_json import MergesInFile, VocabInFile, spec_from_json
+
+    folder = str(folders[name])
+    left = backend_json(folder, spell=False)
+    spelled = backend_json(folder)
+    assert not isinstance(spelled["model"]["vocab"], VocabInFile)
+    assert not isinstance(spelled["model"]["merges"], MergesInFile)
+    if (folders[name] / "tokenizer.json").exists():
+        assert isinstance(left["model"]["merges"], MergesInFile)
+        assert isinstance(left["model"]["vocab"], VocabInFile)
+    assert fingerprint(spec_from_json(left, folder, reference="transformers")) == fingerprint(
+        spec_from_json(spelled, folder, reference="transformers"))
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_the_pipeline_is_the_one_transformers_builds(folders, name):
     """backend_json(folder) is the tokenizer.json of transformers 5's
     backend tokenizer: the same merges in the same order, the same

@@ -1,41 +1,66 @@
-# A tokenizer.json's merge rules read from the file's bytes (spmbpe/tokenizer_json.py,
-# included by _core.pyx after core/rules.pyx and core/jsonl.pyx, whose JSON
-# scanning it uses).  json.loads spent 30-40 ms of a 50 ms parse of
-# Mistral's tokenizer.json on its 59,000 rules, each a new list of two new
-# strs that merge_rule_ids then only looked up; here each rule goes from the
-# file's bytes to its three ids.
+# A tokenizer.json's vocabulary and merge rules read from the file's bytes
+# (spmbpe/tokenizer_json.py, included by _core.pyx after core/rules.pyx and
+# core/jsonl.pyx, whose JSON scanning it uses).  json.loads spent 30-40 ms of
+# a 50 ms parse of Mistral's tokenizer.json on its 59,000 rules, each a new
+# list of two new strs that merge_rule_ids then only looked up; here each
+# rule goes from the file's bytes to its three ids.  The vocabulary's 32,000
+# members, a str and an int each that the loader turned around and encoded
+# again, go from the file's bytes to the table's arena.
 #
-# merges_span finds model.merges in a document that is wholly the plain JSON
-# of core/jsonl.pyx (a strict subset of json.loads's grammar, so the rest of
-# the document parses as json.loads parses it); json_merge_rule_ids reads the
-# rules as merge_rule_ids reads the list json.loads would give.  Anything
-# else -- a document or rule they do not take -- is None or RuleNotResolved,
-# and the caller parses it with json.loads.
+# model_spans finds model.merges and model.vocab in a document that is wholly
+# the plain JSON of core/jsonl.pyx (a strict subset of json.loads's grammar,
+# so the rest of the document parses as json.loads parses it);
+# json_merge_rule_ids reads the rules as merge_rule_ids reads the list
+# json.loads would give, and json_vocab_pieces the vocabulary in its plain
+# case.  Anything else -- a document, rule or vocabulary they do not take --
+# is None or RuleNotResolved, and the caller parses it with json.loads.
+
+
+cdef enum:
+    # The longest member name looked for ("merges"), as its source may spell
+    # it: six bytes a character (\uXXXX).
+    _NAME_SOURCE_MAX = 36
 
 
 cdef inline bint _is_key(const uint8_t *key, Py_ssize_t key_len, const char *name, Py_ssize_t n) noexcept nogil:
     return key_len == n and memcmp(key, name, <size_t>n) == 0
 
 
+cdef Py_ssize_t _member_name(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, uint8_t *name,
+                             Py_ssize_t *name_len) noexcept nogil:
+    """_json_key with the name decoded into `name` (room for
+    _NAME_SOURCE_MAX bytes) only when its source is short enough to spell
+    one looked for; a longer one gets name_len -1.  (Decoded whatever its
+    length, each name needed room for the longest, the document's size.)"""
+    cdef Py_ssize_t after = _json_string(s, i, n, NULL, NULL) if i < n and s[i] == 34 else -1
+    if after < 0:
+        return -1
+    if after - i - 2 <= _NAME_SOURCE_MAX:
+        return _json_key(s, i, n, name, name_len)
+    name_len[0] = -1
+    return _json_key(s, i, n, NULL, NULL)
+
+
 cdef Py_ssize_t _members(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth, uint8_t *key,
                          Py_ssize_t *span) noexcept nogil:
     """Checks the JSON object at s[i] ('{'), `depth` deep: the position
     after it, or -1.  At depth 0 (the document) it looks for the member
-    "model", at depth 1 (the model) for "merges": span[0:2] is where the
-    last "merges" array of the last "model" object is ((-1, -1): none), as
-    json.loads keeps the last of a repeated member."""
+    "model", at depth 1 (the model) for "merges" and "vocab": span[0:2] is
+    where the last "merges" array of the last "model" object is, span[2:4]
+    its last "vocab" object ((-1, -1): none), as json.loads keeps the last
+    of a repeated member."""
     cdef Py_ssize_t key_len, start
     cdef bint more = True
     i = _json_ws(s, i + 1, n)
     if i < n and s[i] == 125:  # '}'
         return i + 1
     while more:
-        i = _json_key(s, i, n, key, &key_len)
+        i = _member_name(s, i, n, key, &key_len)
         if i < 0:
             return -1
         start = i
         if depth == 0 and _is_key(key, key_len, b"model", 5):
-            span[0] = span[1] = -1  # a later "model" replaces the earlier one whole
+            span[0] = span[1] = span[2] = span[3] = -1  # a later "model" replaces the earlier one whole
             if i < n and s[i] == 123:
                 i = _members(s, i, n, 1, key, span)
             else:
@@ -43,11 +68,11 @@ cdef Py_ssize_t _members(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth
         else:
             i = _json_value(s, i, n, depth + 1)
             if depth == 1 and i >= 0 and _is_key(key, key_len, b"merges", 6):
-                if s[start] == 91:  # '['
-                    span[0] = start
-                    span[1] = i
-                else:
-                    span[0] = span[1] = -1
+                span[0] = start if s[start] == 91 else -1  # '['
+                span[1] = i if s[start] == 91 else -1
+            elif depth == 1 and i >= 0 and _is_key(key, key_len, b"vocab", 5):
+                span[2] = start if s[start] == 123 else -1  # '{'
+                span[3] = i if s[start] == 123 else -1
         if i < 0:
             return -1
         i = _json_next(s, i, n, 125, &more)
@@ -56,26 +81,116 @@ cdef Py_ssize_t _members(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, int depth
     return i
 
 
-def merges_span(const unsigned char[::1] doc):
-    """(start, end) of the array model.merges in `doc`, the bytes of a
-    tokenizer.json (valid UTF-8), or None when the document is not one
-    plain JSON object (core/jsonl.pyx) holding a "model" object with a
-    "merges" array."""
+def model_spans(const unsigned char[::1] doc):
+    """(merges_start, merges_end, vocab_start, vocab_end): where the array
+    model.merges and the object model.vocab are in `doc`, the bytes of a
+    tokenizer.json (valid UTF-8); the vocabulary's two are -1 when it is
+    not an object.  None when the document is not one plain JSON object
+    (core/jsonl.pyx) holding a "model" object with a "merges" array."""
     cdef Py_ssize_t n = doc.shape[0], i
-    cdef Py_ssize_t span[2]
+    cdef Py_ssize_t span[4]
+    cdef uint8_t name[_NAME_SOURCE_MAX]
     if n == 0:
         return None
-    scratch = PyByteArray_FromStringAndSize(NULL, n)
-    span[0] = span[1] = -1
+    span[0] = span[1] = span[2] = span[3] = -1
     i = _json_ws(&doc[0], 0, n)
     if i >= n or doc[i] != 123:
         return None
-    i = _members(&doc[0], i, n, 0, <uint8_t *>PyByteArray_AS_STRING(scratch), span)
+    i = _members(&doc[0], i, n, 0, name, span)
     if i < 0 or _json_ws(&doc[0], i, n) != n or span[0] < 0:
         return None
-    return span[0], span[1]
+    return span[0], span[1], span[2], span[3]
 
 
+def json_vocab_pieces(const unsigned char[::1] doc, Py_ssize_t start, Py_ssize_t end):
+    """The pieces of model.vocab, the JSON object doc[start:end]
+    (model_spans'), by id: (arena, offsets) as PieceTable takes them, when
+    its members are plain strings whose values are the ids 0..n-1, each
+    once, as JSON integers.  None for anything else -- another id, a
+    float, a lone surrogate -- which json.loads then reads (and
+    spec_from_json names what is wrong).  A name given twice is not seen
+    here: the caller checks the table (PieceTable.first_duplicate)."""
+    cdef const uint8_t *s
+    cdef uint8_t *text
+    cdef Py_ssize_t i, name_len, at = 0, count = 0, cap = 0, k
+    cdef int64_t value
+    cdef int64_t *found = NULL   # (offset, length, id) of each member, in the file's order
+    cdef int64_t *grown
+    cdef int64_t *order
+    cdef bint more = True, in_order = True
+    if not 0 <= start < end <= doc.shape[0] or doc[start] != 123:
+        raise ValueError("doc[start:end] is not a JSON object")
+    s = &doc[0]
+    # Every name decoded back to back (a decoded string is never longer
+    # than its source).
+    decoded = PyByteArray_FromStringAndSize(NULL, end - start)
+    text = <uint8_t *>PyByteArray_AS_STRING(decoded)
+    try:
+        i = _json_ws(s, start + 1, end)
+        if i < end and s[i] == 125:  # '}': an empty vocabulary, the loader's error
+            return None
+        while more:
+            if count == cap:
+                cap = 2 * cap + 1024
+                grown = <int64_t *>realloc(found, <size_t>cap * 3 * sizeof(int64_t))
+                if grown == NULL:
+                    raise MemoryError()
+                found = grown
+            i = _json_key(s, i, end, text + at, &name_len)
+            if i < 0 or i >= end or not 48 <= s[i] <= 57:
+                return None
+            value = 0
+            k = i
+            while i < end and 48 <= s[i] <= 57 and i - k < 10:
+                value = value * 10 + (s[i] - 48)
+                i += 1
+            if (s[k] == 48 and i - k > 1) or (i < end and (48 <= s[i] <= 57 or s[i] == 46 or s[i] == 101
+                                                             or s[i] == 69)):
+                return None  # not one plain integer below 10**10 (a float, 1e3, 01)
+            found[3 * count] = at
+            found[3 * count + 1] = name_len
+            found[3 * count + 2] = value
+            in_order = in_order and value == count
+            at += name_len
+            count += 1
+            i = _json_next(s, i, end, 125, &more)
+            if i < 0 or (not more and i != end):
+                return None
+        return _pieces_by_id(decoded, at, found, count, in_order)
+    finally:
+        free(found)
+
+
+cdef object _pieces_by_id(bytearray decoded, Py_ssize_t length, const int64_t *found, Py_ssize_t count,
+                          bint in_order):
+    """(arena, offsets) of the `count` members `found` ((offset, length,
+    id) in `decoded`, whose first `length` bytes they fill), by id; None
+    unless the ids are 0..count-1, each once.  `in_order`: they are, in
+    the file's order (as files write them), and the arena is `decoded`."""
+    cdef const char *text = PyByteArray_AS_STRING(decoded)
+    cdef Py_ssize_t k, piece_id
+    offsets = array("q", bytes(8 * (count + 1)))
+    cdef int64_t[::1] off = offsets
+    if in_order:
+        for k in range(count):
+            off[k + 1] = off[k] + found[3 * k + 1]
+        return PyBytes_FromStringAndSize(text, length), offsets
+    # off[id + 1]: the length of the piece of that id (-1: none yet).
+    for k in range(count + 1):
+        off[k] = -1
+    for k in range(count):
+        piece_id = found[3 * k + 2]
+        if piece_id >= count or off[piece_id + 1] >= 0:
+            return None
+        off[piece_id + 1] = found[3 * k + 1]
+    off[0] = 0
+    for k in range(count):
+        off[k + 1] += off[k]
+    arena = PyBytes_FromStringAndSize(NULL, length)
+    for k in range(count):
+        piece_id = found[3 * k + 2]
+        memcpy(PyBytes_AS_STRING(arena) + off[piece_id], text + found[3 * k], <size_t>found[3 * k + 1])
+    return arena, offsets
 cdef Py_ssize_t _rule_string(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, uint8_t *o,
                              Py_ssize_t *o_len, Py_ssize_t rule) except -1:
     """The JSON string of rule `rule` at s[i], decoded into `o`: the
