@@ -415,6 +415,7 @@ def test_rules_read_from_the_file_bytes_equal_the_json_loads_reading(data, form)
     ('{"model": {"vocab": {"a": 0}, "\\u006derges": [1], "voc\\u0061b": {"b": 0}}}', [1], {"b": 0}),
     ('{"model": {"vocab": {"a": 0}, "merges": [1], "\\u0076\\u006f\\u0063\\u0061\\u0062\\u0073": {}}}', [1],
      {"a": 0}),
+    ('{"model": {"vocab": {"a": 0}, "\\u006d\\u0065\\u0072\\u0067\\u0065\\u0073": [2]}}', [2], {"a": 0}),
     ('{"model": {"' + "x" * 5000 + '": 1, "merges": [1]}}', [1], None),
     ('\n {"model" : {"merges" : [ ]} } \r\n', [], None),
     ('{"model": {"merges": [1]}, "model": {"vocab": {}}}', None, None),  # the last model has none
