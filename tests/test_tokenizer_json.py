@@ -5,6 +5,7 @@ hypothesis text; synthetic tokenizer.json variants for the front ends and
 the rules real files rarely hit.
 """
 
+import functools
 import json
 import re
 import shutil
@@ -474,6 +475,52 @@ def test_a_vocabulary_read_from_the_file_bytes_is_the_json_loads_reading(data):
     by_id = sorted(sub, key=sub.__getitem__)
     assert [arena[offsets[i]:offsets[i + 1]] for i in range(len(by_id))] == [p.encode("utf-8") for p in by_id]
     assert len(offsets) == len(by_id) + 1 and offsets[-1] == len(arena)
+
+
+@functools.lru_cache(maxsize=None)
+def _some_pieces_json(ascii_only):
+    """The JSON text of 200 of the shipped vocabulary's pieces, ASCII and
+    not (ids 0-99 and 29,000-29,099), numbered 0..199."""
+    vocab = json.loads(JSON.read_text(encoding="utf-8"))["model"]["vocab"]
+    by_id = sorted(vocab, key=vocab.__getitem__)
+    chosen = by_id[:100] + by_id[29000:29100]
+    return json.dumps(dict(zip(chosen, range(200))), ensure_ascii=ascii_only).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_damaged_vocabulary_is_refused_or_read_as_json_loads_reads_it(data):
+    """Bytes of a vocabulary changed, cut or inserted at random (valid
+    UTF-8, as the loader checks first): json_vocab_pieces gives None, or
+    the pieces json.loads reads there (its ids 0..n-1), never anything
+    else and never a crash."""
+    from spmbpe._core import json_vocab_pieces
+
+    doc = bytearray(_some_pieces_json(data.draw(st.booleans())))
+    alphabet = st.sampled_from(list(b'{}[]",:0123456789\\u -.eE\x00\x7f'))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(1, len(doc) - 1))
+        how = data.draw(st.sampled_from(["change", "cut", "insert"]))
+        if how == "change":
+            doc[at] = data.draw(alphabet)
+        elif how == "cut":
+            del doc[at:at + data.draw(st.integers(1, 5))]
+        else:
+            doc[at:at] = bytes(data.draw(st.lists(alphabet, min_size=1, max_size=4)))
+    doc = bytes(doc)
+    try:
+        doc.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # (the loader reads no further)
+    got = json_vocab_pieces(doc, 0, len(doc))
+    if got is None:
+        return
+    arena, offsets = got
+    read = json.loads(doc)  # what it takes, json.loads reads
+    pieces = [arena[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+    if len(set(pieces)) == len(pieces):  # (a name given twice: the caller's check)
+        assert sorted(read.values()) == list(range(len(pieces)))
+        assert [p.encode("utf-8") for p in sorted(read, key=read.__getitem__)] == pieces
 
 
 @pytest.mark.parametrize("members", [
