@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from array import array
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._hf_json import read_json_object
-from ._spm_model import read_model_proto
+from ._spm_model import SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer_json import DerivedMerges, MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json
+from .tokenizer_json import (
+    DerivedMerges, LazyVocab, MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json,
+)
 from .tokens import AddedToken, TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
@@ -159,18 +162,18 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
         vocab = file_model.get("vocab")
         if isinstance(vocab, list):
             vocab = {(item[0] if isinstance(item, list) else item): i for i, item in enumerate(vocab)}
-        if not isinstance(vocab, (dict, VocabInFile)):
+        if not isinstance(vocab, (dict, LazyVocab)):
             raise ModelFormatError(json_path, None, "model.vocab is missing")
         merges = file_model.get("merges")
         post_processor = file_data.get("post_processor")
         model_pieces: List[Tuple[str, int]] = []
     elif os.path.isfile(model_path):
         proto = read_model_proto(model_path)
-        pieces = proto.pieces
         # convert SentencePieceExtractor.extract: {piece: id} (a repeated
         # piece keeps its last id), merges from the vocabulary alone.
-        vocab = dict(zip(pieces, range(len(pieces))))
-        derived = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(vocab)])
+        model_vocab = _ModelVocab(proto)
+        derived = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
+        vocab = model_vocab.spell() if spell else model_vocab
         merges = derived.spell() if spell else derived
         post_processor = None
         # ... and every CONTROL and USER_DEFINED piece becomes an added
@@ -178,7 +181,7 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
         # (The kinds as a set of ints, looked up once: an enum member's
         # lookup and comparison per piece took 12 ms.)
         added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
-        model_pieces = [(pieces[i], kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
+        model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
     else:
         raise UnsupportedModelError(
             f"{folder}: neither tokenizer.json nor tokenizer.model; transformers 5's LlamaTokenizer reads one of them"
@@ -216,6 +219,26 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     }
 
 
+class _ModelVocab(LazyVocab):
+    """A tokenizer.model's pieces as the vocabulary convert makes of them
+    ({piece: id}, a repeated piece keeping its last id): spec_from_json
+    takes the reader's arena as it is, where a dict of 32,000 strs was
+    made, turned around by id and encoded back."""
+
+    def __init__(self, proto: SpmModelProto) -> None:
+        super().__init__()
+        self._proto = proto
+
+    def _read_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
+        arena, offsets = self._proto.arena, self._proto.offsets
+        whole = isinstance(offsets, array) and offsets.typecode == "q" and len(offsets) == len(self._proto) + 1
+        return (arena, offsets) if type(arena) is bytes and whole else None
+
+    def spell(self) -> Dict[str, Any]:
+        pieces = self._proto.pieces
+        return dict(zip(pieces, range(len(pieces))))
+
+
 def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dict[str, Any]]]:
     """bos/eos/unk/... as the config (or LlamaTokenizer's defaults) names
     them; with no added_tokens_decoder, special_tokens_map.json overrides."""
@@ -247,7 +270,7 @@ def _tokenizer_json(json_path: str, spell: bool) -> Dict[str, Any]:
     return data
 
 
-def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, int], VocabInFile],
+def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, int], LazyVocab],
                   model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
     """The backend's added tokens, in the order transformers adds them
     (the first token of a text wins; tokenizers' add_tokens ignores a
@@ -327,7 +350,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
 
 
 def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],
-              vocab: Union[Dict[str, int], VocabInFile], added: List[Dict[str, Any]]) -> Dict[str, Any]:
+              vocab: Union[Dict[str, int], LazyVocab], added: List[Dict[str, Any]]) -> Dict[str, Any]:
     """tu_tok update_post_processor's TemplateProcessing: BOS first when
     add_bos_token, EOS last when add_eos_token (a missing token turns its
     flag off)."""

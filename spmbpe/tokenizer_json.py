@@ -95,25 +95,29 @@ class MergesInFile(_SpanInFile):
         return cast(List[Any], super().spell())
 
 
-class VocabInFile(_SpanInFile):
-    """model.vocab: spec_from_json reads its pieces by id in compiled code
-    (`pieces`), and calls `spell` where that does not decide or a dict is
-    wanted; `get` and len() answer as json.loads's dict does."""
+class LazyVocab:
+    """A model.vocab that spec_from_json reads by id in compiled code
+    (`pieces`), and spells as json.loads's dict ({piece: id}) where that
+    does not decide or a dict is wanted; `get` and len() answer as that
+    dict does.  A subclass says where the pieces are (_read_pieces) and
+    how they spell (spell)."""
 
-    def __init__(self, raw: bytes, start: int, end: int) -> None:
-        super().__init__(raw, start, end)
+    def __init__(self) -> None:
         self._read: Any = self  # (not read yet)
         self._lookup: Union[PieceTable, Dict[str, Any], None] = None
 
+    def _read_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
+        raise NotImplementedError
+
     def spell(self) -> Dict[str, Any]:
-        return cast(Dict[str, Any], super().spell())
+        raise NotImplementedError
 
     def pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
-        """(arena, offsets) of the pieces by id, when the ids are 0..n-1
-        (json_vocab_pieces, read once); else None.  (A name given twice is
-        not seen here: spec_from_json checks its table.)"""
+        """(arena, offsets) of the pieces by id (read once; not to be
+        changed), when the ids are 0..n-1; else None.  (A piece given
+        twice is not seen here: spec_from_json checks its table.)"""
         if self._read is self:
-            self._read = json_vocab_pieces(self.raw, self.start, self.end)
+            self._read = self._read_pieces()
         return cast(Optional[Tuple[bytes, "array[int]"]], self._read)
 
     def _names(self) -> Union[PieceTable, Dict[str, Any]]:
@@ -136,6 +140,21 @@ class VocabInFile(_SpanInFile):
 
     def __len__(self) -> int:
         return len(self._names())
+
+
+class VocabInFile(LazyVocab, _SpanInFile):
+    """model.vocab left in the file: its members read by
+    json_vocab_pieces when the ids are 0..n-1, each once, as integers."""
+
+    def __init__(self, raw: bytes, start: int, end: int) -> None:
+        LazyVocab.__init__(self)
+        _SpanInFile.__init__(self, raw, start, end)
+
+    def _read_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
+        return json_vocab_pieces(self.raw, self.start, self.end)
+
+    def spell(self) -> Dict[str, Any]:
+        return cast(Dict[str, Any], _SpanInFile.spell(self))
 
 
 def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
@@ -161,7 +180,7 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
     front_end: Tuple[Any, ...] = _front_end(data, path)
 
     vocab = model.get("vocab")
-    if not isinstance(vocab, VocabInFile) and (not isinstance(vocab, dict) or not vocab):
+    if not isinstance(vocab, LazyVocab) and (not isinstance(vocab, dict) or not vocab):
         raise ModelFormatError(path, None, "model.vocab is missing or empty")
     added_entries = data.get("added_tokens") or []
     if not isinstance(added_entries, list):
@@ -228,13 +247,13 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
 
 
 def _vocabulary(
-    vocab: Union[Dict[str, Any], VocabInFile], added: List[AddedToken], path: str
-) -> Tuple[PieceTable, bytearray, Union[Dict[str, Any], VocabInFile]]:
+    vocab: Union[Dict[str, Any], LazyVocab], added: List[AddedToken], path: str
+) -> Tuple[PieceTable, bytearray, Union[Dict[str, Any], LazyVocab]]:
     """The table of every id's piece -- model.vocab's, then the added
     tokens' that it lacks (ids 0..n-1, none missing) --, a flag per id
-    for model.vocab's, and model.vocab: still in the file where compiled
-    code read it (VocabInFile.pieces), else json.loads's dict."""
-    if isinstance(vocab, VocabInFile):
+    for model.vocab's, and model.vocab: a LazyVocab still where compiled
+    code read it (LazyVocab.pieces), else json.loads's dict."""
+    if isinstance(vocab, LazyVocab):
         read = vocab.pieces()
         if read is not None:
             arena, offsets = read
@@ -248,8 +267,7 @@ def _vocabulary(
             tail = [beyond[i].encode() for i in range(n_model, n)]
             ends = accumulate(map(len, tail), initial=offsets[-1])
             next(ends)
-            offsets.extend(ends)
-            table = PieceTable(arena + b"".join(tail), offsets)
+            table = PieceTable(arena + b"".join(tail), offsets + array("q", ends))
             # A name given twice: json.loads keeps its last id (and the
             # first id's absence decides), as the dict below does.
             if not 0 <= table.first_duplicate < n_model:
@@ -358,7 +376,7 @@ class DerivedMerges:
 
 
 def _merge_rules(
-    merges: object, vocab: Union[Dict[str, int], VocabInFile], table: PieceTable, model_ids: bytearray, path: str
+    merges: object, vocab: Union[Dict[str, int], LazyVocab], table: PieceTable, model_ids: bytearray, path: str
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
     """(left, right, merged) ids of the merge rules, in rank order (a pair
     listed twice is kept twice: the core keeps the later one, as tokenizers
@@ -377,7 +395,7 @@ def _merge_rules(
             merges = merges.spell()
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
-    if isinstance(vocab, VocabInFile):
+    if isinstance(vocab, LazyVocab):
         vocab = vocab.spell()
     try:
         return merge_rule_ids(table, merges, model_ids)

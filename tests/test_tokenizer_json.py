@@ -604,6 +604,11 @@ def _unk_absent(data):
     data["model"]["unk_token"] = "<nowhere>"
 
 
+def _unk_after_beyond(data):
+    _beyond(data)
+    data["model"]["unk_token"] = "<unk>"  # looked up once the table holds the tokens beyond
+
+
 def _float_id(data):
     data["model"]["vocab"]["\u2581the"] = float(data["model"]["vocab"]["\u2581the"])
 
@@ -615,12 +620,14 @@ def _no_vocab(data):
 _FIRST = ('"vocab": {', '"vocab": {"\u2581the": 7, ')  # a name also given first (json.loads keeps the last)
 _LAST = ('}, "merges": [', ', "\u2581the": 7}, "merges": [')  # ... and last (its id 7 twice)
 _EXTRA = ('"vocab": {', '"vocab": {"<extra>": 9, ')  # an added token's content, in the vocabulary too
+_RENAMED = ('"<0x61>": 100', '"<0x62>": 100')  # ids 0..n-1 each once, a name twice (json.loads: 100 is gone)
 
 
 @pytest.mark.parametrize("change, edit, loads", [
     (None, None, True), (_shuffled, None, True), (_beyond, None, True), (_gap_filled, None, True),
     (_gap_beyond, None, False), (_unk_absent, None, False), (_float_id, None, False), (_no_vocab, None, False),
-    (None, _FIRST, True), (None, _LAST, False), (_beyond, _EXTRA, False),
+    (None, _FIRST, True), (None, _LAST, False), (_beyond, _EXTRA, False), (_unk_after_beyond, None, True),
+    (None, _RENAMED, False),
 ])
 def test_a_vocabulary_read_from_the_file_gives_the_json_loads_spec_or_error(tmp_path, change, edit, loads):
     """Whether compiled code reads model.vocab (ids 0..n-1 in the file's

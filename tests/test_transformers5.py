@@ -191,6 +191,33 @@ def test_a_pipeline_left_in_the_file_gives_the_spelled_pipelines_spec(folders, n
         spec_from_json(spelled, folder, reference="transformers"))
 
 
+def test_a_model_with_a_piece_given_twice_gives_the_spelled_pipelines_spec(folders, tmp_path):
+    """A tokenizer.model that repeats a piece: convert's dict keeps the
+    later id, which the arena taken as it is cannot say; the lazy
+    vocabulary then spells that dict, and the spec (or the error) is the
+    spelled pipeline's."""
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+
+    from spmbpe._state import fingerprint
+    from spmbpe.tokenizer_json import spec_from_json
+
+    model = pb2.ModelProto()
+    model.ParseFromString((DATA / "mistral-v1.model").read_bytes())
+    model.pieces[20001].piece = model.pieces[20000].piece
+    folder = tmp_path / "twice"
+    shutil.copytree(folders["v1-model-legacy"], folder)
+    (folder / "tokenizer.model").write_bytes(model.SerializeToString())
+
+    def outcome(spell):
+        try:
+            return fingerprint(spec_from_json(backend_json(str(folder), spell=spell), str(folder),
+                                              reference="transformers"))
+        except Exception as exc:  # noqa: BLE001 -- compared, type and message
+            return type(exc), str(exc)
+
+    assert outcome(False) == outcome(True)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_pipeline_is_the_one_transformers_builds(folders, name):
     """backend_json(folder) is the tokenizer.json of transformers 5's
