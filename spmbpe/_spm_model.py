@@ -424,16 +424,24 @@ class SpmModelProto:
         """Piece ``i`` as text."""
         return self.piece_bytes(i).decode("utf-8")
 
+    def packed_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
+        """(arena, offsets) when they are still of the reader's own kinds
+        (bytes, and array('q') of one offset per piece and the end), which
+        compiled code takes as they are; None when a caller has set other
+        kinds (the fields are writable)."""
+        arena, offs = self.arena, self.offsets
+        whole = isinstance(offs, array) and offs.typecode == "q" and len(offs) == len(self.types) + 1
+        return (arena, offs) if type(arena) is bytes and whole else None
+
     @property
     def pieces(self) -> List[str]:
         """All pieces as a list of ``str`` (decoded on each access)."""
-        arena = self.arena
-        offs = self.offsets
         # (Compiled for the reader's own kinds, 12 ms -> 2 for 32,000
-        # pieces; the fields are writable, so any other kinds as before.)
-        whole = isinstance(offs, array) and offs.typecode == "q" and len(offs) == len(self.types) + 1
-        if type(arena) is bytes and whole:
-            return utf8_pieces(arena, offs)
+        # pieces; any other kinds as before.)
+        packed = self.packed_pieces()
+        if packed is not None:
+            return utf8_pieces(*packed)
+        arena, offs = self.arena, self.offsets
         return [arena[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(self.types))]
 
     @property

@@ -230,9 +230,7 @@ class _ModelVocab(LazyVocab):
         self._proto = proto
 
     def _read_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
-        arena, offsets = self._proto.arena, self._proto.offsets
-        whole = isinstance(offsets, array) and offsets.typecode == "q" and len(offsets) == len(self._proto) + 1
-        return (arena, offsets) if type(arena) is bytes and whole else None
+        return self._proto.packed_pieces()
 
     def spell(self) -> Dict[str, Any]:
         pieces = self._proto.pieces

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from array import array
-from itertools import accumulate
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
 from ._core import (
@@ -26,7 +25,7 @@ from ._core import (
     utf8_valid_prefix,
 )
 from ._hf_json import added_token, json_id, parse_json_object
-from ._vocab import byte_piece_ids
+from ._vocab import byte_piece_ids, piece_offsets
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import RankedMerges, TokenizerSpec
 from .tokenizer import SpmTokenizer, tokenizer_from_spec
@@ -104,6 +103,7 @@ class LazyVocab:
 
     def __init__(self) -> None:
         self._read: Any = self  # (not read yet)
+        self._table: Optional[PieceTable] = None
         self._lookup: Union[PieceTable, Dict[str, Any], None] = None
 
     def _read_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
@@ -120,11 +120,17 @@ class LazyVocab:
             self._read = self._read_pieces()
         return cast(Optional[Tuple[bytes, "array[int]"]], self._read)
 
+    def table(self) -> Optional[PieceTable]:
+        """The table of `pieces` (made once), or None."""
+        read = self.pieces()
+        if self._table is None and read is not None:
+            self._table = PieceTable(*read)
+        return self._table
+
     def _names(self) -> Union[PieceTable, Dict[str, Any]]:
-        """A table of the pieces where they are distinct, else the dict."""
+        """The table where its pieces are distinct, else the dict."""
         if self._lookup is None:
-            read = self.pieces()
-            table = PieceTable(*read) if read is not None else None
+            table = self.table()
             self._lookup = table if table is not None and table.first_duplicate < 0 else self.spell()
         return self._lookup
 
@@ -265,9 +271,9 @@ def _vocabulary(
             n = n_model + len(beyond)
             _check_dense(max(beyond, default=0), n, lambda i: i < n_model or i in beyond, path)
             tail = [beyond[i].encode() for i in range(n_model, n)]
-            ends = accumulate(map(len, tail), initial=offsets[-1])
-            next(ends)
-            table = PieceTable(arena + b"".join(tail), offsets + array("q", ends))
+            # (No tokens beyond: the table get() may have made already.)
+            table = cast(PieceTable, vocab.table()) if not tail else PieceTable(
+                arena + b"".join(tail), offsets + piece_offsets(map(len, tail), offsets[-1])[1:])
             # A name given twice: json.loads keeps its last id (and the
             # first id's absence decides), as the dict below does.
             if not 0 <= table.first_duplicate < n_model:
@@ -395,12 +401,12 @@ def _merge_rules(
             merges = merges.spell()
     if not isinstance(merges, list):
         raise ModelFormatError(path, None, "model.merges is missing or not a list")
-    if isinstance(vocab, LazyVocab):
-        vocab = vocab.spell()
     try:
         return merge_rule_ids(table, merges, model_ids)
     except ValueError:  # RuleNotResolved, or a surrogate that has no UTF-8
         pass
+    if isinstance(vocab, LazyVocab):
+        vocab = vocab.spell()
     left, right, merged = array("i"), array("i"), array("i")
     for i, rule in enumerate(merges):
         if isinstance(rule, str):

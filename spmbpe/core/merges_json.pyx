@@ -116,7 +116,6 @@ def json_vocab_pieces(const unsigned char[::1] doc, Py_ssize_t start, Py_ssize_t
     cdef int64_t value
     cdef int64_t *found = NULL   # (offset, length, id) of each member, in the file's order
     cdef int64_t *grown
-    cdef int64_t *order
     cdef bint more = True, in_order = True
     if not 0 <= start < end <= doc.shape[0] or doc[start] != 123:
         raise ValueError("doc[start:end] is not a JSON object")
@@ -191,6 +190,8 @@ cdef object _pieces_by_id(bytearray decoded, Py_ssize_t length, const int64_t *f
         piece_id = found[3 * k + 2]
         memcpy(PyBytes_AS_STRING(arena) + off[piece_id], text + found[3 * k], <size_t>found[3 * k + 1])
     return arena, offsets
+
+
 cdef Py_ssize_t _rule_string(const uint8_t *s, Py_ssize_t i, Py_ssize_t end, uint8_t *o,
                              Py_ssize_t *o_len, Py_ssize_t rule) except -1:
     """The JSON string of rule `rule` at s[i], decoded into `o`: the
