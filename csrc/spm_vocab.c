@@ -16,8 +16,9 @@ static inline void spm_vocab_hash_piece(const spm_vocab *v, int32_t id, uint64_t
     size_t len = (size_t)(v->offsets[id + 1] - v->offsets[id]);
     /* (8 bytes read at once where the arena goes on that far: copying a
      * piece's bytes one length at a time stalls the load that follows.) */
-    uint64_t head = spm_head8(s, len, v->offsets[id] + 8 <= v->offsets[v->n]);
-    uint64_t h = spm_vocab_hash(head, s, len);
+    int padded = (int64_t)v->offsets[id] + (int64_t)len + 8 <= (int64_t)v->offsets[v->n];
+    uint64_t head = spm_head8(s, len, padded);
+    uint64_t h = spm_vocab_hash(head, s, len, padded);
     uint32_t home = spm_vocab_home(h, v->cap);
     SPM_PREFETCH_WRITE(&v->slots[home]);
     SPM_PREFETCH_WRITE(&v->tags[home]);

@@ -50,12 +50,13 @@ typedef struct {
     uint32_t cap;
 } spm_vocab;
 
-/* The hash of the piece (head, s, len). */
-static inline uint64_t spm_vocab_hash(uint64_t head, const char *s, size_t len) {
+/* The hash of the piece (head, s, len).  `padded`: see spm_head8 (a tail
+ * copied one length at a time into a word and then read as the word waits
+ * for those stores). */
+static inline uint64_t spm_vocab_hash(uint64_t head, const char *s, size_t len, int padded) {
     uint64_t h = (head ^ ((uint64_t)len << 56)) * 0x9E3779B97F4A7C15ULL;
     for (size_t i = 8; i < len; i += 8) {
-        uint64_t k = 0;
-        memcpy(&k, s + i, len - i < 8 ? len - i : 8);
+        uint64_t k = spm_head8(s + i, len - i, padded);
         h = (h ^ (h >> 29) ^ k) * 0xBF58476D1CE4E5B9ULL;
     }
     h ^= h >> 32;
@@ -83,11 +84,9 @@ void spm_vocab_free(spm_vocab *v);
  * duplicate text's higher ids have no slot: the lowest id decides). */
 void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected);
 
-/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_head8. */
-static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
-                                                      int padded) {
-    uint64_t head = spm_head8(s, len, padded);
-    uint64_t h = spm_vocab_hash(head, s, len);
+/* The slot of the piece s[0:len] whose head and hash are given, or NULL. */
+static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const char *s, size_t len, uint64_t head,
+                                                    uint64_t h) {
     uint8_t tag = spm_vocab_tag(h);
     uint32_t i = spm_vocab_home(h, v->cap);
     for (;;) {
@@ -111,9 +110,55 @@ static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const 
     }
 }
 
+/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_head8. */
+static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
+                                                      int padded) {
+    uint64_t head = spm_head8(s, len, padded);
+    return spm_vocab_probe(v, s, len, head, spm_vocab_hash(head, s, len, padded));
+}
+
+/* A lookup hashed ahead of its probe.  A loop of many independent lookups
+ * (loading a tokenizer.json's 59,000 merge rules: three each) hashes each
+ * key some lookups early and starts loading its home slot and tag, so that
+ * the misses in a table larger than the second-level cache overlap
+ * (spm_vocab_new's build does the same for its inserts). */
+typedef struct {
+    const char *s;
+    size_t len;
+    uint64_t head, h;
+} spm_vocab_key;
+
+static inline void spm_vocab_key_of(const spm_vocab *v, const char *s, size_t len, int padded,
+                                    spm_vocab_key *k) {
+    k->s = s;
+    k->len = len;
+    k->head = spm_head8(s, len, padded);
+    k->h = spm_vocab_hash(k->head, s, len, padded);
+#if defined(__GNUC__) || defined(__clang__)
+    uint32_t home = spm_vocab_home(k->h, v->cap);
+    __builtin_prefetch(&v->tags[home]);
+    __builtin_prefetch(&v->slots[home]);
+#else
+    (void)v;
+#endif
+}
+
+/* The lowest id of the key's piece, or -1. */
+static inline int32_t spm_vocab_find_key(const spm_vocab *v, const spm_vocab_key *k) {
+    const spm_vocab_slot *slot = spm_vocab_probe(v, k->s, k->len, k->head, k->h);
+    return slot ? (slot->id & SPM_ID_MASK) : -1;
+}
+
 /* The lowest id of the piece s[0:len], or -1. */
 static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t len) {
     const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 0);
+    return slot ? (slot->id & SPM_ID_MASK) : -1;
+}
+
+/* spm_vocab_find where s may be read 8 bytes past any position (the escaped
+ * text's slack; spm_head8). */
+static inline int32_t spm_vocab_find_padded(const spm_vocab *v, const char *s, size_t len) {
+    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 1);
     return slot ? (slot->id & SPM_ID_MASK) : -1;
 }
 

@@ -22,6 +22,7 @@ cdef extern from "spm_bytes.h" nogil:
     int spm_utf8_len(unsigned char lead)
     int spm_ascii_after_marker(const char *s, size_t n, int padded)
     size_t spm_utf8_valid_prefix(const char *s, size_t n)
+    int spm_json_plain8(const char *s)
 
 
 cdef extern from "spm_ucs.h" nogil:
@@ -48,6 +49,12 @@ cdef extern from "spm_vocab.h" nogil:
     void spm_vocab_free(spm_vocab *v)
     void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected)
     int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t length)
+    int32_t spm_vocab_find_padded(const spm_vocab *v, const char *s, size_t length)
+    ctypedef struct spm_vocab_key:
+        const char *s
+        size_t len
+    void spm_vocab_key_of(const spm_vocab *v, const char *s, size_t length, int padded, spm_vocab_key *k)
+    int32_t spm_vocab_find_key(const spm_vocab *v, const spm_vocab_key *k)
     const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t length)
 
 

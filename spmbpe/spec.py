@@ -14,7 +14,7 @@ from array import array
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
-from ._core import PieceTable
+from ._core import PieceTable, id_order_ranks
 from ._vocab import checked_id, types_buffer
 from .errors import VocabularyError
 from .tokens import AddedToken
@@ -181,7 +181,7 @@ def _rank(scores: Optional[Sequence[float]], n: int) -> "array[float]":
     if scores is None or len(scores) == 0:
         # No scores: id order is the merge order (lower id merges first),
         # the convention these vocabularies follow.
-        return array("f", [-float(i) for i in range(n)])
+        return id_order_ranks(n)
     if len(scores) != n:
         raise VocabularyError(f"scores has {len(scores)} entries but there are {n} pieces")
     if isinstance(scores, array) and scores.typecode == "f":

@@ -18,6 +18,7 @@ from tokenizers import Tokenizer
 
 import spmbpe
 from spmbpe.errors import ModelFormatError, UnsupportedModelError
+from spmbpe.tokenizer_json import read_tokenizer_json_spec
 
 DATA = Path(__file__).parent / "data"
 JSON = DATA / "mistral-v1.tokenizer.json"
@@ -403,6 +404,68 @@ def test_rules_read_from_the_file_bytes_equal_the_json_loads_reading(data, form)
     assert json.loads(raw[spans[0]:spans[1]]) == merges
     table, model_ids = _model_table(vocab)
     assert json_merge_rule_ids(table, raw, *spans[:2], model_ids) == merge_rule_ids(table, merges, model_ids)
+
+
+def test_a_vocabulary_without_scores_ranks_its_pieces_by_id():
+    """A tokenizer.json has no scores: the spec's rank of piece i is -i
+    (float32, lower ids first), as a list of Python floats made it."""
+    from array import array
+
+    from spmbpe._core import id_order_ranks
+
+    spec = read_tokenizer_json_spec(str(JSON))
+    n = len(spec.table)
+    assert spec.rank.typecode == "f"
+    assert spec.rank.tobytes() == array("f", [-float(i) for i in range(n)]).tobytes()
+    assert id_order_ranks(0) == array("f") and id_order_ranks(3) == array("f", [-0.0, -1.0, -2.0])
+    with pytest.raises(ValueError):
+        id_order_ranks(-1)
+
+
+@pytest.mark.parametrize("form", ["pairs", "strings"])
+def test_every_rule_of_the_shipped_file_read_from_its_bytes_is_the_list_reading(form):
+    """All 58,980 rules as json_merge_rule_ids reads them -- each a few
+    rules ahead of its lookups, into a scratch taken up again from its
+    start every 64 KB --: merge_rule_ids's ids for json.loads's list.  A
+    rule naming a piece outside the vocabulary, first, after many windows
+    or last, is refused."""
+    from spmbpe._core import RuleNotResolved, json_merge_rule_ids, merge_rule_ids, model_spans
+
+    model = json.loads(JSON.read_text(encoding="utf-8"))["model"]
+    merges = model["merges"] if form == "pairs" else [f"{a} {b}" for a, b in model["merges"]]
+    table, model_ids = _model_table(model["vocab"])
+
+    def read(rules):
+        raw = json.dumps({"model": {"type": "BPE", "merges": rules}}, ensure_ascii=False).encode("utf-8")
+        return json_merge_rule_ids(table, raw, *model_spans(raw)[:2], model_ids)
+
+    expected = merge_rule_ids(table, merges, model_ids)
+    assert len(expected[0]) == 58_980
+    assert read(merges) == expected
+    outside = ["\u2581zzq", "qqz"] if form == "pairs" else "\u2581zzq qqz"
+    for at in (0, 1, 30_000, len(merges) - 2, len(merges) - 1):
+        with pytest.raises(RuleNotResolved):
+            read(merges[:at] + [outside] + merges[at + 1:])
+    assert read(merges[:7]) == merge_rule_ids(table, merges[:7], model_ids)
+
+
+@pytest.mark.parametrize("form", ["pairs", "strings"])
+def test_long_rules_after_the_scratch_is_taken_up_again_are_read_whole(form):
+    """Rules of 40 KB pieces right after 64 KB of short ones: the short
+    rules still waiting for their lookups when the scratch is taken up
+    from its start again are looked up first, not overwritten."""
+    from spmbpe._core import json_merge_rule_ids, merge_rule_ids, model_spans
+
+    long_a, long_b = "\u2581" + "a" * 40_000, "b" * 40_000
+    vocab = {p: i for i, p in enumerate(["c", "d", "cd", "\u2581", long_a, long_b, long_a + long_b])}
+    table, model_ids = _model_table(vocab)
+    for short in (32_760, 32_765, 32_770):
+        pairs = [["c", "d"]] * short + [[long_a, long_b]] * 3 + [["c", "d"]] * 9
+        rules = pairs if form == "pairs" else [f"{a} {b}" for a, b in pairs]
+        raw = json.dumps({"model": {"merges": rules}}).encode("utf-8")
+        got = json_merge_rule_ids(table, raw, *model_spans(raw)[:2], model_ids)
+        assert got == merge_rule_ids(table, rules, model_ids)
+        assert list(zip(*got))[short:short + 4] == [(4, 5, 6)] * 3 + [(0, 1, 2)]
 
 
 @pytest.mark.parametrize("doc, merges, vocab", [

@@ -188,7 +188,7 @@ cdef int merge_pairs(const CoreTables *t, Workspace *w, int32_t begin, int32_t m
     cdef Symbol *sym = w.symbols
     cdef int32_t count, token_id, j, offset
     if t.ignore_merges and m > begin:
-        token_id = spm_vocab_find(t.vocab, w.text + begin, <size_t>(m - begin))
+        token_id = spm_vocab_find_padded(t.vocab, w.text + begin, <size_t>(m - begin))
         if token_id >= 0:
             return push(w, token_id, begin, m)
     count = ranked_symbols(t, w, begin, m)
@@ -414,7 +414,7 @@ cdef int emit_piece(const CoreTables *t, Workspace *w, int32_t start, int32_t n,
     if n <= 4 and n == utf8_len(<uint8_t>w.text[start]):
         token_id = char_id(t, w, w.text + start, n)
     else:
-        token_id = spm_vocab_find(t.vocab, w.text + start, <size_t>n)
+        token_id = spm_vocab_find_padded(t.vocab, w.text + start, <size_t>n)
     if token_id >= 0:
         if w.split_left != NULL and (t.flags[token_id] & SPM_FLAG_RESPLIT):
             left_n = w.split_left[token_id]

@@ -46,14 +46,22 @@ cdef class _IdColumns:
         return tuple(columns)
 
 
+cdef inline int32_t model_key_piece(PieceTable table, const uint8_t[::1] model_ids,
+                                    const spm_vocab_key *key) except -2:
+    """The model id of the key's piece, or -1 when no piece has that text;
+    RuleNotResolved when its lowest id is not the model's."""
+    cdef int32_t found = spm_vocab_find_key(table.vocab, key)
+    if found >= 0 and not model_ids[found]:
+        raise RuleNotResolved(key.s[:key.len].decode("utf-8", "replace"))
+    return found
+
+
 cdef inline int32_t model_piece(PieceTable table, const uint8_t[::1] model_ids, const char *s,
                                 Py_ssize_t n) except -2:
-    """The model id of the piece s[0:n], or -1 when no piece has that text;
-    RuleNotResolved when its lowest id is not the model's."""
-    cdef int32_t found = spm_vocab_find(table.vocab, s, <size_t>n)
-    if found >= 0 and not model_ids[found]:
-        raise RuleNotResolved(s[:n].decode("utf-8", "replace"))
-    return found
+    """model_key_piece of the piece s[0:n]."""
+    cdef spm_vocab_key key
+    spm_vocab_key_of(table.vocab, s, <size_t>n, 0, &key)
+    return model_key_piece(table, model_ids, &key)
 
 
 def merge_rule_ids(PieceTable table, list rules, const uint8_t[::1] model_ids):

@@ -115,6 +115,21 @@ cdef class PieceTable:
         return self.utf8_bad
 
 
+def id_order_ranks(Py_ssize_t n):
+    """The merge rank of each of n pieces merged in id order, lower id
+    first (-id, as array('f')): a vocabulary without scores, such as a
+    tokenizer.json's.  (Built from a list of Python floats, it took 2.3 ms of
+    loading Mistral's.)"""
+    if n < 0:
+        raise ValueError("n must not be negative")
+    out = array("f", bytes(4 * n))
+    cdef float[::1] view = out
+    cdef Py_ssize_t i
+    for i in range(n):
+        view[i] = -<float>i
+    return out
+
+
 def first_invalid_utf8_piece(const uint8_t[::1] arena, const int64_t[::1] offsets):
     """The first i whose piece arena[offsets[i]:offsets[i + 1]] is not valid
     UTF-8, or -1 (offsets ascending, within the arena)."""

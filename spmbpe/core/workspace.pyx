@@ -160,10 +160,10 @@ cdef inline int32_t char_id(const CoreTables *t, Workspace *w, const char *s, in
     if n == 1 and <uint8_t>s[0] < 0x80:
         return t.ascii_ids[<uint8_t>s[0]]
     if w.char_ids == NULL and not alloc_char_memo(w):
-        return spm_vocab_find(t.vocab, s, <size_t>n)
+        return spm_vocab_find_padded(t.vocab, s, <size_t>n)
     entry = char_memo_entry(w, s, n, &key)
     if (entry[0] >> 32) == key:
         return <int32_t>(<uint32_t>entry[0])
-    token_id = spm_vocab_find(t.vocab, s, <size_t>n)
+    token_id = spm_vocab_find_padded(t.vocab, s, <size_t>n)
     entry[0] = (key << 32) | <uint32_t>token_id
     return token_id
