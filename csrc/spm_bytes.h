@@ -132,6 +132,33 @@ static inline void spm_copy_small(char *dst, const char *src, size_t n) {
     while (n--) *dst++ = *src++;
 }
 
+/* How many of the 8 bytes at s come before the first one that ends a plain
+ * run of a JSON string: '"', '\\' or a control character (below 0x20, which
+ * a strict parser refuses); 8 when none does.  A JSON reader (the command
+ * line's JSONL fields, a tokenizer.json's vocabulary and merge rules) takes
+ * a string's plain bytes 8 at a time, not one test and branch per byte.
+ * (Of each word's tests, only the lowest byte flagged is exact: a borrow
+ * can flag the bytes above it.) */
+static inline int spm_json_plain8(const char *s) {
+    const uint64_t ones = 0x0101010101010101ULL;
+    uint64_t w, quote, backslash, stops;
+    memcpy(&w, s, 8);
+    quote = w ^ (ones * 0x22);
+    backslash = w ^ (ones * 0x5C);
+    stops = (((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((w - ones * 0x20) & ~w)) &
+            (ones * 0x80);
+    if (!stops) return 8;
+#if SPM_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_ctzll(stops) >> 3;
+#else
+    for (int k = 0; k < 8; k++) {
+        uint8_t c = (uint8_t)s[k];
+        if (c == 0x22 || c == 0x5C || c < 0x20) return k;
+    }
+    return 8;
+#endif
+}
+
 /* How many bytes of s[0:n] are valid UTF-8 from the start: n when all are,
  * else the offset of the first byte of the first invalid sequence -- where
  * Python's strict decoder (bytes.decode("utf-8")) puts its error's start.

@@ -512,6 +512,29 @@ def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(li
         assert columns[k] == [obj[field] for _, obj in expected]
 
 
+# A string's plain bytes are taken 8 at a time: what ends or escapes a run
+# ('"', "\\", a control character, and what lies past it) is put at every
+# offset of those 8 bytes, and near the line's end.
+_STOPS = ['"', "\\", "\n", "\x01", "\x1f", "/", "\u00e9", "\u2581", "\U0001f600", "\x7f", " "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 17), st.sampled_from(_STOPS)), max_size=8),
+       tail=st.integers(0, 17), ascii_only=st.booleans(), slash=st.booleans(), key=st.integers(0, 17))
+def test_strings_read_8_bytes_at_a_time_are_the_json_loads_strings(runs, tail, ascii_only, slash, key):
+    text = "".join("abcdefghijklmnopq"[:n] + stop for n, stop in runs) + "xyz" * tail
+    name = "k" * key
+    line = json.dumps({name: text[::-1], "text": text}, ensure_ascii=ascii_only)
+    if slash:
+        line = line.replace("/", "\\/")
+    for block in (line.encode("utf-8") + b"\n", (line + " " * (tail % 9)).encode("utf-8") + b"\n"):
+        assert jsonl_fields(block, [b"text", name.encode()], 0) == ([[text], [text[::-1]]], [0], [])
+        # A control character left raw in the text is refused, wherever it is.
+        raw = block.replace(b"yz", b"y\x02z", 1)
+        if raw != block:
+            assert jsonl_fields(raw, [b"text"], 0)[2] == [(0, raw[:-1].decode("utf-8"))]
+
+
 def test_the_compiled_jsonl_reader_hands_back_what_is_not_plain():
     # Each of these is read json.loads's way (its document or its error),
     # in its place among the documents.
