@@ -98,6 +98,36 @@ def test_utf8_check_agrees_with_pythons_decoder(data):
     assert utf8_valid_prefix(data) == python_valid_prefix(data)
 
 
+# Longer text, as the check reads it: runs of ASCII (8 bytes at a time) and of
+# other characters (a DFA, 64 bytes at a time, ending where a character does),
+# with faults anywhere among them.
+_RUNS = ["a", "abcdefgh", "plain ASCII text ", "\u0436\u0438\u0437\u043d\u044c ", "\u65e5\u672c\u8a9e",
+         "\u2581\u2581", "\U0001f600", "\u00e9t\u00e9", "\x7f\x00"]
+
+
+@given(st.lists(st.one_of(
+    st.sampled_from(_RUNS).map(lambda run: run.encode("utf-8")),
+    st.tuples(st.sampled_from(_RUNS), st.integers(1, 12)).map(lambda r: (r[0] * r[1]).encode("utf-8")),
+    st.sampled_from(EDGES),
+), max_size=40).map(b"".join))
+@example(("\u65e5" * 30).encode("utf-8") + b"\xed\xa0\x80")
+@example(("\u65e5" * 21).encode("utf-8") + b"\xe6\x97")
+@settings(max_examples=1500, deadline=None)
+def test_utf8_check_of_long_text_agrees_with_pythons_decoder(data):
+    assert utf8_valid_prefix(data) == python_valid_prefix(data)
+
+
+@pytest.mark.parametrize("fault", [b"\x80", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf",
+                                   b"\xf4\x90\x80\x80", b"\xf5", b"\xe2\x96", b"\xf0\x9f\x99"])
+def test_a_fault_at_every_offset_of_a_long_text_is_placed_as_pythons_decoder_places_it(fault):
+    text = ("ASCII and \u0436\u0438\u0437\u043d\u044c, \u65e5\u672c\u8a9e \U0001f600 " * 3).encode("utf-8")
+    for at in range(len(text) + 1):
+        if at < len(text) and (text[at] & 0xC0) == 0x80:
+            continue  # (inside a character: the text itself is cut short there)
+        data = text[:at] + fault + text[at:]
+        assert utf8_valid_prefix(data) == python_valid_prefix(data) == at
+
+
 @given(st.binary(max_size=300))
 @example(b"\n\n")
 @example(b"a\nb")
