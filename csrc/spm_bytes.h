@@ -159,46 +159,13 @@ static inline int spm_json_plain8(const char *s) {
 #endif
 }
 
-/* spm_utf8_valid_prefix from s[i], a character's first byte (all before it
- * valid), byte by byte: where a fault is, and how Python's decoder places
- * its start.  The rules as Python's strict decoder applies them: stray
- * continuation bytes, C0/C1 and F5..FF leads, overlong forms, surrogates
- * (ED A0..BF), code points past U+10FFFF and sequences cut short fail. */
-static inline size_t spm_utf8_valid_from(const uint8_t *s, size_t i, size_t n) {
-    while (i < n) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF; /* the range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;      /* overlong */
-            else if (c == 0xED) hi = 0x9F; /* surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;      /* overlong */
-            else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
-        } else {
-            return i;
-        }
-        if (n - i <= need) return i;
-        if (s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-        i += need + 1;
-    }
-    return n;
-}
-
-/* The same rules as a DFA whose transitions for each byte are one word
- * (a "shift DFA"): state k is the number 6k, and the row of byte b holds, 6
- * bits at offset 6k, the state that b leads to from state k, so a step is
- * one load and one shift, with no branch on the byte.  States: 0 between
+/* UTF-8 as Python's strict decoder takes it, as a DFA: stray continuation
+ * bytes, C0/C1 and F5..FF leads, overlong forms, surrogates (ED A0..BF),
+ * code points past U+10FFFF and sequences cut short fail.  Each byte's
+ * transitions are one word (a "shift DFA"): state k is the number 6k, and
+ * the row of byte b holds, 6 bits at offset 6k, the state that b leads to
+ * from state k, so a step is one load and one shift, with no branch on the
+ * byte.  States: 0 between
  * characters, 1 a fault (which it never leaves), 2 one continuation byte
  * to go, 3 two, 4 after E0 (A0..BF next), 5 after ED (80..9F next), 6
  * three to go, 7 after F0 (90..BF next), 8 after F4 (80..8F next). */
@@ -236,6 +203,20 @@ static const uint64_t SPM_UTF8_ROWS[256] = {
     SPM_UTF8_X8(SPM_UTF8_BAD), SPM_UTF8_X2(SPM_UTF8_BAD), SPM_UTF8_BAD,           /* F5..FF */
 };
 
+/* Where the first fault of s[i:n] starts (i between characters): the DFA
+ * byte by byte, keeping where the character it is in began -- where
+ * Python's decoder puts its error's start -- and n when there is none. */
+static inline size_t spm_utf8_fault_from(const uint8_t *s, size_t i, size_t n) {
+    size_t start = i;
+    uint64_t state = 0;
+    for (; i < n; i++) {
+        if ((state & 63) == 0) start = i;
+        state = SPM_UTF8_ROWS[s[i]] >> (state & 63);
+        if ((state & 63) == 6) return start;
+    }
+    return (state & 63) == 0 ? n : start;
+}
+
 /* Bytes the DFA reads before it looks for a run of ASCII again (16 made
  * Russian and Japanese half as fast: a block's branches cost as much as the
  * DFA's steps). */
@@ -247,8 +228,8 @@ static const uint64_t SPM_UTF8_ROWS[256] = {
  * Text read as bytes (the command line's input) is checked by this before
  * the kernels, which take valid UTF-8, read it.  ASCII goes 8 bytes at a
  * time, other text through the DFA a block at a time (a block ends where a
- * character does); a block where it meets a fault is read again by
- * spm_utf8_valid_from, which says where the fault starts.  (Byte by byte,
+ * character does); a block where it meets a fault is read again byte by
+ * byte (spm_utf8_fault_from), which says where the fault starts.  (Byte by byte,
  * with a branch per byte and per character, Russian and Japanese text took
  * 1.2-1.9 ns a byte, now 0.5-0.9; testing for ASCII at every 8 bytes
  * instead of after a block, a branch the CPU mispredicts on such text, took
@@ -269,7 +250,7 @@ static inline size_t spm_utf8_valid_prefix(const char *text, size_t n) {
         uint64_t state = 0;
         while (j < stop) state = SPM_UTF8_ROWS[s[j++]] >> (state & 63);
         while (j < n && (state & 63) >= 12) state = SPM_UTF8_ROWS[s[j++]] >> (state & 63);
-        if ((state & 63) != 0) return spm_utf8_valid_from(s, i, n);
+        if ((state & 63) != 0) return spm_utf8_fault_from(s, i, n);
         i = j;
     }
     return n;

@@ -172,9 +172,12 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
         # convert SentencePieceExtractor.extract: {piece: id} (a repeated
         # piece keeps its last id), merges from the vocabulary alone.
         model_vocab = _ModelVocab(proto)
-        derived = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
-        vocab = model_vocab.spell() if spell else model_vocab
-        merges = derived.spell() if spell else derived
+        if spell:
+            vocab = model_vocab.spell()
+            merges = [[a, b] for a, b in generate_merges(vocab)]
+        else:
+            vocab = model_vocab
+            merges = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
         post_processor = None
         # ... and every CONTROL and USER_DEFINED piece becomes an added
         # token (special for CONTROL), matched on the raw text.
