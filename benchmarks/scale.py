@@ -754,10 +754,15 @@ def _summary(args, report, keys, modes) -> None:
         mem = fr["memory"]
         ref = next((k for k in peers if k.startswith("sentencepiece ")), None)
         if ref and ref in mem:
+            # Every format's tokenizer, not only the .model's: the target is
+            # sentencepiece's memory whatever file the vocabulary came from.
+            # (A column's " all" twin is the same tokenizer loaded again.)
+            mine_keys = [k for k in keys if report["columns"][k]["spmbpe"] and not k.endswith(" all")]
             for what, field in (("loaded", "loaded"), ("after batch", "after_batch")):
-                mine, theirs = mem.get("spmbpe model", {}).get(field), mem[ref].get(field)
-                if mine is not None and theirs:
-                    figures.append((f"memory {what}: spmbpe model / {ref}", (mine / theirs, None, ""), 1.0, False))
+                for k in mine_keys:
+                    mine, theirs = mem.get(k, {}).get(field), mem[ref].get(field)
+                    if mine is not None and theirs:
+                        figures.append((f"memory {what}: {k} / {ref}", (mine / theirs, None, ""), 1.0, False))
         for what, (ratio, paired, which), target, at_least in figures:
             met = ratio >= target if at_least else ratio <= target
             rows.append([name, what + (f" ({which})" if which and "fastest" in what else ""),

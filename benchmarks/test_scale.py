@@ -83,6 +83,22 @@ def test_a_small_run_end_to_end(tmp_path, capsys):
     assert "per line: spmbpe model / fastest agreeing peer" in printed
 
 
+def test_every_formats_memory_is_held_against_sentencepieces(tmp_path, capsys):
+    pytest.importorskip("sentencepiece")
+    out = tmp_path / "scale.json"
+    status = scale.main([
+        "--corpus", str(CORPUS), "--files", "en_botchan.txt", "--limit-mb", "0.02",
+        "--modes", "line", "--columns", "sentencepiece,json", "--sample-lines", "100",
+        "--json", str(out),
+    ])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    report = json.loads(out.read_text(encoding="utf-8"))
+    sp = report["references"]["spm"]
+    memory_rows = [row[1] for row in report["summary"] if row[1].startswith("memory loaded: ")]
+    assert memory_rows == [f"memory loaded: spmbpe model / {sp}", f"memory loaded: spmbpe json / {sp}"]
+
+
 def test_a_call_that_reads_special_tokens_is_checked_on_the_other_lines(tmp_path, capsys):
     # A call that reads special tokens (encode(special="all")) may read
     # "</s>" as the control piece where sentencepiece reads four characters:

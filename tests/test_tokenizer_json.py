@@ -343,13 +343,22 @@ _SMALL_MERGES = [["b", "c"], ["a", "b"], ["a", "bc"], ["ab", "c"], ["c", "a"], [
                  ["\u2581", "a"], ["\u2581a", "b"], ["\u2581ab", "c"], ["a", "a"], ["aa", "a"]]
 
 
-@pytest.fixture(scope="module", params=["listed", "reversed", "rotated"])
+# Pairs listed twice: each takes its later rank, as tokenizers' map built
+# from the list does ("c a" goes from first to after "a b": "cab" is one
+# piece, not "ca" "b"; "b c" from second to last).
+_REPEATED_MERGES = [["c", "a"]] + _SMALL_MERGES + [["b", "c"]]
+
+
+_SMALL_MERGE_LISTS = {"listed": _SMALL_MERGES, "reversed": _SMALL_MERGES[::-1],
+                      "rotated": _SMALL_MERGES[5:] + _SMALL_MERGES[:5], "repeated": _REPEATED_MERGES}
+
+
+@pytest.fixture(scope="module", params=sorted(_SMALL_MERGE_LISTS))
 def small_ranked(request, tmp_path_factory):
-    """(spmbpe, spmbpe merging over the agenda only, tokenizers)."""
+    """(spmbpe, spmbpe merging over the agenda only, tokenizers, the merges)."""
     from spmbpe import _testing
 
-    merges = {"listed": _SMALL_MERGES, "reversed": _SMALL_MERGES[::-1],
-              "rotated": _SMALL_MERGES[5:] + _SMALL_MERGES[:5]}[request.param]
+    merges = _SMALL_MERGE_LISTS[request.param]
     data = json.loads(JSON.read_text(encoding="utf-8"))
     data["model"].update(vocab={p: i for i, p in enumerate(_SMALL_VOCAB)}, merges=merges,
                          byte_fallback=False, unk_token="<unk>")
@@ -357,14 +366,39 @@ def small_ranked(request, tmp_path_factory):
     path.write_text(json.dumps(data), encoding="utf-8")
     heap = spmbpe.load(path)
     _testing.disable_small_merges(heap._core)
-    return spmbpe.load(path), heap, Tokenizer.from_file(str(path))
+    return spmbpe.load(path), heap, Tokenizer.from_file(str(path)), merges
 
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.lists(st.sampled_from(["a", "b", "c", " ", "ab", "bc", "x"]), max_size=40).map("".join))
 def test_short_chunks_merge_as_tokenizers_agenda_does(small_ranked, text):
-    tok, heap, ref = small_ranked
+    tok, heap, ref, _ = small_ranked
     assert tok.encode(text, special="all") == _ref(ref, text) == heap.encode(text, special="all")
+
+
+@pytest.mark.parametrize("text", ["cab", "xcabx", "abca", "bcab"])
+def test_a_pair_listed_twice_merges_at_its_later_rank(small_ranked, text):
+    tok, heap, ref, _ = small_ranked
+    assert tok.encode(text, special="all") == _ref(ref, text) == heap.encode(text, special="all")
+
+
+def test_the_core_keeps_one_rule_per_pair_the_last_listed(small_ranked):
+    tok, _, _, listed = small_ranked
+    ids = {p: i for i, p in enumerate(_SMALL_VOCAB)}
+    merges = [(ids[a], ids[b], ids[a + b]) for a, b in listed]
+    last = {(a, b): rank for rank, (a, b, _) in enumerate(merges)}
+    kept = [merges[rank] for rank in sorted(last.values())]
+    left, right, merged = tok._core.ranked_merges()
+    assert list(zip(left, right, merged)) == kept
+
+
+def test_the_cores_rules_of_the_shipped_file_are_its_merges_list(pair):
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    rules = [rule.split(" ") if isinstance(rule, str) else rule for rule in data["model"]["merges"]]
+    assert len(rules) == 58980 and len(set(map(tuple, rules))) == 58980
+    left, right, merged = pair[0]._core.ranked_merges()
+    assert list(zip(left, right, merged)) == [(vocab[a], vocab[b], vocab[a + b]) for a, b in rules]
 
 
 # ------------------------------------------------------------------ merge rules read from the file's bytes
