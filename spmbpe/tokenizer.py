@@ -8,6 +8,7 @@ public API, the ``special=`` policy and decoding.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -150,8 +151,14 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             table, spec.rank, flags, types, -1 if self._unk_id is None else self._unk_id,
             planner_cls.collapse_unknown, spec.byte_fallback,
         )
+        self._merge_settings: Optional[Tuple[bool, bool]] = None
         if spec.ranked_merges is not None:
             core.set_ranked_merges(*spec.ranked_merges)
+            # The core's table is then the rules' one copy (Mistral's 58,980:
+            # 0.7 MB more as the spec's arrays); the state reads them back
+            # (_whole_spec).
+            self._merge_settings = spec.ranked_merges[3:]
+            self._spec = dataclasses.replace(spec, ranked_merges=None)
         if not spec.escape_spaces:
             core.set_escape_spaces(False)
 
@@ -255,7 +262,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         '304902a034e0'
         """
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self._spec)
+            self._fingerprint = fingerprint(self._whole_spec())
         return self._fingerprint
 
     @property
@@ -281,7 +288,15 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]:
         # The vocabulary's bytes and settings (spmbpe/_state.py), never a
         # path: the same bytes in every process, rebuilt without reading a file.
-        return (restore, (state_bytes(self._spec),))
+        return (restore, (state_bytes(self._whole_spec()),))
+
+    def _whole_spec(self) -> TokenizerSpec:
+        """The spec this tokenizer was built from, with its merge rules read
+        back from the core: one rule per pair, in rank order, as the state
+        writes them (spmbpe/_state.py's _canonical_merges)."""
+        if self._merge_settings is None:
+            return self._spec
+        return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
 
 
     def __len__(self) -> int:

@@ -200,3 +200,41 @@ def test_a_huge_text_does_not_pin_its_buffers():
     after = settled_rss()
     print(f"\nencode of {len(text) / 1e6:.0f} MB: {after - before:.1f} MB retained")
     assert after - before < 32, f"{after - before:.1f} MB retained after one {len(text) / 1e6:.0f} MB text"
+
+
+_LOAD_AFTER_A_LARGE_FREE = r"""
+import json, sys
+import spmbpe
+from spmbpe import _hf_json, gguf, sentencepiece, tokenizer_json  # (what a load imports)
+tokenizer_json._MAPPED_BYTES = int(sys.argv[2])
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+big = bytearray(30 << 20)  # freed, glibc's mmap threshold rises to its size (at
+del big                    # most 32 MiB), as after reading a corpus's text
+before = rss()
+tok = spmbpe.load(sys.argv[1])
+print(json.dumps(rss() - before))
+"""
+
+
+@rss_test
+def test_a_tokenizer_json_read_into_its_own_mapping_leaves_no_heap_behind():
+    """Mistral's 3.5 MB tokenizer.json read as a bytes object, after a large
+    free, left its pages in glibc's heap: 1.7 MB more resident than the
+    mapping that _file_bytes reads it into now (each in a fresh process)."""
+    import platform
+    import subprocess
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("the heap's thresholds measured are glibc's")
+    path = str(DATA_DIR / "mistral-v1.tokenizer.json")
+
+    def loaded_mb(mapped_from):
+        out = subprocess.run([sys.executable, "-c", _LOAD_AFTER_A_LARGE_FREE, path, str(mapped_from)],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out) / 2**20
+
+    mapped, heaped = loaded_mb(1 << 20), loaded_mb(1 << 40)
+    print(f"\ntokenizer.json loaded after a large free: {mapped:.2f} MB mapped, {heaped:.2f} MB as bytes")
+    assert mapped < heaped - 1.0, (mapped, heaped)

@@ -382,6 +382,34 @@ def test_a_pair_listed_twice_merges_at_its_later_rank(small_ranked, text):
     assert tok.encode(text, special="all") == _ref(ref, text) == heap.encode(text, special="all")
 
 
+def test_a_pickled_tokenizer_keeps_the_rules_the_core_read_back(small_ranked):
+    import pickle
+
+    tok, _, ref, _ = small_ranked
+    again = pickle.loads(pickle.dumps(tok))
+    assert again.fingerprint == tok.fingerprint
+    assert again._core.ranked_merges() == tok._core.ranked_merges()
+    for text in ["cab", "xcabx", "abca", "bcab", "aaa bc"]:
+        assert again.encode(text, special="all") == _ref(ref, text)
+
+
+def test_a_tokenizers_state_is_its_files_spec_with_the_rules_read_back(small_ranked, tmp_path):
+    # (The tokenizer keeps no copy of the rules; its pickle and fingerprint
+    # read them from the core, and must be what the file's spec writes.)
+    from spmbpe._state import state_bytes
+
+    tok, _, _, listed = small_ranked
+    data = json.loads(JSON.read_text(encoding="utf-8"))
+    data["model"].update(vocab={p: i for i, p in enumerate(_SMALL_VOCAB)}, merges=listed,
+                         byte_fallback=False, unk_token="<unk>")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    for spec_path, loaded in ((path, tok), (JSON, spmbpe.load(JSON))):
+        spec = read_tokenizer_json_spec(str(spec_path))
+        assert spec.ranked_merges is not None and loaded._spec.ranked_merges is None
+        assert state_bytes(loaded._whole_spec()) == state_bytes(spec)
+
+
 def test_the_core_keeps_one_rule_per_pair_the_last_listed(small_ranked):
     tok, _, _, listed = small_ranked
     ids = {p: i for i, p in enumerate(_SMALL_VOCAB)}
@@ -755,3 +783,43 @@ def test_a_vocabulary_read_from_the_file_gives_the_json_loads_spec_or_error(tmp_
     expected = outcome(read_json_object)
     assert outcome(read_tokenizer_json) == expected
     assert isinstance(expected, str) == loads
+
+
+# ------------------------------------------------------------------ the file read into a mapping of its own
+
+
+def test_a_large_file_is_read_into_a_mapping_and_a_small_one_as_bytes(tmp_path):
+    import mmap
+
+    from spmbpe import tokenizer_json
+
+    big, small = tmp_path / "big", tmp_path / "small"
+    big.write_bytes(bytes(range(256)) * 4097)  # just over 1 MiB
+    small.write_bytes(b'{"model": {}}')
+    raw = tokenizer_json._file_bytes(str(big))
+    assert isinstance(raw, mmap.mmap) and raw[:] == big.read_bytes()
+    assert tokenizer_json._file_bytes(str(small)) == b'{"model": {}}'
+
+
+def test_a_file_that_grew_after_its_size_was_read_is_read_whole(tmp_path, monkeypatch):
+    from spmbpe import tokenizer_json
+
+    path = tmp_path / "grown"
+    path.write_bytes(b"x" * (3 << 20))
+    real_fstat = tokenizer_json.os.fstat
+
+    class Stat:
+        def __init__(self, st):
+            self.st_size = st.st_size - 10
+
+    monkeypatch.setattr(tokenizer_json.os, "fstat", lambda fd: Stat(real_fstat(fd)))
+    assert tokenizer_json._file_bytes(str(path)) == path.read_bytes()
+
+
+def test_a_large_file_the_compiled_readers_do_not_take_is_parsed_from_the_mapping(tmp_path, pair):
+    # (NaN is json.loads's, not the plain JSON that model_spans reads.)
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(JSON.read_bytes().replace(b"{", b'{"x": NaN, ', 1))
+    tok = spmbpe.load(path)
+    for text in _VARIANT_TEXTS:
+        assert tok.encode(text, special="all") == _ref(pair[1], text)

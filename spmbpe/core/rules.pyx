@@ -39,7 +39,9 @@ cdef class _IdColumns:
         cdef carray.array out
         columns = []
         for k in range(3):
-            out = array("i", bytes(4 * self.n))
+            # (Made at its size, unfilled: through a bytes of zeros, each
+            # column was written twice and its memory touched twice.)
+            out = carray.clone(_INT32_ARRAY, <Py_ssize_t>self.n, False)
             for i in range(self.n):
                 out.data.as_ints[i] = self.ids[3 * i + k]
             columns.append(out)

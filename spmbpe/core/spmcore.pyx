@@ -497,24 +497,39 @@ cdef class SpmCore:
         """The merge rules set by set_ranked_merges, as (left, right, merged)
         arrays ('i') in rank order (one rule per pair: the last of a pair
         listed twice, which is the one that applies).  Read back from the C
-        table, so that pickling needs no second copy of the merges."""
-        left, right, merged = array("i"), array("i"), array("i")
+        table, so that the tokenizer keeps no second copy of the merges
+        (its pickle and fingerprint read them here)."""
         cdef const spm_pairs *pairs = self.t.pairs
         if pairs == NULL:
-            return left, right, merged
-        cdef uint64_t i
-        cdef list rules = []
-        for i in range(pairs.mask + 1):
-            if pairs.slots[i].key != SPM_PAIRS_EMPTY:
-                rules.append((pairs.slots[i].rank, pairs.slots[i].key))
-        rules.sort()
-        cdef int32_t a, b
-        for rank, key in rules:
-            a = <int32_t>(<uint64_t>key >> 32)
-            b = <int32_t>(<uint64_t>key & 0xFFFFFFFF)
-            left.append(a)
-            right.append(b)
-            merged.append(spm_pairs_find(pairs, a, b).merged)
+            return array("i"), array("i"), array("i")
+        cdef uint64_t i, cap = pairs.mask + 1
+        cdef int32_t top = -1, r
+        cdef Py_ssize_t k = 0
+        for i in range(cap):
+            if pairs.slots[i].key != SPM_PAIRS_EMPTY and pairs.slots[i].rank > top:
+                top = pairs.slots[i].rank
+        # Each rank's slot (ranks are distinct: a rule's place in the list).
+        cdef int64_t *slot_of = <int64_t *>malloc(<size_t>(top + 1) * sizeof(int64_t) + 1)
+        if slot_of == NULL:
+            raise MemoryError()
+        cdef carray.array left = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+        cdef carray.array right = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+        cdef carray.array merged = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+        try:
+            for r in range(top + 1):
+                slot_of[r] = -1
+            for i in range(cap):
+                if pairs.slots[i].key != SPM_PAIRS_EMPTY:
+                    slot_of[pairs.slots[i].rank] = <int64_t>i
+            for r in range(top + 1):
+                if slot_of[r] >= 0:
+                    i = <uint64_t>slot_of[r]
+                    left.data.as_ints[k] = <int32_t>(pairs.slots[i].key >> 32)
+                    right.data.as_ints[k] = <int32_t>(pairs.slots[i].key & 0xFFFFFFFF)
+                    merged.data.as_ints[k] = pairs.slots[i].merged
+                    k += 1
+        finally:
+            free(slot_of)
         return left, right, merged
 
     @property

@@ -228,6 +228,7 @@ def split_length_prefixed(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t cou
     return arena, out, p
 
 
+cdef carray.array _INT32_ARRAY = array("i")
 cdef carray.array _INT64_ARRAY = array("q")
 cdef carray.array _FLOAT_ARRAY = array("f")
 
