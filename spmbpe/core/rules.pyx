@@ -17,35 +17,41 @@ class RuleNotResolved(ValueError):
 
 
 cdef class _IdColumns:
-    """Three growing int32 columns (left, right, merged), side by side in one
-    buffer (workspace.pyx's grow_int32), freed on error."""
-    cdef int32_t *ids
-    cdef size_t n, cap
+    """Three growing int32 columns (left, right, merged), each an array('i')
+    written in place (carray.resize): what the rules take is written once,
+    and a reserve that proves too large is given back untouched."""
+    cdef carray.array left, right, merged
+    cdef Py_ssize_t n, cap
 
-    def __dealloc__(self):
-        free(self.ids)
+    def __cinit__(self):
+        self.left = carray.clone(_INT32_ARRAY, 0, False)
+        self.right = carray.clone(_INT32_ARRAY, 0, False)
+        self.merged = carray.clone(_INT32_ARRAY, 0, False)
+
+    cdef int reserve(self, Py_ssize_t cap) except -1:
+        """Room for `cap` rules (memory only becomes resident as written)."""
+        if cap > self.cap:
+            carray.resize(self.left, cap)
+            carray.resize(self.right, cap)
+            carray.resize(self.merged, cap)
+            self.cap = cap
+        return 0
 
     cdef int append(self, int32_t left, int32_t right, int32_t merged) except -1:
-        if grow_int32(&self.ids, &self.cap, 3 * (self.n + 1)) != OK:
-            raise MemoryError("cannot allocate the merge rules")
-        self.ids[3 * self.n] = left
-        self.ids[3 * self.n + 1] = right
-        self.ids[3 * self.n + 2] = merged
+        if self.n == self.cap:
+            self.reserve(2 * self.cap + 1024)
+        self.left.data.as_ints[self.n] = left
+        self.right.data.as_ints[self.n] = right
+        self.merged.data.as_ints[self.n] = merged
         self.n += 1
         return 0
 
     cdef tuple arrays(self):
-        cdef size_t i, k
-        cdef carray.array out
-        columns = []
-        for k in range(3):
-            # (Made at its size, unfilled: through a bytes of zeros, each
-            # column was written twice and its memory touched twice.)
-            out = carray.clone(_INT32_ARRAY, <Py_ssize_t>self.n, False)
-            for i in range(self.n):
-                out.data.as_ints[i] = self.ids[3 * i + k]
-            columns.append(out)
-        return tuple(columns)
+        carray.resize(self.left, self.n)
+        carray.resize(self.right, self.n)
+        carray.resize(self.merged, self.n)
+        self.cap = self.n
+        return self.left, self.right, self.merged
 
 
 cdef inline int32_t model_key_piece(PieceTable table, const uint8_t[::1] model_ids,
