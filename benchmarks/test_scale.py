@@ -54,18 +54,20 @@ def test_first_difference_names_the_text_and_leaves_out_spellings():
     assert scale._first_difference(texts, [[1]], ref, ())[0] == 1  # a result missing
 
 
+def _small_run(tmp_path, capsys, *args):
+    """scale.main over the head of en_botchan.txt: (its JSON report, what it printed)."""
+    out = tmp_path / "scale.json"
+    status = scale.main(["--corpus", str(CORPUS), "--files", "en_botchan.txt", *args, "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    return json.loads(out.read_text(encoding="utf-8")), printed
+
+
 def test_a_small_run_end_to_end(tmp_path, capsys):
     pytest.importorskip("sentencepiece")
     pytest.importorskip("numpy")
-    out = tmp_path / "scale.json"
-    status = scale.main([
-        "--corpus", str(CORPUS), "--files", "en_botchan.txt", "--limit-mb", "0.05",
-        "--modes", "line,numpy,cli", "--columns", "sentencepiece", "--sample-lines", "200",
-        "--json", str(out),
-    ])
-    printed = capsys.readouterr().out
-    assert status == 0, printed
-    report = json.loads(out.read_text(encoding="utf-8"))
+    report, printed = _small_run(tmp_path, capsys, "--limit-mb", "0.05", "--modes", "line,numpy,cli",
+                                 "--columns", "sentencepiece", "--sample-lines", "200")
     fr = report["files"]["en_botchan.txt"]
     assert 45_000 < fr["bytes"] <= 50_000
     sp = next(k for k in report["columns"] if k.startswith("sentencepiece "))
@@ -85,15 +87,8 @@ def test_a_small_run_end_to_end(tmp_path, capsys):
 
 def test_every_formats_memory_is_held_against_sentencepieces(tmp_path, capsys):
     pytest.importorskip("sentencepiece")
-    out = tmp_path / "scale.json"
-    status = scale.main([
-        "--corpus", str(CORPUS), "--files", "en_botchan.txt", "--limit-mb", "0.02",
-        "--modes", "line", "--columns", "sentencepiece,json", "--sample-lines", "100",
-        "--json", str(out),
-    ])
-    printed = capsys.readouterr().out
-    assert status == 0, printed
-    report = json.loads(out.read_text(encoding="utf-8"))
+    report, _ = _small_run(tmp_path, capsys, "--limit-mb", "0.02", "--modes", "line",
+                           "--columns", "sentencepiece,json", "--sample-lines", "100")
     sp = report["references"]["spm"]
     memory_rows = [row[1] for row in report["summary"] if row[1].startswith("memory loaded: ")]
     assert memory_rows == [f"memory loaded: spmbpe model / {sp}", f"memory loaded: spmbpe json / {sp}"]
