@@ -24,9 +24,9 @@ import hashlib
 import struct
 import sys
 from array import array
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
-from ._core import PieceTable
+from ._core import PieceTable, distinct_rules
 from ._normalizer import Normalizer
 from ._normalizer import _rebuild as _rebuild_normalizer
 from ._vocab import piece_offsets
@@ -73,17 +73,10 @@ def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
     if merges is None:
         return None
     left, right, merged, fuse_unknown, ignore_merges = merges
-    pairs = list(zip(left, right))
-    if len(set(pairs)) == len(pairs):
+    distinct = distinct_rules(left, right, merged)
+    if distinct is None:
         return merges
-    rules: Dict[Tuple[int, int], int] = {}
-    for pair, result in zip(pairs, merged):
-        rules.pop(pair, None)  # (a dict keeps a key where it was first put)
-        rules[pair] = result
-    return (
-        array("i", [pair[0] for pair in rules]), array("i", [pair[1] for pair in rules]),
-        array("i", rules.values()), fuse_unknown, ignore_merges,
-    )
+    return (*distinct, fuse_unknown, ignore_merges)
 
 
 # What turns a spec into a tokenizer: SpmTokenizer._from_spec, registered by

@@ -420,6 +420,30 @@ def test_the_core_keeps_one_rule_per_pair_the_last_listed(small_ranked):
     assert list(zip(left, right, merged)) == kept
 
 
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 50)), max_size=40))
+def test_the_states_rules_keep_the_last_listing_of_each_pair(rules):
+    # The canonical rules the pickle and fingerprint write (a compiled pass
+    # since 2026-12-04): what a dict keyed by the pair, its entry moved to
+    # the end at each listing, keeps -- the last listing of each pair, in
+    # the order of those listings; the very columns given when no pair
+    # repeats.
+    from array import array
+
+    from spmbpe._state import _canonical_merges
+
+    columns = tuple(array("i", [rule[k] for rule in rules]) for k in range(3))
+    kept = {}
+    for left, right, merged in rules:
+        kept.pop((left, right), None)
+        kept[left, right] = merged
+    got = _canonical_merges((*columns, True, False))
+    assert got[3:] == (True, False)
+    assert [list(c) for c in got[:3]] == [[p[0] for p in kept], [p[1] for p in kept], list(kept.values())]
+    if len(kept) == len(rules):
+        assert all(a is b for a, b in zip(got[:3], columns))
+
+
 def test_the_cores_rules_of_the_shipped_file_are_its_merges_list(pair):
     data = json.loads(JSON.read_text(encoding="utf-8"))
     vocab = data["model"]["vocab"]

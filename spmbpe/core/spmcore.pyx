@@ -29,6 +29,62 @@ cdef int list_room(list out, Py_ssize_t cap) except -1:
     return 0
 
 
+cdef tuple rules_of_pairs(const spm_pairs *pairs):
+    """The rules of a pair table as (left, right, merged) arrays ('i') in
+    rank order: one rule per pair, the ranks closed up."""
+    cdef uint64_t i, cap = pairs.mask + 1
+    cdef int32_t top = -1, r
+    cdef Py_ssize_t k = 0
+    for i in range(cap):
+        if pairs.slots[i].key != SPM_PAIRS_EMPTY and pairs.slots[i].rank > top:
+            top = pairs.slots[i].rank
+    # Each rank's slot (ranks are distinct: a rule's place in the list).
+    cdef int64_t *slot_of = <int64_t *>malloc(<size_t>(top + 1) * sizeof(int64_t) + 1)
+    if slot_of == NULL:
+        raise MemoryError()
+    cdef carray.array left = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+    cdef carray.array right = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+    cdef carray.array merged = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
+    try:
+        for r in range(top + 1):
+            slot_of[r] = -1
+        for i in range(cap):
+            if pairs.slots[i].key != SPM_PAIRS_EMPTY:
+                slot_of[pairs.slots[i].rank] = <int64_t>i
+        for r in range(top + 1):
+            if slot_of[r] >= 0:
+                i = <uint64_t>slot_of[r]
+                left.data.as_ints[k] = <int32_t>(pairs.slots[i].key >> 32)
+                right.data.as_ints[k] = <int32_t>(pairs.slots[i].key & 0xFFFFFFFF)
+                merged.data.as_ints[k] = pairs.slots[i].merged
+                k += 1
+    finally:
+        free(slot_of)
+    return left, right, merged
+
+
+def distinct_rules(const int32_t[::1] left, const int32_t[::1] right, const int32_t[::1] merged):
+    """None when no pair of ids is listed twice in the rules (left[i],
+    right[i]) -> merged[i]; else the rules the core keeps of them, as
+    SpmCore.ranked_merges reads them back: one per pair, its last listing
+    (the one that applies), in rank order.  (The state's canonical merges,
+    spmbpe/_state.py: a dict of the 59,000 rules' pairs took 7-12 ms of
+    each pickle and fingerprint of a tokenizer.json.)"""
+    cdef Py_ssize_t n = left.shape[0]
+    if right.shape[0] != n or merged.shape[0] != n:
+        raise ValueError(f"the rules' columns differ in length ({n}, {right.shape[0]}, {merged.shape[0]})")
+    cdef spm_pairs *pairs = spm_pairs_new(<size_t>n, &left[0] if n else NULL, &right[0] if n else NULL,
+                                          &merged[0] if n else NULL)
+    if pairs == NULL:
+        raise MemoryError("cannot allocate the merge rules")
+    try:
+        if pairs.count == <size_t>n:
+            return None
+        return rules_of_pairs(pairs)
+    finally:
+        spm_pairs_free(pairs)
+
+
 cdef class SpmCore:
     """Merge ranks, flags and decode table over a PieceTable.
 
@@ -499,38 +555,9 @@ cdef class SpmCore:
         listed twice, which is the one that applies).  Read back from the C
         table, so that the tokenizer keeps no second copy of the merges
         (its pickle and fingerprint read them here)."""
-        cdef const spm_pairs *pairs = self.t.pairs
-        if pairs == NULL:
+        if self.t.pairs == NULL:
             return array("i"), array("i"), array("i")
-        cdef uint64_t i, cap = pairs.mask + 1
-        cdef int32_t top = -1, r
-        cdef Py_ssize_t k = 0
-        for i in range(cap):
-            if pairs.slots[i].key != SPM_PAIRS_EMPTY and pairs.slots[i].rank > top:
-                top = pairs.slots[i].rank
-        # Each rank's slot (ranks are distinct: a rule's place in the list).
-        cdef int64_t *slot_of = <int64_t *>malloc(<size_t>(top + 1) * sizeof(int64_t) + 1)
-        if slot_of == NULL:
-            raise MemoryError()
-        cdef carray.array left = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
-        cdef carray.array right = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
-        cdef carray.array merged = carray.clone(_INT32_ARRAY, <Py_ssize_t>pairs.count, False)
-        try:
-            for r in range(top + 1):
-                slot_of[r] = -1
-            for i in range(cap):
-                if pairs.slots[i].key != SPM_PAIRS_EMPTY:
-                    slot_of[pairs.slots[i].rank] = <int64_t>i
-            for r in range(top + 1):
-                if slot_of[r] >= 0:
-                    i = <uint64_t>slot_of[r]
-                    left.data.as_ints[k] = <int32_t>(pairs.slots[i].key >> 32)
-                    right.data.as_ints[k] = <int32_t>(pairs.slots[i].key & 0xFFFFFFFF)
-                    merged.data.as_ints[k] = pairs.slots[i].merged
-                    k += 1
-        finally:
-            free(slot_of)
-        return left, right, merged
+        return rules_of_pairs(self.t.pairs)
 
     @property
     def vocab_size(self):
