@@ -9,7 +9,10 @@ set of rules; this module says which rules each reference follows:
   user-defined pieces as spelled; unused pieces as nothing; byte pieces as
   their byte. Only the *first id* loses one leading space (its
   ``remove_space``), whether it renders anything or not, so a skipped
-  leading BOS leaves the next piece's space standing.
+  leading BOS leaves the next piece's space standing. Skipping specials
+  (``remove_special``) also drops a leading BOS when the vocabulary adds
+  one and a trailing EOS when it adds one, by id, whatever their type
+  (``drops_ends``).
 * **sentencepiece** (``.model``), ``DecodeSentencePiece`` in
   ``sentencepiece_processor.cc``: control pieces as nothing, unknown ones as
   `` ⁇ `` (its ``unk_surface``), user-defined and unused pieces as normal
@@ -42,10 +45,13 @@ UNK_SURFACE = " \u2047 ".encode("utf-8")
 
 
 class DecodeRules(NamedTuple):
-    """The rules of one reference, packed for the compiled decoder."""
+    """The rules of one reference, packed for the compiled decoder;
+    `drops_ends`: skip_special also leaves out a first id that is the BOS
+    the vocabulary adds and a last id that is the EOS it adds."""
 
     packed: bytes
     surface: bytes
+    drops_ends: bool = False
 
 
 def _pack(
@@ -80,7 +86,7 @@ def decode_rules(
     if decoder == "llama.cpp":
         strip = _C["STRIP_FIRST_ID"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, nothing, text, strip, _C["BYTES_RAW"])
-        return DecodeRules(packed, b"")
+        return DecodeRules(packed, b"", drops_ends=True)
     if decoder == "sentencepiece":
         control = text if special_as_text else nothing
         unknown = text if special_as_text else _C["RENDER_SURFACE"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import codecs
-from typing import Dict, List, Optional, Protocol
+from typing import Dict, List, Optional, Protocol, Tuple
 
 from ._core import IdDecoder, SpmCore
 from ._decoding import DecodeRules
@@ -20,10 +20,7 @@ class _Tokenizer(Protocol):
 
     @property
     def _core(self) -> SpmCore: ...
-    @property
-    def _skip_special(self) -> bytes: ...
-    @property
-    def _skip_none(self) -> Optional[bytes]: ...
+    def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]: ...
     @property
     def _decoding(self) -> Dict[bool, DecodeRules]: ...
     @property
@@ -61,11 +58,12 @@ class StreamingDecoder:
         special_as_text: bool = False,
     ) -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
-        skip = tokenizer._skip_special if skip_special else tokenizer._skip_none
+        skip, lead, tail = tokenizer._skipping(skip_special)
         rules = tokenizer._decoding[special_as_text]
         # The compiled decoder keeps the reference's state between ids: the
-        # leading space still to strip, a byte run not yet settled.
-        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface)
+        # leading space still to strip, a byte run not yet settled, an id
+        # that is left out if it comes last.
+        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail)
         self._errors = errors
         self._denormalizer = tokenizer._denormalizer
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)

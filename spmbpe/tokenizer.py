@@ -180,7 +180,6 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             if token.special:
                 skip[token.id] = 1
         self._skip_special = bytes(skip)
-        self._skip_none = None  # (decode_bytes: skip nothing)
         remove_ws = spec.normalizers is not None and spec.normalizers[True].remove_extra_whitespaces
         self._decoding = {
             as_text: decode_rules(
@@ -190,6 +189,13 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             )
             for as_text in (False, True)
         }
+        # llama_detokenize's remove_special also drops a leading BOS and a
+        # trailing EOS that the vocabulary adds, by id (_decoding.py).
+        drops = self._decoding[False].drops_ends
+        self._skip_ends = (
+            self._bos_id if drops and self._add_bos and self._bos_id is not None else -1,
+            self._eos_id if drops and self._add_eos and self._eos_id is not None else -1,
+        )
 
     # ------------------------------------------------------------ properties
 
@@ -572,9 +578,17 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
         (byte pieces may split a character where the reference leaves bytes
         as they are: llama.cpp, transformers 4)."""
-        skip = self._skip_special if skip_special else self._skip_none
         rules = self._decoding[special_as_text]
-        return decode_ids(self._core, ids, rules.packed, skip, rules.surface)
+        skip, lead, tail = self._skipping(skip_special)
+        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail)
+
+    def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]:
+        """What decoding leaves out: the table of ids skipped wherever they
+        are (None: none), and the ids left out as a sequence's first and
+        last one (-1: none)."""
+        if not skip_special:
+            return None, -1, -1
+        return self._skip_special, self._skip_ends[0], self._skip_ends[1]
 
     def decode(
         self,
@@ -591,7 +605,9 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         the tokenizers library runs it, transformers' for a model folder.
 
         `skip_special` leaves out control and unknown ids and special added
-        tokens; `special_as_text` renders control and unknown pieces as their
+        tokens (for a GGUF, as llama.cpp does, also a first id that is the
+        BOS the file adds and a last one that is the EOS it adds, whatever
+        their type); `special_as_text` renders control and unknown pieces as their
         text whatever the reference does. Bytes that are not valid UTF-8
         follow `errors` (``str.decode``) where the reference leaves them as
         they are; sentencepiece and tokenizers put U+FFFD for each.

@@ -210,6 +210,17 @@ VARIANTS: Dict[str, dict] = {
             "<|start|>assistant<|channel|>commentary to=functions.f<|message|>{}<|call|>",
         ],
     },
+    "ends_by_id": {
+        "doc": "A BOS and an EOS that are no control pieces, both added: no token types "
+        "(every piece NORMAL; </s> stays NORMAL beside <|tool_response>, as in eos_demoted) "
+        "and add_eos_token = true.  llama_detokenize with remove_special drops a leading BOS "
+        "and a trailing EOS by id, whatever their type.",
+        "drop": ["tokenizer.ggml.token_type"],
+        "append": [("<|tool_response>", CONTROL, 0.0)],
+        "set": {"tokenizer.ggml.add_eos_token": (gguf.GGUFValueType.BOOL, True)},
+        "texts": ["<s>", "</s>", "<unk>"],
+        "chats": ["<s>[INST] Hi [/INST] Hello</s>", "Hello</s></s> world", "</s>x<s>"],
+    },
     "eos_demoted": {
         "doc": "A vocabulary with both <|tool_response> and </s> on the end-of-generation "
         "list: llama.cpp makes </s> a NORMAL piece (not split out, even with special on).",

@@ -9,7 +9,10 @@ ids in ``data/gguf-variants.jsonl`` come from llama.cpp (llama-cpp-python
 * ``ids``             = ``tokenize(text, add_bos=False, special=False)``
 * ``ids_special``     = ``tokenize(text, add_bos=False, special=True)``
 * ``ids_bos_special`` = ``tokenize(text, add_bos=True, special=True)``, i.e.
-  BOS/EOS as the file's add_bos_token / add_eos_token say.
+  BOS/EOS as the file's add_bos_token / add_eos_token say;
+* ``decode_hex`` and ``decode_skip_hex``: ``llama_detokenize`` of those ids
+  with ``remove_special`` false and ``unparse_special`` true (``decode``),
+  and the other way round (``decode(skip_special=True)``).
 """
 
 from __future__ import annotations
@@ -68,3 +71,18 @@ def test_variant_matches_llama_cpp(variant_tokenizer, row):
     }
     want = {key: row[key] for key in got}
     assert got == want, f"{row['variant']} {text!r}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
+def test_variant_decodes_as_llama_cpp(variant_tokenizer, row):
+    # A leading BOS and a trailing EOS that the vocabulary adds go with
+    # remove_special whatever their type (ends_by_id: both NORMAL; no_types:
+    # the BOS).
+    tok = variant_tokenizer(row["variant"])
+    ids = row["ids_bos_special"]
+    for skip, key in ((False, "decode_hex"), (True, "decode_skip_hex")):
+        want = bytes.fromhex(row[key])
+        assert tok.decode_bytes(ids, skip_special=skip) == want, (key, ids)
+        streaming = tok.streaming_decoder(skip_special=skip)
+        text = "".join(streaming.add_token(i) for i in ids) + streaming.flush()
+        assert text == want.decode("utf-8", "replace") == tok.decode(ids, skip_special=skip), (key, ids)

@@ -55,10 +55,13 @@ N_RANDOM = 600
 SEED = 20261202
 
 
-def _detokenizer() -> Any:
+def _detokenizer(path: pathlib.Path = GGUF) -> Any:
+    """llama_detokenize over the vocabulary of the GGUF at `path`, as
+    detokenize(ids, remove_special, unparse_special) -> bytes; its
+    ``keep`` is the llama_cpp.Llama that holds the vocabulary."""
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=str(GGUF), vocab_only=True, verbose=False)
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     model = llm._model.model
     get_vocab = getattr(llama_cpp, "llama_model_get_vocab", None)
     vocab = get_vocab(model) if get_vocab is not None else model

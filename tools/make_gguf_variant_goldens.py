@@ -16,10 +16,14 @@ and records, for every input text, one JSON object per line:
     {"variant", "text",
      "ids":             tokenize(text.encode(), add_bos=False, special=False),
      "ids_special":     tokenize(text.encode(), add_bos=False, special=True),
-     "ids_bos_special": tokenize(text.encode(), add_bos=True,  special=True)}
+     "ids_bos_special": tokenize(text.encode(), add_bos=True,  special=True),
+     "decode_hex":      llama_detokenize(ids_bos_special, remove_special=false, unparse_special=true),
+     "decode_skip_hex": llama_detokenize(ids_bos_special, remove_special=true,  unparse_special=false)}
 
 llama-cpp-python passes ``add_bos`` to llama.cpp as ``add_special``: BOS (and
 EOS) are then added only as the file's add_bos_token / add_eos_token say.
+The decodes are llama.cpp's own C function (as tools/make_decode_goldens.py
+calls it), their bytes in hex.
 
 ``--check`` tokenizes the texts of the existing file again and compares
 llama.cpp's ids with it instead of writing it (no corpus needed).
@@ -41,6 +45,7 @@ from typing import Dict, Iterable, List
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tools"))
 
 import gguf_variants  # noqa: E402  (tests/gguf_variants.py)
 
@@ -129,22 +134,27 @@ def inputs(name: str, corpus: pathlib.Path) -> List[str]:
 
 
 def rows(texts_of: Dict[str, List[str]]) -> Iterable[dict]:
-    from llama_cpp import Llama  # must already be installed; never installed here
+    # (llama_cpp must already be installed; it is never installed here.)
+    from make_decode_goldens import _detokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         for name, texts in texts_of.items():
             path = gguf_variants.write_variant(name, pathlib.Path(tmp) / f"{name}.gguf")
-            llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+            detokenize = _detokenizer(path)
+            llm = detokenize.keep
             for text in texts:
                 raw = text.encode("utf-8")
+                with_bos = llm.tokenize(raw, add_bos=True, special=True)
                 yield {
                     "variant": name,
                     "text": text,
                     "ids": llm.tokenize(raw, add_bos=False, special=False),
                     "ids_special": llm.tokenize(raw, add_bos=False, special=True),
-                    "ids_bos_special": llm.tokenize(raw, add_bos=True, special=True),
+                    "ids_bos_special": with_bos,
+                    "decode_hex": detokenize(with_bos, False, True).hex(),
+                    "decode_skip_hex": detokenize(with_bos, True, False).hex(),
                 }
-            del llm
+            del llm, detokenize
 
 
 def main() -> int:

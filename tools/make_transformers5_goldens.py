@@ -74,10 +74,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # ------------------------------------------------------------ the environment
 
 
-def ensure_environment(venv: pathlib.Path, script: str = __file__, args: Optional[List[str]] = None) -> Optional[int]:
-    """None when this Python has transformers 5; else the exit code of
-    `script` (this one) run again inside `venv` (created and filled when
-    missing) with `args` (this run's)."""
+def ensure_environment(venv: pathlib.Path) -> Optional[int]:
+    """None when this Python has transformers 5; else the exit code of this
+    script run again inside `venv` (created and filled when missing)."""
     try:
         import transformers
 
@@ -93,8 +92,7 @@ def ensure_environment(venv: pathlib.Path, script: str = __file__, args: Optiona
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
     env = dict(os.environ, SPMBPE_TF5_INSIDE="1")
-    argv = sys.argv[1:] if args is None else args
-    return subprocess.run([str(python), script, *argv], env=env).returncode
+    return subprocess.run([str(python), __file__, *sys.argv[1:]], env=env).returncode
 
 
 # ------------------------------------------------------------ the folders

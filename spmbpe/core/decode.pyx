@@ -125,8 +125,11 @@ cdef class IdDecoder:
     cdef DecodeRules rules
     cdef const uint8_t[::1] skip
     cdef bint skipping
+    cdef int32_t lead_id, tail_id
     cdef bytes surface
     # state
+    cdef bint at_start
+    cdef bint tail_held
     cdef bint first
     cdef bint bos_ws
     cdef bint bos_ws_seen
@@ -138,7 +141,8 @@ cdef class IdDecoder:
     cdef char *out
     cdef Py_ssize_t out_len, out_cap
 
-    def __cinit__(self, SpmCore core not None, const uint8_t[::1] rules not None, skip, bytes surface not None):
+    def __cinit__(self, SpmCore core not None, const uint8_t[::1] rules not None, skip, bytes surface not None,
+                  int32_t lead_id=-1, int32_t tail_id=-1):
         if rules.shape[0] != RULES_SIZE:
             raise ValueError("decode rules have the wrong size")
         self.core = core
@@ -148,6 +152,11 @@ cdef class IdDecoder:
             self.skip = skip
             if self.skip.shape[0] < core.t.n_pieces:
                 raise ValueError("the skip table is shorter than the vocabulary")
+        # Ids left out as a sequence's first and last one, whatever their
+        # type (llama_detokenize's remove_special drops a leading BOS and a
+        # trailing EOS that the vocabulary adds); -1 for none.
+        self.lead_id = lead_id if self.skipping else -1
+        self.tail_id = tail_id if self.skipping else -1
         self.surface = surface
         self.run = NULL
         self.out = NULL
@@ -159,6 +168,8 @@ cdef class IdDecoder:
 
     cpdef reset(self):
         """A fresh sequence: the next id is a first one."""
+        self.at_start = True
+        self.tail_held = False
         self.first = True
         self.bos_ws = True
         self.bos_ws_seen = False
@@ -363,23 +374,41 @@ cdef class IdDecoder:
         return data
 
     def feed(self, ids):
-        """The bytes that `ids` settle (a byte run may wait for its end)."""
+        """The bytes that `ids` settle (a byte run may wait for its end, and
+        a tail id for the next id: the last one is left out)."""
         cdef int32_t n = self.core.t.n_pieces
+        cdef Py_ssize_t token_id
         for item in ids:
-            self.render(_as_id(item, n))
+            token_id = _as_id(item, n)
+            if self.at_start:
+                self.at_start = False
+                if token_id == self.lead_id:
+                    # (llama.cpp then strips no leading space: remove_space
+                    # is cleared with the BOS.)
+                    self.first = False
+                    continue
+            if self.tail_held:
+                self.tail_held = False
+                self.render(self.tail_id)
+            if token_id == self.tail_id:
+                self.tail_held = True
+                continue
+            self.render(token_id)
         return self.take()
 
     def finish(self):
-        """The rest (a pending byte run), then a fresh sequence."""
+        """The rest (a pending byte run; a tail id held last is left out),
+        then a fresh sequence."""
         self.settle_run(True)
         data = self.take()
         self.reset()
         return data
 
 
-def decode_ids(SpmCore core not None, ids, const uint8_t[::1] rules not None, skip, bytes surface not None):
+def decode_ids(SpmCore core not None, ids, const uint8_t[::1] rules not None, skip, bytes surface not None,
+               int32_t lead_id=-1, int32_t tail_id=-1):
     """The bytes of `ids` rendered by `rules` (one whole sequence)."""
-    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface)
+    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface, lead_id, tail_id)
     cdef bytes head = decoder.feed(ids)
     cdef bytes tail = decoder.finish()
     return head + tail if tail else head
