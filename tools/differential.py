@@ -3,6 +3,7 @@
 
     python tools/differential.py [--seconds N] [--seed S] [--corpus DIR]
                                  [--folders-texts N] [--venv DIR] [--no-folders]
+                                 [--llama-venv DIR] [--gguf-texts N]
 
 The tests pin every rule with goldens and short hypothesis runs; this runs
 the same comparisons on many more texts, drawn at random: slices of the
@@ -25,7 +26,16 @@ special-token spelling of the vocabularies.
   virtual environment (``--venv``, made as tools/make_transformers5_goldens.py
   makes it): ``encode(text, special="all")`` with and without
   ``add_special_tokens``, and ``decode`` with and without ``skip_special``,
-  on ``--folders-texts`` texts.
+  on ``--folders-texts`` texts;
+* with ``--llama-venv DIR``, the GGUF fixture and every variant of
+  tests/gguf_variants.py against llama.cpp through llama-cpp-python in that
+  environment (installed when missing, which compiles llama.cpp: 10-15
+  minutes on two cores): ``encode`` with ``special="none"``, ``"all"`` and
+  BOS/EOS as the file says (``tokenize(..., add_bos, special)``), and
+  ``decode_bytes`` of the last with and without ``skip_special``
+  (``llama_detokenize``), on ``--gguf-texts`` texts; and ``decode_bytes`` of
+  as many random id lists (unknown, BOS, EOS and byte ids first, last and
+  among others).
 
 Each mismatch is printed with its text; the last line is a summary, and the
 exit status 1 when anything differed.
@@ -53,6 +63,8 @@ _RANGES = [(0x20, 0x7E), (0x00, 0x1F), (0xA0, 0x2FF), (0x300, 0x36F), (0x370, 0x
            (0x900, 0x97F), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F), (0x2580, 0x259F),
            (0x3000, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xE0FF), (0xFE00, 0xFE0F),
            (0xFF00, 0xFFEF), (0x1F300, 0x1F6FF), (0x10000, 0x1FFFF), (0xE0000, 0xE007F)]
+#: The binding of llama.cpp the GGUF goldens come from (tests/data/llama-spm.gguf.jsonl).
+LLAMA_CPP = "llama-cpp-python==0.3.36"
 _WHITESPACE = [" ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\u2581", "\u2581\u2581", "\u00a0", "\u3000", "\u200b",
                "\ufeff"]
 
@@ -163,26 +175,46 @@ def _folder_specials() -> List[str]:
     return sorted(found)
 
 
+# ------------------------------------------------------------ references in environments of their own
+
+
+def _environment(venv: pathlib.Path, requirements: List[str], module: str) -> str:
+    """The Python of `venv`, made and given `requirements` when `module`
+    does not import there."""
+    python = venv / "bin" / "python"
+    if python.exists() and subprocess.run([str(python), "-c", f"import {module}"], capture_output=True).returncode == 0:
+        return str(python)
+    if not python.exists():
+        print(f"creating {venv}", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    print(f"installing {' '.join(requirements)} into {venv}", file=sys.stderr, flush=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
+    return str(python)
+
+
+def _ask(python: str, kind: str, request: Dict[str, Any], tmp: str) -> Dict[str, Any]:
+    """`kind`'s answer to `request`, from this script run by `python`."""
+    asked, answer = pathlib.Path(tmp, f"{kind}-request.json"), pathlib.Path(tmp, f"{kind}-answer.json")
+    asked.write_text(json.dumps(request), encoding="utf-8")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+    subprocess.run([python, __file__, "--reference-worker", kind, str(asked), str(answer)], check=True, env=env)
+    return dict(json.loads(answer.read_text(encoding="utf-8")))
+
+
 def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
     """The transformers 5 folders: their ids and decodes from transformers 5
     in its environment, compared here."""
-    from make_transformers5_goldens import ensure_environment
-    from transformers5_folders import golden_names, read_golden, materialize
+    from make_transformers5_goldens import REQUIREMENTS
+    from transformers5_folders import golden_names, materialize, read_golden
 
     import spmbpe
 
+    python = _environment(venv, REQUIREMENTS, "transformers")
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: str(materialize(name, read_golden(name)[0]["files"], pathlib.Path(tmp, name)))
                    for name in golden_names()}
         batch = [texts() for _ in range(n)]
-        request, answer = pathlib.Path(tmp, "request.json"), pathlib.Path(tmp, "answer.json")
-        request.write_text(json.dumps({"folders": folders, "texts": batch}), encoding="utf-8")
-        code = ensure_environment(venv, __file__, ["--reference-worker", str(request), str(answer)])
-        if code is None:  # (this Python has transformers 5 itself)
-            code = reference_worker(str(request), str(answer))
-        if code:
-            raise SystemExit(f"the transformers 5 run failed (exit status {code})")
-        theirs = json.loads(answer.read_text(encoding="utf-8"))
+        theirs = _ask(python, "transformers", {"files": folders, "texts": batch}, tmp)
         print(f"transformers {theirs['version']}: {len(folders)} folders, {n} texts", flush=True)
         for name, path in folders.items():
             tok = spmbpe.load(path)
@@ -195,34 +227,101 @@ def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
                              decoded_skip)
 
 
-def reference_worker(request: str, answer: str) -> int:
-    """Inside the transformers 5 environment: each folder's rows."""
-    import transformers
+def run_gguf(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
+    """The GGUF fixture and each of its variants (tests/gguf_variants.py)
+    against llama.cpp's tokenizer and detokenizer, through its Python
+    binding in its environment: ``encode`` with ``special="none"``, ``"all"``
+    and BOS/EOS as the file says, and ``decode_bytes`` with and without
+    ``skip_special`` of the last."""
+    from gguf_variants import FIXTURE, VARIANTS, appended_texts, write_variant
 
+    import spmbpe
+
+    python = _environment(venv, [LLAMA_CPP], "llama_cpp")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"fixture": str(FIXTURE)}
+        files.update({name: str(write_variant(name, pathlib.Path(tmp, f"{name}.gguf"))) for name in VARIANTS})
+        extra = sorted({t for name in VARIANTS for t in appended_texts(name)})
+        batch = [texts() + (texts.rng.choice(extra) + texts() if extra and texts.rng.random() < 0.3 else "")
+                 for _ in range(n)]
+        # Id lists with the sentinels (BOS 1, EOS 2, unknown 0) and byte
+        # pieces (3-258) first, last and between others.
+        rng = texts.rng
+        lists = [[rng.choice([0, 1, 2, rng.randrange(3, 259), rng.randrange(32000)])
+                  for _ in range(rng.randint(0, 8))] for _ in range(n)]
+        theirs = _ask(python, "llama.cpp", {"files": files, "texts": batch, "id_lists": lists}, tmp)
+        print(f"llama-cpp-python {theirs['version']}: {len(files)} GGUF files, {n} texts and id lists", flush=True)
+        for name, path in files.items():
+            tok = spmbpe.load(path)
+            for ids, (decoded, removed) in zip(lists, theirs["decodes"][name]):
+                report.check(f"{name} decode of id lists", ids, tok.decode_bytes(ids).hex(), decoded)
+                report.check(f"{name} decode of id lists, skip_special", ids,
+                             tok.decode_bytes(ids, skip_special=True).hex(), removed)
+            for text, (plain, special, with_bos, decoded, removed) in zip(batch, theirs["rows"][name]):
+                report.check(f"{name} encode", text, tok.encode(text, special="none"), plain)
+                report.check(f"{name} encode, special", text, tok.encode(text, special="all"), special)
+                report.check(f"{name} encode, BOS/EOS", text,
+                             tok.encode(text, special="all", add_special_tokens=True), with_bos)
+                report.check(f"{name} decode", with_bos, tok.decode_bytes(with_bos).hex(), decoded)
+                report.check(f"{name} decode, skip_special", with_bos,
+                             tok.decode_bytes(with_bos, skip_special=True).hex(), removed)
+
+
+def reference_worker(kind: str, request: str, answer: str) -> int:
+    """Inside a reference's environment: each file's rows for the texts."""
     given = json.loads(pathlib.Path(request).read_text(encoding="utf-8"))
     rows: Dict[str, List[Any]] = {}
-    for name, folder in given["folders"].items():
-        tok = transformers.AutoTokenizer.from_pretrained(folder)
-        rows[name] = []
-        for text in given["texts"]:
-            ids_special = tok.encode(text, add_special_tokens=True)
-            rows[name].append([tok.encode(text, add_special_tokens=False), ids_special,
-                               tok.decode(ids_special, skip_special_tokens=False),
-                               tok.decode(ids_special, skip_special_tokens=True)])
-    pathlib.Path(answer).write_text(json.dumps({"version": transformers.__version__, "rows": rows}), encoding="utf-8")
+    extra: Dict[str, Any] = {}
+    if kind == "transformers":
+        import transformers
+
+        version = transformers.__version__
+        for name, folder in given["files"].items():
+            tok = transformers.AutoTokenizer.from_pretrained(folder)
+            rows[name] = []
+            for text in given["texts"]:
+                ids_special = tok.encode(text, add_special_tokens=True)
+                rows[name].append([tok.encode(text, add_special_tokens=False), ids_special,
+                                   tok.decode(ids_special, skip_special_tokens=False),
+                                   tok.decode(ids_special, skip_special_tokens=True)])
+    else:
+        import llama_cpp
+        from make_decode_goldens import _detokenizer
+
+        version = llama_cpp.__version__
+        extra["decodes"] = {}
+        for name, path in given["files"].items():
+            detokenize = _detokenizer(pathlib.Path(path))
+            llm = detokenize.keep
+            extra["decodes"][name] = [[detokenize(ids, False, True).hex(), detokenize(ids, True, False).hex()]
+                                      for ids in given["id_lists"]]
+            rows[name] = []
+            for text in given["texts"]:
+                raw = text.encode("utf-8")
+                with_bos = llm.tokenize(raw, add_bos=True, special=True)
+                rows[name].append([llm.tokenize(raw, add_bos=False, special=False),
+                                   llm.tokenize(raw, add_bos=False, special=True), with_bos,
+                                   detokenize(with_bos, False, True).hex(), detokenize(with_bos, True, False).hex()])
+    pathlib.Path(answer).write_text(json.dumps({"version": version, "rows": rows, **extra}), encoding="utf-8")
     return 0
 
 
 def main() -> int:
+    from make_transformers5_goldens import DEFAULT_VENV
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60.0, help="time for the .model and tokenizer.json runs")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--corpus", type=pathlib.Path,
                     default=pathlib.Path(os.environ.get("SPMBPE_LARGE_CORPUS", ROOT.parent / "large_corpus")))
     ap.add_argument("--folders-texts", type=int, default=5000)
-    ap.add_argument("--venv", type=pathlib.Path, default=pathlib.Path("/work/venvs/tf5"))
+    ap.add_argument("--venv", type=pathlib.Path, default=DEFAULT_VENV, help="transformers 5's environment")
     ap.add_argument("--no-folders", action="store_true")
-    ap.add_argument("--reference-worker", nargs=2, metavar=("REQUEST", "ANSWER"), help=argparse.SUPPRESS)
+    ap.add_argument("--llama-venv", type=pathlib.Path, default=None,
+                    help=f"compare the GGUF files with llama.cpp, whose binding this environment holds "
+                         f"({LLAMA_CPP}, made when missing: it compiles llama.cpp, 10-15 minutes)")
+    ap.add_argument("--gguf-texts", type=int, default=5000)
+    ap.add_argument("--reference-worker", nargs=3, metavar=("KIND", "REQUEST", "ANSWER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.reference_worker:
         return reference_worker(*args.reference_worker)
@@ -233,6 +332,8 @@ def main() -> int:
     run_libraries(texts, args.seconds, report)
     if not args.no_folders:
         run_folders(texts, args.folders_texts, args.venv, report)
+    if args.llama_venv is not None:
+        run_gguf(texts, args.gguf_texts, args.llama_venv, report)
     print(report.summary())
     return 1 if report.failed() else 0
 
