@@ -180,19 +180,22 @@ def test_disallowed_offset_hf_non_legacy(tmp_path):
         assert info.value.offset == text.index("[INST]")
 
 
-def test_a_skipped_first_id_leaves_the_next_pieces_space_in_a_gguf(fuzz, tmp_path):
+def test_a_skipped_first_id_leaves_the_next_pieces_space_in_a_gguf():
     """The decode target's invariant took skip_special=True as decoding the
     ids without the control and unknown ones; llama_detokenize strips the
     leading space of the first id only, whatever it renders, so a skipped
     first id leaves the next piece its space.  The rows are llama.cpp's
     (llama-cpp-python 0.3.36: llama_detokenize(remove_special=true,
-    unparse_special=false)); the input is the finding's."""
+    unparse_special=false)); the ids are the finding's."""
     tok = spmbpe.load(DATA_DIR / "ggml-vocab-llama-spm.gguf")
     assert tok.decode_bytes([0, 0, 29611, 4095], skip_special=True) == b" simulate govern"
     assert tok.decode_bytes([1, 29611, 4095], skip_special=True) == b" simulate govern"
     assert tok.decode_bytes([29611, 4095], skip_special=True) == b"simulate govern"
-    # (The finding's first byte 0xff picked the GGUF among three tokenizers;
-    # 0x00 picks it among two as well.)
+
+
+def test_the_decode_targets_invariant_takes_a_skipped_first_id(fuzz, tmp_path):
+    # The finding (its first byte 0xff picked the GGUF among three
+    # tokenizers; 0x00 picks it among two as well).
     target = fuzz.TARGET_CLASSES["decode"](tmp_path)
     assert fuzz.classify(target, bytes.fromhex("000000000000000000bf6affffffff0000008001")) is None
 
