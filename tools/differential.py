@@ -59,6 +59,8 @@ DATA = ROOT / "tests" / "data"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from reference_env import reference_python  # noqa: E402
+
 _RANGES = [(0x20, 0x7E), (0x00, 0x1F), (0xA0, 0x2FF), (0x300, 0x36F), (0x370, 0x52F), (0x590, 0x6FF),
            (0x900, 0x97F), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F), (0x2580, 0x259F),
            (0x3000, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xE0FF), (0xFE00, 0xFE0F),
@@ -178,20 +180,6 @@ def _folder_specials() -> List[str]:
 # ------------------------------------------------------------ references in environments of their own
 
 
-def _environment(venv: pathlib.Path, requirements: List[str], module: str) -> str:
-    """The Python of `venv`, made and given `requirements` when `module`
-    does not import there."""
-    python = venv / "bin" / "python"
-    if python.exists() and subprocess.run([str(python), "-c", f"import {module}"], capture_output=True).returncode == 0:
-        return str(python)
-    if not python.exists():
-        print(f"creating {venv}", file=sys.stderr, flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    print(f"installing {' '.join(requirements)} into {venv}", file=sys.stderr, flush=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
-    return str(python)
-
-
 def _ask(python: str, kind: str, request: Dict[str, Any], tmp: str) -> Dict[str, Any]:
     """`kind`'s answer to `request`, from this script run by `python`."""
     asked, answer = pathlib.Path(tmp, f"{kind}-request.json"), pathlib.Path(tmp, f"{kind}-answer.json")
@@ -204,12 +192,12 @@ def _ask(python: str, kind: str, request: Dict[str, Any], tmp: str) -> Dict[str,
 def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
     """The transformers 5 folders: their ids and decodes from transformers 5
     in its environment, compared here."""
-    from make_transformers5_goldens import REQUIREMENTS
+    from make_transformers5_goldens import REQUIREMENTS, TRANSFORMERS5
     from transformers5_folders import golden_names, materialize, read_golden
 
     import spmbpe
 
-    python = _environment(venv, REQUIREMENTS, "transformers")
+    python = reference_python(venv, REQUIREMENTS, TRANSFORMERS5)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: str(materialize(name, read_golden(name)[0]["files"], pathlib.Path(tmp, name)))
                    for name in golden_names()}
@@ -237,7 +225,7 @@ def run_gguf(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
 
     import spmbpe
 
-    python = _environment(venv, [LLAMA_CPP], "llama_cpp")
+    python = reference_python(venv, [LLAMA_CPP], "import llama_cpp")
     with tempfile.TemporaryDirectory() as tmp:
         files = {"fixture": str(FIXTURE)}
         files.update({name: str(write_variant(name, pathlib.Path(tmp, f"{name}.gguf"))) for name in VARIANTS})

@@ -34,6 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ROOT / "tests" / "data" / "formats"
+sys.path.insert(0, str(ROOT / "tools"))
+
+from reference_env import reference_python  # noqa: E402
+
 PACKAGES = ["torch", "megatron-core", "datatrove", "tokenizers", "numpy"]  # datatrove.pipeline.tokens imports tokenizers
 
 # Runs in the venv: reads {"cases": {name: {"vocab_size": n, "docs": [[ids]]}}, "out": dir}.
@@ -86,10 +90,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "spmbpe-format-refs"))
     args = parser.parse_args()
-    python = Path(args.venv) / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", args.venv], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+    python = reference_python(args.venv, PACKAGES, "import megatron.core, datatrove, torch, numpy")
 
     sys.path.insert(0, str(ROOT))
     import spmbpe

@@ -62,7 +62,11 @@ OUT = DATA / "transformers5"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from reference_env import reference_python  # noqa: E402
+
 REQUIREMENTS = ["transformers>=5,<6", "tokenizers", "sentencepiece", "protobuf"]
+# What reference_python runs in the environment to know it is made.
+TRANSFORMERS5 = "import sys, transformers; sys.exit(transformers.__version__.split('.')[0] != '5')"
 DEFAULT_VENV = pathlib.Path("/work/venvs/tf5")
 N_SUBSET = 300  # texts of the sentencepiece goldens used for the variant folders
 
@@ -86,13 +90,9 @@ def ensure_environment(venv: pathlib.Path) -> Optional[int]:
         pass
     if os.environ.get("SPMBPE_TF5_INSIDE"):
         sys.exit(f"{venv}: transformers 5 is still not importable there")
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv}", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
+    python = reference_python(venv, REQUIREMENTS, TRANSFORMERS5)
     env = dict(os.environ, SPMBPE_TF5_INSIDE="1")
-    return subprocess.run([str(python), __file__, *sys.argv[1:]], env=env).returncode
+    return subprocess.run([python, __file__, *sys.argv[1:]], env=env).returncode
 
 
 # ------------------------------------------------------------ the folders
