@@ -84,6 +84,7 @@ from spmbpe._csrc cimport (
     spm_json_plain8,
     spm_utf8_len as utf8_len,
     spm_utf8_valid_prefix,
+    spm_count_byte,
     spm_ucs_to_utf8,
     spm_ucs_utf8_size,
     spm_ucs_space_after_ascii,

@@ -22,6 +22,7 @@ cdef extern from "spm_bytes.h" nogil:
     int spm_utf8_len(unsigned char lead)
     int spm_ascii_after_marker(const char *s, size_t n, int padded)
     size_t spm_utf8_valid_prefix(const char *s, size_t n)
+    size_t spm_count_byte(const char *s, size_t n, unsigned char c)
     int spm_json_plain8(const char *s)
 
 

@@ -11,6 +11,7 @@ the merge refuses, bytes that are not UTF-8) must go encode_batch's way.
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -134,6 +135,25 @@ def test_a_fault_at_every_offset_of_a_long_text_is_placed_as_pythons_decoder_pla
 def test_newline_count_agrees_with_bytes_count(data):
     assert count_newlines(data) == data.count(b"\n")
     assert count_newlines(bytearray(data)) == data.count(b"\n")
+
+
+@pytest.mark.parametrize("size", [7, 8, 9, 2039, 2040, 2041, 2048, 4080, 4081, 10_000])
+@pytest.mark.parametrize("start", [0, 1, 5])
+def test_newline_count_of_long_runs_agrees_with_bytes_count(size, start):
+    # count_newlines sums each byte's count in 255 steps of 8 bytes (2,040
+    # bytes) before adding the lanes up: a run of newlines that long fills
+    # every lane, and the sizes around it end a sum with a partial step.
+    every = (b"x" * start + b"\n" * size)[start:]
+    mixed = bytes(random.Random(size * 7 + start).choice(b"\n\n\xe2a\r\x00\x8a\x0b") for _ in range(size + start))
+    for data in (every, mixed, mixed.replace(b"\n", b"\x0a\x0a")[:size]):
+        view = memoryview(b"?" * start + data)[start:]
+        assert count_newlines(view) == data.count(b"\n")
+        assert count_newlines(bytearray(data)) == data.count(b"\n")
+
+
+@given(st.binary(min_size=2000, max_size=6000), st.integers(0, 7))
+def test_newline_count_of_long_binary_at_any_alignment_agrees_with_bytes_count(data, start):
+    assert count_newlines(memoryview(data)[start:]) == data[start:].count(b"\n")
 
 
 def test_a_read_buffer_is_a_bytearray_of_its_size():

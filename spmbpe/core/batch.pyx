@@ -66,22 +66,15 @@ def read_buffer(Py_ssize_t n):
 
 
 def count_newlines(const unsigned char[::1] data):
-    """How many "\\n" bytes `data` holds: what bytes.count(b"\\n") says, by
-    memchr from one to the next (CPython 3.11's count reads a byte at a
-    time, and the command line's reader counted every block twice)."""
-    cdef const char *s
-    cdef const char *at
-    cdef Py_ssize_t n = data.shape[0], i = 0, count = 0
+    """How many "\\n" bytes `data` holds: what bytes.count(b"\\n") says
+    (CPython 3.11's count reads a byte at a time, and the command line's
+    reader counted every block twice), eight bytes a step."""
+    cdef Py_ssize_t n = data.shape[0]
+    cdef size_t count
     if n == 0:
         return 0
-    s = <const char *>&data[0]
     with nogil:
-        while i < n:
-            at = <const char *>memchr(s + i, b"\n", <size_t>(n - i))
-            if at == NULL:
-                break
-            count += 1
-            i = (at - s) + 1
+        count = spm_count_byte(<const char *>&data[0], <size_t>n, b"\n")
     return count
 
 
