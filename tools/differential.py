@@ -3,6 +3,7 @@
 
     python tools/differential.py [--seconds N] [--seed S] [--corpus DIR]
                                  [--folders-texts N] [--venv DIR] [--no-folders]
+                                 [--tokenizers-python PATH ...]
                                  [--llama-venv DIR] [--gguf-texts N]
 
 The tests pin every rule with goldens and short hypothesis runs; this runs
@@ -27,6 +28,10 @@ special-token spelling of the vocabularies.
   makes it): ``encode(text, special="all")`` with and without
   ``add_special_tokens``, and ``decode`` with and without ``skip_special``,
   on ``--folders-texts`` texts;
+* with ``--tokenizers-python PATH`` (repeatable: an interpreter whose
+  environment holds another tokenizers, e.g. 1.0's release candidate), the
+  tokenizer.json against that tokenizers as above, on ``--folders-texts``
+  texts, and ``decode`` of as many random id lists;
 * with ``--llama-venv DIR``, the GGUF fixture and every variant of
   tests/gguf_variants.py against llama.cpp through llama-cpp-python in that
   environment (installed when missing, which compiles llama.cpp: 10-15
@@ -215,6 +220,28 @@ def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
                              decoded_skip)
 
 
+def run_tokenizers(texts: Texts, n: int, python: str, report: Report) -> None:
+    """The tokenizer.json against the tokenizers of another interpreter's
+    environment: ids of texts, and decodes of those ids and of random ids."""
+    import spmbpe
+
+    path = DATA / "mistral-v1.tokenizer.json"
+    tok = spmbpe.load(path)
+    batch = [texts() for _ in range(n)]
+    rng = texts.rng
+    lists = [[rng.choice([0, 1, 2, rng.randrange(3, 259), rng.randrange(tok.vocab_size)])
+              for _ in range(rng.randint(0, 8))] for _ in range(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        theirs = _ask(python, "tokenizers", {"file": str(path), "texts": batch, "id_lists": lists}, tmp)
+    what = f"tokenizers {theirs['version']}"
+    print(f"{what} ({python}): {n} texts and id lists", flush=True)
+    for text, (ids, decoded) in zip(batch, theirs["rows"]["tokenizer.json"]):
+        report.check(f"{what} encode", text, tok.encode(text, special="all"), ids)
+        report.check(f"{what} decode", ids, tok.decode(ids), decoded)
+    for ids, decoded in zip(lists, theirs["decodes"]):
+        report.check(f"{what} decode of id lists", ids, tok.decode(ids), decoded)
+
+
 def run_gguf(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
     """The GGUF fixture and each of its variants (tests/gguf_variants.py)
     against llama.cpp's tokenizer and detokenizer, through its Python
@@ -272,6 +299,16 @@ def reference_worker(kind: str, request: str, answer: str) -> int:
                 rows[name].append([tok.encode(text, add_special_tokens=False), ids_special,
                                    tok.decode(ids_special, skip_special_tokens=False),
                                    tok.decode(ids_special, skip_special_tokens=True)])
+    elif kind == "tokenizers":
+        import tokenizers
+
+        version = tokenizers.__version__
+        ref = tokenizers.Tokenizer.from_file(given["file"])
+        rows["tokenizer.json"] = []
+        for text in given["texts"]:
+            ids = ref.encode(text, add_special_tokens=False).ids
+            rows["tokenizer.json"].append([ids, ref.decode(ids, skip_special_tokens=False)])
+        extra["decodes"] = [ref.decode(ids, skip_special_tokens=False) for ids in given["id_lists"]]
     else:
         import llama_cpp
         from make_decode_goldens import _detokenizer
@@ -305,6 +342,8 @@ def main() -> int:
     ap.add_argument("--folders-texts", type=int, default=5000)
     ap.add_argument("--venv", type=pathlib.Path, default=DEFAULT_VENV, help="transformers 5's environment")
     ap.add_argument("--no-folders", action="store_true")
+    ap.add_argument("--tokenizers-python", action="append", default=[], metavar="PATH",
+                    help="compare the tokenizer.json with the tokenizers this interpreter imports")
     ap.add_argument("--llama-venv", type=pathlib.Path, default=None,
                     help=f"compare the GGUF files with llama.cpp, whose binding this environment holds "
                          f"({LLAMA_CPP}, made when missing: it compiles llama.cpp, 10-15 minutes)")
@@ -320,6 +359,8 @@ def main() -> int:
     run_libraries(texts, args.seconds, report)
     if not args.no_folders:
         run_folders(texts, args.folders_texts, args.venv, report)
+    for python in args.tokenizers_python:
+        run_tokenizers(texts, args.folders_texts, python, report)
     if args.llama_venv is not None:
         run_gguf(texts, args.gguf_texts, args.llama_venv, report)
     print(report.summary())
