@@ -222,7 +222,7 @@ static inline size_t spm_utf8_fault_from(const uint8_t *s, size_t i, size_t n) {
  * DFA's steps). */
 #define SPM_UTF8_BLOCK 64
 
-/* How many bytes of s[0:n] are `c`.  Eight bytes a step: each byte that is
+/* How many bytes of text[0:n] are `c`.  Eight bytes a step: each byte that is
  * `c` becomes a 1 in its lane of a word, the lanes are summed for up to 255
  * steps (no lane can then overflow), and the lanes added up.  (memchr from
  * one "\n" to the next, what the command line's reader counted lines with,

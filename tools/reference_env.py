@@ -1,7 +1,7 @@
 """A reference's own virtual environment, for the tools that run a reference
 spmbpe's environment cannot hold (transformers 5 beside transformers 4,
 llama.cpp's binding, a pinned tokenizers): made when missing, and given the
-reference's requirements when its module does not import there.
+reference's requirements when a check (its import, its version) fails there.
 """
 
 from __future__ import annotations
