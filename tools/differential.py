@@ -3,7 +3,7 @@
 
     python tools/differential.py [--seconds N] [--seed S] [--corpus DIR]
                                  [--folders-texts N] [--venv DIR] [--no-folders]
-                                 [--tokenizers-python PATH ...]
+                                 [--tokenizers-python PATH ...] [--transformers4-venv DIR]
                                  [--llama-venv DIR] [--gguf-texts N]
 
 The tests pin every rule with goldens and short hypothesis runs; this runs
@@ -32,6 +32,12 @@ special-token spelling of the vocabularies.
   environment holds another tokenizers, e.g. 1.0's release candidate), the
   tokenizer.json against that tokenizers as above, on ``--folders-texts``
   texts, and ``decode`` of as many random id lists;
+* with ``--transformers4-venv DIR``, the two golden folders of
+  tests/test_hf_folder.py (Mistral v1, ``legacy: true``; v3, ``legacy:
+  false``) loaded with ``reference="transformers4"`` against transformers
+  4's slow ``LlamaTokenizer`` (the version of the ``hf_slow`` goldens,
+  installed there when missing), compared as the folders above, on
+  ``--folders-texts`` texts;
 * with ``--llama-venv DIR``, the GGUF fixture and every variant of
   tests/gguf_variants.py against llama.cpp through llama-cpp-python in that
   environment (installed when missing, which compiles llama.cpp: 10-15
@@ -57,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -70,6 +76,8 @@ _RANGES = [(0x20, 0x7E), (0x00, 0x1F), (0xA0, 0x2FF), (0x300, 0x36F), (0x370, 0x
            (0x900, 0x97F), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F), (0x2580, 0x259F),
            (0x3000, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xE0FF), (0xFE00, 0xFE0F),
            (0xFF00, 0xFFEF), (0x1F300, 0x1F6FF), (0x10000, 0x1FFFF), (0xE0000, 0xE007F)]
+#: The transformers of the hf_slow goldens (tests/data/mistral-v*.model.jsonl).
+TRANSFORMERS4 = "transformers==4.57.6"
 #: The binding of llama.cpp the GGUF goldens come from (tests/data/llama-spm.gguf.jsonl).
 LLAMA_CPP = "llama-cpp-python==0.3.36"
 _WHITESPACE = [" ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\u2581", "\u2581\u2581", "\u00a0", "\u3000", "\u200b",
@@ -200,24 +208,45 @@ def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
     from make_transformers5_goldens import REQUIREMENTS, TRANSFORMERS5
     from transformers5_folders import golden_names, materialize, read_golden
 
-    import spmbpe
-
     python = reference_python(venv, REQUIREMENTS, TRANSFORMERS5)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: str(materialize(name, read_golden(name)[0]["files"], pathlib.Path(tmp, name)))
                    for name in golden_names()}
-        batch = [texts() for _ in range(n)]
-        theirs = _ask(python, "transformers", {"files": folders, "texts": batch}, tmp)
-        print(f"transformers {theirs['version']}: {len(folders)} folders, {n} texts", flush=True)
-        for name, path in folders.items():
-            tok = spmbpe.load(path)
-            for text, (ids, ids_special, decoded, decoded_skip) in zip(batch, theirs["rows"][name]):
-                report.check(f"{name} encode", text, tok.encode(text, special="all"), ids)
-                report.check(f"{name} encode, special tokens", text,
-                             tok.encode(text, special="all", add_special_tokens=True), ids_special)
-                report.check(f"{name} decode", ids_special, tok.decode(ids_special), decoded)
-                report.check(f"{name} decode, skip_special", ids_special, tok.decode(ids_special, skip_special=True),
-                             decoded_skip)
+        _compare_folders(python, folders, [texts() for _ in range(n)], tmp, None, report)
+
+
+def run_transformers4(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
+    """The golden folders of tests/test_hf_folder.py under
+    ``reference="transformers4"`` against transformers 4's slow tokenizer in
+    its environment."""
+    from test_hf_folder import MODELS, build_folder
+
+    check = f"import sys, transformers; sys.exit(transformers.__version__ != '{TRANSFORMERS4.split('==')[1]}')"
+    python = reference_python(venv, [TRANSFORMERS4, "sentencepiece", "protobuf"], check)
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {f"{model} (transformers4)": str(build_folder(pathlib.Path(tmp, model), model)) for model in MODELS}
+        _compare_folders(python, folders, [texts() for _ in range(n)], tmp, "transformers4", report)
+
+
+def _compare_folders(python: str, folders: Dict[str, str], batch: List[str], tmp: str,
+                     reference: Optional[str], report: Report) -> None:
+    """Each folder's ids (with and without special tokens) and decodes (with
+    and without skip_special) from transformers in `python`'s environment
+    (its slow tokenizer under ``reference="transformers4"``), against
+    spmbpe.load(folder, reference=reference)."""
+    import spmbpe
+
+    theirs = _ask(python, "transformers", {"files": folders, "texts": batch, "fast": reference is None}, tmp)
+    print(f"transformers {theirs['version']}: {len(folders)} folders, {len(batch)} texts", flush=True)
+    for name, path in folders.items():
+        tok = spmbpe.load(path, reference=reference) if reference else spmbpe.load(path)
+        for text, (ids, ids_special, decoded, decoded_skip) in zip(batch, theirs["rows"][name]):
+            report.check(f"{name} encode", text, tok.encode(text, special="all"), ids)
+            report.check(f"{name} encode, special tokens", text,
+                         tok.encode(text, special="all", add_special_tokens=True), ids_special)
+            report.check(f"{name} decode", ids_special, tok.decode(ids_special), decoded)
+            report.check(f"{name} decode, skip_special", ids_special, tok.decode(ids_special, skip_special=True),
+                         decoded_skip)
 
 
 def run_tokenizers(texts: Texts, n: int, python: str, report: Report) -> None:
@@ -292,7 +321,7 @@ def reference_worker(kind: str, request: str, answer: str) -> int:
 
         version = transformers.__version__
         for name, folder in given["files"].items():
-            tok = transformers.AutoTokenizer.from_pretrained(folder)
+            tok = transformers.AutoTokenizer.from_pretrained(folder, use_fast=given.get("fast", True))
             rows[name] = []
             for text in given["texts"]:
                 ids_special = tok.encode(text, add_special_tokens=True)
@@ -344,6 +373,9 @@ def main() -> int:
     ap.add_argument("--no-folders", action="store_true")
     ap.add_argument("--tokenizers-python", action="append", default=[], metavar="PATH",
                     help="compare the tokenizer.json with the tokenizers this interpreter imports")
+    ap.add_argument("--transformers4-venv", type=pathlib.Path, default=None,
+                    help=f"compare the golden folders under reference='transformers4' with {TRANSFORMERS4}'s "
+                         f"slow tokenizer, in this environment (made when missing)")
     ap.add_argument("--llama-venv", type=pathlib.Path, default=None,
                     help=f"compare the GGUF files with llama.cpp, whose binding this environment holds "
                          f"({LLAMA_CPP}, made when missing: it compiles llama.cpp, 10-15 minutes)")
@@ -359,6 +391,8 @@ def main() -> int:
     run_libraries(texts, args.seconds, report)
     if not args.no_folders:
         run_folders(texts, args.folders_texts, args.venv, report)
+    if args.transformers4_venv is not None:
+        run_transformers4(texts, args.folders_texts, args.transformers4_venv, report)
     for python in args.tokenizers_python:
         run_tokenizers(texts, args.folders_texts, python, report)
     if args.llama_venv is not None:
