@@ -193,6 +193,14 @@ def _folder_specials() -> List[str]:
 # ------------------------------------------------------------ references in environments of their own
 
 
+def _id_lists(rng: random.Random, n: int, vocab_size: int) -> List[List[int]]:
+    """n lists of up to 8 ids, with the sentinels of Llama's vocabularies
+    (unknown 0, BOS 1, EOS 2) and byte pieces (3-258) first, last and
+    between others."""
+    return [[rng.choice([0, 1, 2, rng.randrange(3, 259), rng.randrange(vocab_size)])
+             for _ in range(rng.randint(0, 8))] for _ in range(n)]
+
+
 def _ask(python: str, kind: str, request: Dict[str, Any], tmp: str) -> Dict[str, Any]:
     """`kind`'s answer to `request`, from this script run by `python`."""
     asked, answer = pathlib.Path(tmp, f"{kind}-request.json"), pathlib.Path(tmp, f"{kind}-answer.json")
@@ -257,9 +265,7 @@ def run_tokenizers(texts: Texts, n: int, python: str, report: Report) -> None:
     path = DATA / "mistral-v1.tokenizer.json"
     tok = spmbpe.load(path)
     batch = [texts() for _ in range(n)]
-    rng = texts.rng
-    lists = [[rng.choice([0, 1, 2, rng.randrange(3, 259), rng.randrange(tok.vocab_size)])
-              for _ in range(rng.randint(0, 8))] for _ in range(n)]
+    lists = _id_lists(texts.rng, n, tok.vocab_size)
     with tempfile.TemporaryDirectory() as tmp:
         theirs = _ask(python, "tokenizers", {"file": str(path), "texts": batch, "id_lists": lists}, tmp)
     what = f"tokenizers {theirs['version']}"
@@ -288,11 +294,7 @@ def run_gguf(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
         extra = sorted({t for name in VARIANTS for t in appended_texts(name)})
         batch = [texts() + (texts.rng.choice(extra) + texts() if extra and texts.rng.random() < 0.3 else "")
                  for _ in range(n)]
-        # Id lists with the sentinels (BOS 1, EOS 2, unknown 0) and byte
-        # pieces (3-258) first, last and between others.
-        rng = texts.rng
-        lists = [[rng.choice([0, 1, 2, rng.randrange(3, 259), rng.randrange(32000)])
-                  for _ in range(rng.randint(0, 8))] for _ in range(n)]
+        lists = _id_lists(texts.rng, n, 32000)
         theirs = _ask(python, "llama.cpp", {"files": files, "texts": batch, "id_lists": lists}, tmp)
         print(f"llama-cpp-python {theirs['version']}: {len(files)} GGUF files, {n} texts and id lists", flush=True)
         for name, path in files.items():
