@@ -24,9 +24,22 @@ set of rules; this module says which rules each reference follows:
   ▁ -> " ", ByteFallback, Fuse, Strip(" ", 1, 0)]``: every token's ``▁`` is a
   space, a run of byte tokens that is not valid UTF-8 is U+FFFD per byte, and
   one leading space comes off the whole text.
-* **transformers4** (model folders, transformers 4's slow ``LlamaTokenizer``):
-  one leading space off the first piece rendered; control and unknown pieces
-  as their text.
+* **transformers4** (model folders, transformers 4.57's slow
+  ``LlamaTokenizer``: ``PreTrainedTokenizer._decode`` and
+  ``LlamaTokenizer.convert_tokens_to_string``): added tokens that are not
+  special tokens (``all_special_tokens``) cut the ids into runs, and the
+  texts, each run's and each such token's, are joined with spaces
+  (``spaces_between_special_tokens``, True whatever the config says), a
+  run's dropped when it is empty unless it is the last. In a run, the first
+  token loses a leading ``▁`` (``add_prefix_space``) and is looked up again;
+  special tokens are their text, with ``legacy`` after a space when pieces
+  come before them, and a second token after a special one that has no
+  ``▁`` gets a space; the pieces between special tokens are decoded by
+  sentencepiece, one call each (with ``legacy`` the model's own dummy
+  prefix comes off again, without it only ``remove_extra_whitespaces``
+  strips). Skipping leaves out ``all_special_ids`` and nothing else.
+  ``clean_up_tokenization_spaces`` is the tokenizer's text post-processing
+  (``TextCleanup``).
 
 ``special_as_text=True`` renders control and unknown pieces as their text in
 every reference (what spmbpe 0.1 did for ``.model`` files too).
@@ -34,11 +47,20 @@ every reference (what spmbpe 0.1 did for ``.model`` files too).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Optional, Protocol
 
 from ._core import DECODE_CONSTANTS as _C
 
-__all__ = ["DecodeRules", "decode_rules"]
+if TYPE_CHECKING:
+    from .spec import TokenizerSpec
+
+__all__ = ["DecodeRules", "decode_rules", "TextCleanup", "TextTransform"]
+
+
+class TextTransform(Protocol):
+    """What decode applies to its whole text: a denormalizer, TextCleanup."""
+
+    def normalize(self, text: str) -> str: ...
 
 #: sentencepiece's default TrainerSpec.unk_surface (" \u2047 ").
 UNK_SURFACE = " \u2047 ".encode("utf-8")
@@ -47,40 +69,67 @@ UNK_SURFACE = " \u2047 ".encode("utf-8")
 class DecodeRules(NamedTuple):
     """The rules of one reference, packed for the compiled decoder;
     `drops_ends`: skip_special also leaves out a first id that is the BOS
-    the vocabulary adds and a last id that is the EOS it adds."""
+    the vocabulary adds and a last id that is the EOS it adds; `roles`: the
+    ROLE_* bits of each id, for segmented rules; `skip`: the ids that
+    skip_special leaves out, where the reference does not skip by type."""
 
     packed: bytes
     surface: bytes
     drops_ends: bool = False
+    roles: Optional[bytes] = None
+    skip: Optional[bytes] = None
+
+
+class TextCleanup:
+    """transformers' ``clean_up_tokenization``: spaces before punctuation
+    and English contractions removed from the decoded text, in this order
+    (PreTrainedTokenizerBase, with ``clean_up_tokenization_spaces``), after
+    `before` (a denormalizer) when given. Like a denormalizer, it reads the
+    text as a whole: a streaming decoder gives its text at ``flush()``."""
+
+    __slots__ = ("_before",)
+
+    _REPLACEMENTS = (
+        (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+        (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"),
+    )
+
+    def __init__(self, before: Optional[TextTransform] = None) -> None:
+        self._before = before
+
+    def normalize(self, text: str) -> str:
+        if self._before is not None:
+            text = self._before.normalize(text)
+        for old, new in self._REPLACEMENTS:
+            text = text.replace(old, new)
+        return text
 
 
 def _pack(
     control: int, unknown: int, unused: int, user_defined: int, strip: int, byte_runs: int,
     *, strip_count: int = 1, marker_in_special: bool = False, remove_extra_whitespaces: bool = False,
+    segments: bool = False, legacy_space: bool = False, first_strip: bool = False, join_spaces: bool = False,
 ) -> bytes:
     # Field order: DecodeRules in _core.pyx.
     packed = bytes(
         [control, unknown, unused, user_defined, strip, strip_count, byte_runs,
-         int(marker_in_special), int(remove_extra_whitespaces)]
+         int(marker_in_special), int(remove_extra_whitespaces), int(segments), int(legacy_space),
+         int(first_strip), int(join_spaces)]
     )
     assert len(packed) == _C["RULES_SIZE"]
     return packed
 
 
-def decode_rules(
-    decoder: str,
-    *,
-    add_prefix_space: bool,
-    escape_spaces: bool = True,
-    remove_extra_whitespaces: bool = False,
-    special_as_text: bool = False,
-) -> DecodeRules:
+def decode_rules(decoder: str, spec: "TokenizerSpec", *, special_as_text: bool = False) -> DecodeRules:
     """The decode rules of `decoder` (a planner's ``decoder``: "llama.cpp",
-    "sentencepiece", "tokenizers", "transformers4") for a tokenizer that adds a dummy prefix
-    (`add_prefix_space`) as ``▁`` (`escape_spaces`) or as a plain space."""
+    "sentencepiece", "tokenizers", "transformers4") for the tokenizer of
+    `spec`, which adds a dummy prefix (``add_prefix_space``) as ``▁``
+    (``escape_spaces``) or as a plain space."""
+    add_prefix_space = bool(spec.add_prefix_space)
+    remove_extra_whitespaces = spec.normalizers is not None and spec.normalizers[True].remove_extra_whitespaces
     # A plain-space prefix (no escape_whitespaces) stays: the references take
     # off only the space marker (sentencepiece) or the space it decodes to.
-    strip_prefix = add_prefix_space and escape_spaces
+    strip_prefix = add_prefix_space and spec.escape_spaces
     text, nothing = _C["RENDER_TEXT"], _C["RENDER_NOTHING"]
     normal = _C["RENDER_NORMAL"]
     if decoder == "llama.cpp":
@@ -102,7 +151,51 @@ def decode_rules(
         packed = _pack(text, text, normal, text, strip, _C["BYTES_RUN"], marker_in_special=True)
         return DecodeRules(packed, b"")
     if decoder == "transformers4":
-        strip = _C["STRIP_FIRST_RENDERED"] if strip_prefix else _C["STRIP_NONE"]
-        packed = _pack(text, text, normal, text, strip, _C["BYTES_RAW"])
-        return DecodeRules(packed, b"")
+        return _transformers4_rules(spec, special_as_text, remove_extra_whitespaces)
     raise ValueError(f"no decode rules named {decoder!r}")
+
+
+def _transformers4_rules(spec: "TokenizerSpec", special_as_text: bool, remove_extra_whitespaces: bool) -> DecodeRules:
+    legacy = spec.prefix_scheme == "after_each_special"
+    # LlamaTokenizer's sp_model: with legacy, the model as it is (its
+    # add_dummy_prefix is the spec's add_prefix_space); without, the model
+    # with add_dummy_prefix off.
+    model_strips = (legacy and bool(spec.add_prefix_space)) or remove_extra_whitespaces
+    first_strip = spec.add_prefix_space if spec.hf_add_prefix_space is None else spec.hf_add_prefix_space
+    control = _C["RENDER_TEXT"] if special_as_text else _C["RENDER_NOTHING"]
+    unknown = _C["RENDER_TEXT"] if special_as_text else _C["RENDER_SURFACE"]
+    normal = _C["RENDER_NORMAL"]
+    packed = _pack(
+        control, unknown, normal, normal,
+        _C["STRIP_WHILE_EMPTY"] if model_strips else _C["STRIP_NONE"], _C["BYTES_EACH"],
+        remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
+        first_strip=bool(first_strip), join_spaces=True,
+    )
+    roles = _transformers4_roles(spec)
+    skip = bytes(role & _C["ROLE_SPECIAL"] for role in roles)
+    return DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip)
+
+
+def _transformers4_roles(spec: "TokenizerSpec") -> bytes:
+    """The ROLE_* bits of each id for transformers 4's ``_decode``."""
+    table = spec.table
+    n = len(table)
+    model_pieces = n if spec.mergeable_limit is None else spec.mergeable_limit
+    roles = bytearray(n)
+    for i in range(model_pieces, n):
+        roles[i] = _C["ROLE_OUTSIDE"]
+    special = set(spec.hf_special_tokens)
+    for content in special:
+        found = table.find(content.encode("utf-8"))
+        if found >= 0:
+            roles[found] |= _C["ROLE_SPECIAL"]
+    # _decode's legacy_added_tokens: the added tokens that are not special,
+    # and the additional special tokens past the model's pieces.
+    for token in spec.added_tokens or ():
+        if token.content not in special:
+            roles[token.id] |= _C["ROLE_SPLIT"]
+    for content in spec.hf_additional_special_tokens:
+        found = table.find(content.encode("utf-8"))
+        if found >= model_pieces:
+            roles[found] |= _C["ROLE_SPLIT"]
+    return bytes(roles)

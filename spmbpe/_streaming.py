@@ -40,7 +40,11 @@ class StreamingDecoder:
 
     A sentencepiece model with a ``denormalizer_spec`` (none of the Llama or
     Mistral ones) is denormalized as a whole, as ``decode`` does: its text
-    comes out at ``flush()``.
+    comes out at ``flush()``; so is a model folder's with
+    ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
+    with ``legacy``, a special token puts a space in front of the pieces
+    before it: without ``skip_special``, their text waits for the next
+    special or added token or ``flush()``.
 
     >>> d = tok.streaming_decoder()                             # doctest: +SKIP
     >>> [d.add_token(i) for i in [15043, 3186]], d.flush()      # doctest: +SKIP
@@ -63,7 +67,7 @@ class StreamingDecoder:
         # The compiled decoder keeps the reference's state between ids: the
         # leading space still to strip, a byte run not yet settled, an id
         # that is left out if it comes last.
-        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail)
+        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail, rules.roles)
         self._errors = errors
         self._denormalizer = tokenizer._denormalizer
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)

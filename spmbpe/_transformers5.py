@@ -56,17 +56,24 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
             f"{folder}: the tokenizer.json decoder is not LlamaTokenizer's (Replace, ByteFallback, Fuse"
             f"{', Strip' if spec.add_prefix_space else ''}); load with reference='tokenizers' to read it as a file"
         )
-    return _with_named_ids(spec, folder)
-
-
-def _with_named_ids(spec: TokenizerSpec, folder: str) -> TokenizerSpec:
-    """The spec with the bos/eos/unk/pad ids transformers 5 reports
-    (``tok.bos_token_id``, ...): the config's named tokens, whether or not
-    the template adds them (the tokenizer.json alone names only those it adds)."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     if not os.path.isfile(config_path):
         return spec
-    named = _named_tokens(read_json_object(config_path), folder)
+    config = read_json_object(config_path)
+    # TokenizersBackend._decode: clean_up_tokenization_spaces is ignored for
+    # a BPE model unless the config insists.
+    if config.get("clean_up_tokenization_spaces") and config.get(
+        "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+    ):
+        spec = dataclasses.replace(spec, hf_clean_up_spaces=True)
+    return _with_named_ids(spec, config, folder)
+
+
+def _with_named_ids(spec: TokenizerSpec, config: Dict[str, Any], folder: str) -> TokenizerSpec:
+    """The spec with the bos/eos/unk/pad ids transformers 5 reports
+    (``tok.bos_token_id``, ...): the config's named tokens, whether or not
+    the template adds them (the tokenizer.json alone names only those it adds)."""
+    named = _named_tokens(config, folder)
 
     def named_id(key: str, current: Optional[int]) -> Optional[int]:
         entry = named.get(key)

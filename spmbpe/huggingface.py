@@ -133,6 +133,11 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
         reference=TRANSFORMERS_REFERENCE,
         added_tokens=added,
         hf_special_tokens=[t.content for t in special_list],
+        hf_additional_special_tokens=[t.content for t in additional],
+        # What LlamaTokenizer's decoding reads (a null add_prefix_space is
+        # false there).
+        hf_add_prefix_space=bool(config.get("add_prefix_space", True)),
+        hf_clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
         hf_unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
         model_pieces=n_model,
     )

@@ -37,6 +37,15 @@ RankedMerges = Tuple["array[int]", "array[int]", "array[int]", bool, bool]
 # The fields that are not settings (the pickle writes them on their own).
 _DATA_FIELDS = ("table", "rank", "types", "ranked_merges")
 
+# Settings added after the state format's first version, left out of
+# `options` (so of the pickle and the fingerprint) at these defaults: a
+# tokenizer that does not use one keeps the state it had before it existed.
+_LATER_SETTINGS: Dict[str, Any] = {
+    "hf_add_prefix_space": None,
+    "hf_additional_special_tokens": (),
+    "hf_clean_up_spaces": False,
+}
+
 
 @dataclass(frozen=True, eq=False)
 class TokenizerSpec:
@@ -62,6 +71,9 @@ class TokenizerSpec:
     eos_id: Optional[int]
     escape_spaces: bool
     front_end: Tuple[Union[str, bool], ...]
+    hf_add_prefix_space: Optional[bool]
+    hf_additional_special_tokens: Tuple[str, ...]
+    hf_clean_up_spaces: bool
     hf_special_tokens: Tuple[str, ...]
     hf_unk_token: str
     mergeable_limit: Optional[int]
@@ -93,6 +105,9 @@ class TokenizerSpec:
         mergeable_limit: Optional[int] = None,
         hf_special_tokens: Iterable[str] = (),
         hf_unk_token: str = "<unk>",
+        hf_additional_special_tokens: Iterable[str] = (),
+        hf_add_prefix_space: Optional[bool] = None,
+        hf_clean_up_spaces: bool = False,
         front_end: Tuple[Union[str, bool], ...] = ("metaspace", "always", False),
         normalizers: Optional[Dict[bool, "Normalizer"]] = None,
         denormalizer: Optional["Normalizer"] = None,
@@ -128,7 +143,9 @@ class TokenizerSpec:
             add_bos=add_bos, add_eos=add_eos, add_prefix_space=add_prefix_space,
             added_tokens=added, bos_id=bos_id, byte_fallback=byte_fallback,
             denormalizer=denormalizer, eos_id=eos_id, escape_spaces=escape_spaces,
-            front_end=front_end, hf_special_tokens=tuple(hf_special_tokens),
+            front_end=front_end, hf_add_prefix_space=hf_add_prefix_space,
+            hf_additional_special_tokens=tuple(hf_additional_special_tokens),
+            hf_clean_up_spaces=hf_clean_up_spaces, hf_special_tokens=tuple(hf_special_tokens),
             hf_unk_token=hf_unk_token, mergeable_limit=mergeable_limit,
             normalizers=normalizers, pad_id=pad_id, prefix_scheme=prefix_scheme,
             reference=reference, unk_id=unk_id,
@@ -141,6 +158,7 @@ class TokenizerSpec:
         out = {
             f.name: getattr(self, f.name) for f in sorted(fields(self), key=lambda f: f.name)
             if f.name not in _DATA_FIELDS
+            and not (f.name in _LATER_SETTINGS and getattr(self, f.name) == _LATER_SETTINGS[f.name])
         }
         if self.added_tokens is not None:
             out["added_tokens"] = list(self.added_tokens)

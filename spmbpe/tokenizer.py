@@ -29,7 +29,7 @@ from typing import (
 from . import _batch
 from ._added import AddedTokenMatcher
 from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids, join_flat
-from ._decoding import decode_rules
+from ._decoding import TextCleanup, TextTransform, decode_rules
 from ._names import NamesMixin
 from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
 from ._threads import thread_count
@@ -124,7 +124,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         self._types = types
         self._reference = spec.reference
         self._normalizers = spec.normalizers
-        self._denormalizer = spec.denormalizer
+        self._denormalizer: Optional[TextTransform] = spec.denormalizer
         self._add_prefix_space = bool(spec.add_prefix_space)
         self._prefix_scheme = spec.prefix_scheme
         self._add_bos = bool(spec.add_bos)
@@ -175,20 +175,21 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             self._bos_id if self._add_bos else None, self._eos_id if self._add_eos else None,
         )
 
-        skip = bytearray(types.translate(SPECIAL_TYPES))
-        for token in self._matcher.tokens:
-            if token.special:
-                skip[token.id] = 1
-        self._skip_special = bytes(skip)
-        remove_ws = spec.normalizers is not None and spec.normalizers[True].remove_extra_whitespaces
         self._decoding = {
-            as_text: decode_rules(
-                planner_cls.decoder, add_prefix_space=self._add_prefix_space,
-                escape_spaces=spec.escape_spaces, remove_extra_whitespaces=remove_ws,
-                special_as_text=as_text,
-            )
-            for as_text in (False, True)
+            as_text: decode_rules(planner_cls.decoder, spec, special_as_text=as_text) for as_text in (False, True)
         }
+        skip_table = self._decoding[False].skip
+        if skip_table is None:
+            skip = bytearray(types.translate(SPECIAL_TYPES))
+            for token in self._matcher.tokens:
+                if token.special:
+                    skip[token.id] = 1
+            skip_table = bytes(skip)
+        self._skip_special = skip_table
+        if spec.hf_clean_up_spaces:
+            # transformers' clean_up_tokenization_spaces, after the
+            # denormalizer (a model folder's models have none).
+            self._denormalizer = TextCleanup(self._denormalizer)
         # llama_detokenize's remove_special also drops a leading BOS and a
         # trailing EOS that the vocabulary adds, by id (_decoding.py).
         drops = self._decoding[False].drops_ends
@@ -580,7 +581,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         as they are: llama.cpp, transformers 4)."""
         rules = self._decoding[special_as_text]
         skip, lead, tail = self._skipping(skip_special)
-        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail)
+        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail, rules.roles)
 
     def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]:
         """What decoding leaves out: the table of ids skipped wherever they

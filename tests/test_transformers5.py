@@ -54,7 +54,7 @@ def folders(tmp_path_factory):
 
 
 def test_the_goldens_come_from_transformers_5():
-    assert len(NAMES) == 14
+    assert len(NAMES) == 16
     for name in NAMES:
         meta, rows = _golden(name)
         assert meta["folder"] == name and meta["transformers"].startswith("5.")
@@ -134,6 +134,22 @@ def test_decode_rules(folders):
     noprefix = _load(str(folders["v1-model-absent-noprefix"]))
     plain = {tuple(r["decode_ids"]): r for r in _golden("v1-model-absent-noprefix")[1] if "decode_ids" in r}
     assert noprefix.decode([28705]) == plain[(28705,)]["decode"] == " "
+
+
+def test_clean_up_tokenization_spaces_only_when_forced_for_bpe(folders):
+    """transformers 5 ignores clean_up_tokenization_spaces for a BPE model
+    unless clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output
+    is set too; then the text loses the spaces before punctuation."""
+    plain, forced = (_golden(name)[1] for name in ("v1-model-cleanup", "v1-model-cleanup-forced"))
+    tok_plain = _load(str(folders["v1-model-cleanup"]))
+    tok_forced = _load(str(folders["v1-model-cleanup-forced"]))
+    cleaned = [(a, b) for a, b in zip(plain, forced) if a["decode"] != b["decode"]]
+    assert len(cleaned) >= 20
+    for a, b in cleaned:
+        ids = a["ids_special"] if "text" in a else a["decode_ids"]
+        assert tok_plain.decode(ids) == a["decode"] and tok_forced.decode(ids) == b["decode"], ids
+        assert _streamed(tok_forced, ids, False) == b["decode"], ids
+    assert tok_forced.decode(tok_forced.encode("Yes , it is .")) == "Yes, it is."
 
 
 def test_single_word_and_normalized_added_tokens(folders):

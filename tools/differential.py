@@ -26,8 +26,8 @@ special-token spelling of the vocabularies.
   (made whole) against transformers 5's ``AutoTokenizer``, run in its own
   virtual environment (``--venv``, made as tools/make_transformers5_goldens.py
   makes it): ``encode(text, special="all")`` with and without
-  ``add_special_tokens``, and ``decode`` with and without ``skip_special``,
-  on ``--folders-texts`` texts;
+  ``add_special_tokens``, and ``decode`` with and without ``skip_special``
+  of those ids, on ``--folders-texts`` texts, and of as many random id lists;
 * with ``--tokenizers-python PATH`` (repeatable: an interpreter whose
   environment holds another tokenizers, e.g. 1.0's release candidate), the
   tokenizer.json against that tokenizers as above, on ``--folders-texts``
@@ -220,7 +220,7 @@ def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: str(materialize(name, read_golden(name)[0]["files"], pathlib.Path(tmp, name)))
                    for name in golden_names()}
-        _compare_folders(python, folders, [texts() for _ in range(n)], tmp, None, report)
+        _compare_folders(python, folders, texts, n, tmp, None, report)
 
 
 def run_transformers4(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
@@ -233,27 +233,36 @@ def run_transformers4(texts: Texts, n: int, venv: pathlib.Path, report: Report) 
     python = reference_python(venv, [TRANSFORMERS4, "sentencepiece", "protobuf"], check)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {f"{model} (transformers4)": str(build_folder(pathlib.Path(tmp, model), model)) for model in MODELS}
-        _compare_folders(python, folders, [texts() for _ in range(n)], tmp, "transformers4", report)
+        _compare_folders(python, folders, texts, n, tmp, "transformers4", report)
 
 
-def _compare_folders(python: str, folders: Dict[str, str], batch: List[str], tmp: str,
+def _compare_folders(python: str, folders: Dict[str, str], texts: Texts, n: int, tmp: str,
                      reference: Optional[str], report: Report) -> None:
-    """Each folder's ids (with and without special tokens) and decodes (with
-    and without skip_special) from transformers in `python`'s environment
-    (its slow tokenizer under ``reference="transformers4"``), against
-    spmbpe.load(folder, reference=reference)."""
+    """Each folder's ids (with and without special tokens) of `n` texts, and
+    decodes (with and without skip_special) of those ids and of `n` random id lists,
+    from transformers in `python`'s environment (its slow tokenizer under
+    ``reference="transformers4"``), against spmbpe.load(folder,
+    reference=reference)."""
     import spmbpe
 
-    theirs = _ask(python, "transformers", {"files": folders, "texts": batch, "fast": reference is None}, tmp)
-    print(f"transformers {theirs['version']}: {len(folders)} folders, {len(batch)} texts", flush=True)
-    for name, path in folders.items():
-        tok = spmbpe.load(path, reference=reference) if reference else spmbpe.load(path)
+    toks = {name: spmbpe.load(path, reference=reference) if reference else spmbpe.load(path)
+            for name, path in folders.items()}
+    batch = [texts() for _ in range(n)]
+    lists = {name: _id_lists(texts.rng, n, tok.vocab_size) for name, tok in toks.items()}
+    request = {"files": folders, "texts": batch, "fast": reference is None, "id_lists": lists}
+    theirs = _ask(python, "transformers", request, tmp)
+    print(f"transformers {theirs['version']}: {len(folders)} folders, {len(batch)} texts and id lists", flush=True)
+    for name, tok in toks.items():
         for text, (ids, ids_special, decoded, decoded_skip) in zip(batch, theirs["rows"][name]):
             report.check(f"{name} encode", text, tok.encode(text, special="all"), ids)
             report.check(f"{name} encode, special tokens", text,
                          tok.encode(text, special="all", add_special_tokens=True), ids_special)
             report.check(f"{name} decode", ids_special, tok.decode(ids_special), decoded)
             report.check(f"{name} decode, skip_special", ids_special, tok.decode(ids_special, skip_special=True),
+                         decoded_skip)
+        for ids, (decoded, decoded_skip) in zip(lists[name], theirs["decodes"][name]):
+            report.check(f"{name} decode of id lists", ids, tok.decode(ids), decoded)
+            report.check(f"{name} decode of id lists, skip_special", ids, tok.decode(ids, skip_special=True),
                          decoded_skip)
 
 
@@ -330,6 +339,10 @@ def reference_worker(kind: str, request: str, answer: str) -> int:
                 rows[name].append([tok.encode(text, add_special_tokens=False), ids_special,
                                    tok.decode(ids_special, skip_special_tokens=False),
                                    tok.decode(ids_special, skip_special_tokens=True)])
+            extra.setdefault("decodes", {})[name] = [
+                [tok.decode(ids, skip_special_tokens=False), tok.decode(ids, skip_special_tokens=True)]
+                for ids in given["id_lists"][name]
+            ]
     elif kind == "tokenizers":
         import tokenizers
 

@@ -849,13 +849,24 @@ class DecodeTarget(Target):
                 raise Finding("decode returned the wrong type")
             if skip:
                 skipped = (TokenType.CONTROL, TokenType.UNKNOWN)
-                kept = [i for i in ids if tok.token_type(i) not in skipped]
+                llama = tok.reference == "llama.cpp"
+                # llama_detokenize's remove_special also drops a first id that
+                # is the BOS the vocabulary adds and a last one that is the EOS
+                # it adds, whatever their type.
+                lead = llama and tok.add_bos and bool(ids) and ids[0] == tok.bos_id
+                tail = llama and tok.add_eos and len(ids) > int(lead) and ids[-1] == tok.eos_id
+                inner = ids[int(lead) : len(ids) - int(tail)]
+                kept = [i for i in inner if tok.token_type(i) not in skipped]
                 expected = tok.decode_bytes(kept)
-                if ids and tok.token_type(ids[0]) in skipped and tok.reference == "llama.cpp":
+                if llama and ids and (lead or tok.token_type(ids[0]) in skipped):
                     # llama_detokenize strips the leading space of the first
                     # id only, whatever it renders: a skipped first id leaves
-                    # the next piece its space (docs/behaviour.md).
-                    expected = tok.decode_bytes([ids[0]] + kept, skip_special=True)
+                    # the next piece its space (docs/behaviour.md). (An
+                    # unknown id after them keeps a kept EOS from being last.)
+                    unk = tok.unk_id
+                    holds_eos = tail and kept and unk is not None and unk != tok.eos_id
+                    pad = [unk] if holds_eos and tok.token_type(unk) in skipped else []
+                    expected = tok.decode_bytes([ids[0]] + kept + pad, skip_special=True)
                 if raw != expected:
                     raise Finding("decode_bytes(skip_special=True) shows a control/unknown id")
 

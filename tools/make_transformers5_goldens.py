@@ -183,6 +183,14 @@ def folder_specs() -> List[Dict[str, Any]]:
                  "mistral-v1", True, added_tokens_decoder=v1_added, pad_token="<|im_end|>",
                  additional_special_tokens=["<|im_start|>", "<|im_end|>"]),
                  "special_tokens_map.json": dict(SPECIAL_MAP, pad_token="<|im_end|>")}),
+        # clean_up_tokenization_spaces: ignored for a BPE model unless the
+        # config insists (TokenizersBackend._decode).
+        dict(name="v1-model-cleanup", files=model, texts="subset",
+             small={"tokenizer_config.json": base_config("mistral-v1", True, clean_up_tokenization_spaces=True)}),
+        dict(name="v1-model-cleanup-forced", files=model, texts="subset",
+             small={"tokenizer_config.json": base_config(
+                 "mistral-v1", True, clean_up_tokenization_spaces=True,
+                 clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output=True)}),
         # The pre-4.34 layout: no added_tokens_decoder; special_tokens_map.json
         # and added_tokens.json carry the added tokens.
         dict(name="v1-model-old-layout", files=model, texts="subset",

@@ -47,7 +47,10 @@ cdef inline Py_ssize_t _as_id(object item, int32_t n) except -1:
 #   strip: which leading space comes off (STRIP_*), with strip_count;
 #   byte_runs: how <0xNN> runs that are not valid UTF-8 become text (BYTES_*);
 #   marker_in_special: U+2581 in rendered control/unknown/user-defined text
-#   becomes a space too (tokenizers' Replace decoder runs on every token).
+#   becomes a space too (tokenizers' Replace decoder runs on every token);
+#   segments, legacy_space, first_strip, join_spaces: transformers 4's
+#   PreTrainedTokenizer._decode (see render_segmented), where a per-id table
+#   of ROLE_* bits says which ids are special tokens and which added ones.
 cdef enum:
     RENDER_TEXT = 0        # the piece as spelled (U+2581 kept, but see marker_in_special)
     RENDER_NOTHING = 1
@@ -64,7 +67,11 @@ cdef enum:
     BYTES_EACH = 1         # sentencepiece: each byte of an invalid sequence is U+FFFD
     BYTES_RUN = 2          # tokenizers' ByteFallback: a run that is not valid UTF-8 is U+FFFD per byte
 cdef enum:
-    RULES_SIZE = 9
+    RULES_SIZE = 13
+cdef enum:
+    ROLE_SPECIAL = 1       # one of all_special_tokens: its text, inside a run
+    ROLE_SPLIT = 2         # an added token that is not special: a sub-text of its own
+    ROLE_OUTSIDE = 4       # not a piece of the sentencepiece model (appended by the folder)
 
 cdef struct DecodeRules:
     uint8_t control
@@ -76,6 +83,10 @@ cdef struct DecodeRules:
     uint8_t byte_runs
     uint8_t marker_in_special
     uint8_t remove_extra_whitespaces   # sentencepiece: keep stripping while the text is empty
+    uint8_t segments       # transformers 4: runs between added tokens, decoded by sentencepiece
+    uint8_t legacy_space   # (legacy) a space before the pieces that a special token follows
+    uint8_t first_strip    # (add_prefix_space) a run's first token loses its U+2581
+    uint8_t join_spaces    # (spaces_between_special_tokens) sub-texts joined with spaces
 
 cdef const char *REPLACEMENT = b"\xef\xbf\xbd"  # U+FFFD in UTF-8
 
@@ -125,6 +136,7 @@ cdef class IdDecoder:
     cdef DecodeRules rules
     cdef const uint8_t[::1] skip
     cdef bint skipping
+    cdef const uint8_t[::1] roles    # ROLE_* of each id (with rules.segments)
     cdef int32_t lead_id, tail_id
     cdef bytes surface
     # state
@@ -140,9 +152,18 @@ cdef class IdDecoder:
     cdef bint run_bad
     cdef char *out
     cdef Py_ssize_t out_len, out_cap
+    # transformers 4's segments (render_segmented)
+    cdef Py_ssize_t run_pos      # tokens of the current run so far (its i)
+    cdef Py_ssize_t cur_len      # of them, since its last special token
+    cdef bint prev_special
+    cdef bint run_emitted        # the run's text is not empty
+    cdef bint sep_owed           # a space goes before the next text (join_spaces)
+    cdef bint holding            # out[hold_pos:] may still get a space before it
+    cdef Py_ssize_t hold_pos
+    cdef bint hold_sep           # sep_owed when the hold began
 
     def __cinit__(self, SpmCore core not None, const uint8_t[::1] rules not None, skip, bytes surface not None,
-                  int32_t lead_id=-1, int32_t tail_id=-1):
+                  int32_t lead_id=-1, int32_t tail_id=-1, roles=None):
         if rules.shape[0] != RULES_SIZE:
             raise ValueError("decode rules have the wrong size")
         self.core = core
@@ -152,6 +173,12 @@ cdef class IdDecoder:
             self.skip = skip
             if self.skip.shape[0] < core.t.n_pieces:
                 raise ValueError("the skip table is shorter than the vocabulary")
+        if self.rules.segments:
+            if roles is None:
+                raise ValueError("segmented decode rules need a table of roles")
+            self.roles = roles
+            if self.roles.shape[0] < core.t.n_pieces:
+                raise ValueError("the table of roles is shorter than the vocabulary")
         # Ids left out as a sequence's first and last one, whatever their
         # type (llama_detokenize's remove_special drops a leading BOS and a
         # trailing EOS that the vocabulary adds); -1 for none.
@@ -179,6 +206,14 @@ cdef class IdDecoder:
         self.run_valid = 0
         self.run_bad = False
         self.out_len = 0
+        self.run_pos = 0
+        self.cur_len = 0
+        self.prev_special = False
+        self.run_emitted = False
+        self.sep_owed = False
+        self.holding = False
+        self.hold_pos = 0
+        self.hold_sep = False
 
     cdef int reserve(self, Py_ssize_t more) except -1:
         cdef Py_ssize_t want = self.out_len + more
@@ -201,6 +236,12 @@ cdef class IdDecoder:
         if n > 0:
             self.strip_left = 0
             self.text_empty = False
+            self.run_emitted = True
+            if self.sep_owed:
+                self.sep_owed = False
+                self.reserve(1)
+                self.out[self.out_len] = c' '
+                self.out_len += 1
             self.reserve(n)
             memcpy(self.out + self.out_len, s, n)
             self.out_len += n
@@ -302,19 +343,24 @@ cdef class IdDecoder:
 
     cdef int render(self, Py_ssize_t token_id) except -1:
         cdef const CoreTables *t = &self.core.t
-        cdef const char *arena = t.arena
         cdef int64_t a = t.offsets[token_id]
         cdef int64_t e = t.offsets[token_id + 1]
-        cdef uint8_t kind = t.types[token_id]
-        cdef uint8_t how
-        cdef int value
-        cdef bint strip
         if self.skipping and self.skip[token_id]:
             if self.rules.strip == STRIP_FIRST_ID:
                 self.first = False
             return 0
+        if self.rules.segments:
+            return self.render_segmented(token_id, t.arena + a, e - a)
+        return self.render_piece(token_id, t.arena + a, e - a)
+
+    cdef int render_piece(self, Py_ssize_t token_id, const char *s, Py_ssize_t n) except -1:
+        """Piece `token_id`, spelled s[0:n], by its type's rule."""
+        cdef uint8_t kind = self.core.t.types[token_id]
+        cdef uint8_t how
+        cdef int value
+        cdef bint strip
         if kind == SPM_TYPE_BYTE:
-            value = byte_piece_value(arena + a, e - a)
+            value = byte_piece_value(s, n)
             if value >= 0:
                 return self.push_byte(<uint8_t>value)
         # Any other piece ends a byte run.
@@ -329,8 +375,8 @@ cdef class IdDecoder:
             how = self.rules.unused
         else:
             how = RENDER_NORMAL
-        if self.rules.strip == STRIP_WHILE_EMPTY:
-            return self.render_sentencepiece(how, arena + a, e - a)
+        if self.rules.strip == STRIP_WHILE_EMPTY or self.rules.segments:
+            return self.render_sentencepiece(how, s, n)
         if how == RENDER_NOTHING:
             if self.rules.strip == STRIP_FIRST_ID:
                 self.first = False
@@ -341,8 +387,88 @@ cdef class IdDecoder:
         strip = self.first and (self.rules.strip == STRIP_FIRST_ID or self.rules.strip == STRIP_FIRST_RENDERED)
         self.first = False
         if how == RENDER_NORMAL:
-            return self.emit_piece(arena + a, e - a, True, strip)
-        return self.emit_piece(arena + a, e - a, self.rules.marker_in_special, strip)
+            return self.emit_piece(s, n, True, strip)
+        return self.emit_piece(s, n, self.rules.marker_in_special, strip)
+
+    cdef int render_segmented(self, Py_ssize_t token_id, const char *s, Py_ssize_t n) except -1:
+        # transformers 4's PreTrainedTokenizer._decode: added tokens that are
+        # not special split the ids into runs, and the texts (each run's,
+        # each such token's) are joined with spaces, a run's dropped when
+        # empty unless it is the last. LlamaTokenizer.convert_tokens_to_string
+        # decodes a run: its first token loses a leading U+2581
+        # (add_prefix_space) and is then looked up again as a piece; special
+        # tokens are their text, and with legacy a space goes before the
+        # pieces they follow; the pieces between them go to sentencepiece's
+        # decode, one call each (so its leading-space strip starts afresh).
+        cdef uint8_t role = self.roles[token_id]
+        cdef bint marked = n >= 3 and memcmp(s, MARKER, 3) == 0
+        if role & ROLE_SPLIT:
+            self.end_run()
+            self.emit(s, n)
+            self.sep_owed = self.rules.join_spaces
+            self.run_emitted = False
+            return 0
+        if self.run_pos == 0 and self.rules.first_strip and marked:
+            s += 3
+            n -= 3
+            token_id = spm_vocab_find(self.core.t.vocab, s, n)
+            role = self.roles[token_id] if token_id >= 0 else ROLE_OUTSIDE
+            if role & ROLE_OUTSIDE:
+                # Not a piece of the model: sentencepiece's decode gives an
+                # unknown piece's text as it is spelled.
+                token_id = -1
+        self.run_pos += 1
+        if role & ROLE_SPECIAL:
+            self.settle_run(True)
+            if self.cur_len > 0 and self.rules.legacy_space:
+                self.space_before_pieces()
+            self.cur_len = 0
+            self.holding = False
+            self.prev_special = True
+            return self.emit(s, n)
+        if self.prev_special and self.run_pos == 2 and self.rules.first_strip and not marked:
+            self.emit(b" ", 1)
+        if self.cur_len == 0:
+            # A sentencepiece decode call begins.
+            self.bos_ws = self.rules.strip == STRIP_WHILE_EMPTY
+            self.bos_ws_seen = False
+            self.text_empty = True
+            self.hold_pos = self.out_len
+            self.hold_sep = self.sep_owed
+            # Without skipping, a special token may still follow these pieces.
+            self.holding = self.rules.legacy_space and not self.skipping
+        self.cur_len += 1
+        self.prev_special = False
+        if token_id < 0:
+            self.settle_run(True)
+            return self.render_sentencepiece(RENDER_TEXT, s, n)
+        return self.render_piece(token_id, s, n)
+
+    cdef int space_before_pieces(self) except -1:
+        """transformers 4 (legacy): the space that goes before the text of
+        the pieces since the hold began, now that a special token follows."""
+        cdef Py_ssize_t p
+        if self.sep_owed:
+            # (Their text is empty: the separator is still owed.)
+            return self.emit(b" ", 1)
+        p = self.hold_pos + (1 if self.hold_sep else 0)
+        self.reserve(1)
+        memmove(self.out + p + 1, self.out + p, self.out_len - p)
+        self.out[p] = c' '
+        self.out_len += 1
+        return 0
+
+    cdef int end_run(self) except -1:
+        """The end of a run (an added token or the last id): an empty run's
+        text is dropped, except the last one's, which still gets its space."""
+        self.settle_run(True)
+        if self.run_emitted:
+            self.sep_owed = self.rules.join_spaces
+        self.run_pos = 0
+        self.cur_len = 0
+        self.prev_special = False
+        self.holding = False
+        return 0
 
     cdef int render_sentencepiece(self, uint8_t how, const char *s, Py_ssize_t n) except -1:
         # sentencepiece's DecodeSentencePiece: while nothing has been
@@ -369,8 +495,12 @@ cdef class IdDecoder:
         return self.emit_piece(s, n, True, False)
 
     cdef bytes take(self):
-        cdef bytes data = PyBytes_FromStringAndSize(self.out, self.out_len)
-        self.out_len = 0
+        """The bytes rendered so far, but for a hold (space_before_pieces)."""
+        cdef Py_ssize_t n = self.hold_pos if self.holding else self.out_len
+        cdef bytes data = PyBytes_FromStringAndSize(self.out, n)
+        memmove(self.out, self.out + n, self.out_len - n)
+        self.out_len -= n
+        self.hold_pos = 0
         return data
 
     def feed(self, ids):
@@ -400,15 +530,22 @@ cdef class IdDecoder:
         """The rest (a pending byte run; a tail id held last is left out),
         then a fresh sequence."""
         self.settle_run(True)
+        if self.rules.segments:
+            if self.run_pos > 0 and not self.run_emitted and self.sep_owed:
+                # The last run's text is joined even when it is empty: the
+                # separator owed is all that shows of it.
+                self.sep_owed = False
+                self.emit(b" ", 1)
+            self.end_run()
         data = self.take()
         self.reset()
         return data
 
 
 def decode_ids(SpmCore core not None, ids, const uint8_t[::1] rules not None, skip, bytes surface not None,
-               int32_t lead_id=-1, int32_t tail_id=-1):
+               int32_t lead_id=-1, int32_t tail_id=-1, roles=None):
     """The bytes of `ids` rendered by `rules` (one whole sequence)."""
-    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface, lead_id, tail_id)
+    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface, lead_id, tail_id, roles)
     cdef bytes head = decoder.feed(ids)
     cdef bytes tail = decoder.finish()
     return head + tail if tail else head
@@ -423,5 +560,6 @@ DECODE_CONSTANTS = {
     "STRIP_OUTPUT": STRIP_OUTPUT,
     "BYTES_RAW": BYTES_RAW, "BYTES_EACH": BYTES_EACH, "BYTES_RUN": BYTES_RUN,
     "RULES_SIZE": RULES_SIZE,
+    "ROLE_SPECIAL": ROLE_SPECIAL, "ROLE_SPLIT": ROLE_SPLIT, "ROLE_OUTSIDE": ROLE_OUTSIDE,
 }
 
