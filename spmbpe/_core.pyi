@@ -177,7 +177,7 @@ def read_buffer(n: int) -> bytearray: ...
 class IdDecoder:
     def __init__(
         self, core: SpmCore, rules: bytes, skip: Optional[bytes], surface: bytes, lead_id: int = -1, tail_id: int = -1,
-        roles: Optional[bytes] = None,
+        roles: Optional[bytes] = None, spelling: Optional[PieceTable] = None,
     ) -> None: ...
     def reset(self) -> None: ...
     def feed(self, ids: Iterable[int]) -> bytes: ...
@@ -185,7 +185,7 @@ class IdDecoder:
 
 def decode_ids(
     core: SpmCore, ids: Iterable[int], rules: bytes, skip: Optional[bytes], surface: bytes, lead_id: int = -1,
-    tail_id: int = -1, roles: Optional[bytes] = None,
+    tail_id: int = -1, roles: Optional[bytes] = None, spelling: Optional[PieceTable] = None,
 ) -> bytes: ...
 
 # The command line's output bytes (core/arrays.pyx): ids native uint32, offsets native int64.

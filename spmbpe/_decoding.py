@@ -47,9 +47,10 @@ every reference (what spmbpe 0.1 did for ``.model`` files too).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Optional, Protocol
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Protocol, Tuple
 
 from ._core import DECODE_CONSTANTS as _C
+from ._core import PieceTable
 
 if TYPE_CHECKING:
     from .spec import TokenizerSpec
@@ -71,13 +72,16 @@ class DecodeRules(NamedTuple):
     `drops_ends`: skip_special also leaves out a first id that is the BOS
     the vocabulary adds and a last id that is the EOS it adds; `roles`: the
     ROLE_* bits of each id, for segmented rules; `skip`: the ids that
-    skip_special leaves out, where the reference does not skip by type."""
+    skip_special leaves out, where the reference does not skip by type;
+    `spelling`: each id's text where the reference spells some ids other
+    than the vocabulary does (segmented rules)."""
 
     packed: bytes
     surface: bytes
     drops_ends: bool = False
     roles: Optional[bytes] = None
     skip: Optional[bytes] = None
+    spelling: Optional[PieceTable] = None
 
 
 class TextCleanup:
@@ -171,31 +175,56 @@ def _transformers4_rules(spec: "TokenizerSpec", special_as_text: bool, remove_ex
         remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
         first_strip=bool(first_strip), join_spaces=True,
     )
-    roles = _transformers4_roles(spec)
+    roles, spelling = _transformers4_tokens(spec)
     skip = bytes(role & _C["ROLE_SPECIAL"] for role in roles)
-    return DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip)
+    return DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip, spelling=spelling)
 
 
-def _transformers4_roles(spec: "TokenizerSpec") -> bytes:
-    """The ROLE_* bits of each id for transformers 4's ``_decode``."""
+def _transformers4_tokens(spec: "TokenizerSpec") -> Tuple[bytes, Optional[PieceTable]]:
+    """The ROLE_* bits of each id for transformers 4's ``_decode``, and the
+    table of each id's token string where an added token gives an id of the
+    model another text than its piece (else None).
+
+    transformers 4 decides by token string (``convert_ids_to_tokens``: an
+    added token's content, else the model's piece): special when it is one
+    of ``all_special_tokens``; split out (``legacy_added_tokens``) when it is
+    an added token's content and not special, or an additional special
+    token whose id is past the model's pieces."""
     table = spec.table
     n = len(table)
     model_pieces = n if spec.mergeable_limit is None else spec.mergeable_limit
+    added = {token.id: token.content for token in spec.added_tokens or ()}
+    respelled = {i: text for i, text in added.items() if i < model_pieces and table.piece(i) != text}
+    # Every id spelled `text`: the added tokens', and the piece's unless its id is respelled.
+    ids_of: Dict[str, List[int]] = {}
+    for i, text in added.items():
+        ids_of.setdefault(text, []).append(i)
+
+    def spelled(text: str) -> List[int]:
+        found = table.find(text.encode("utf-8"))
+        extra = [found] if found >= 0 and found not in respelled and found not in added else []
+        return ids_of.get(text, []) + extra
+
     roles = bytearray(n)
     for i in range(model_pieces, n):
         roles[i] = _C["ROLE_OUTSIDE"]
     special = set(spec.hf_special_tokens)
-    for content in special:
-        found = table.find(content.encode("utf-8"))
-        if found >= 0:
-            roles[found] |= _C["ROLE_SPECIAL"]
-    # _decode's legacy_added_tokens: the added tokens that are not special,
-    # and the additional special tokens past the model's pieces.
-    for token in spec.added_tokens or ():
-        if token.content not in special:
-            roles[token.id] |= _C["ROLE_SPLIT"]
-    for content in spec.hf_additional_special_tokens:
-        found = table.find(content.encode("utf-8"))
-        if found >= model_pieces:
-            roles[found] |= _C["ROLE_SPLIT"]
-    return bytes(roles)
+    # convert_tokens_to_ids: the added token (the highest id of a text), else the piece.
+    token_id = {text: i for i, text in sorted(added.items())}
+    split = {text for text in added.values() if text not in special}
+    split.update(
+        text for text in spec.hf_additional_special_tokens
+        if token_id.get(text, table.find(text.encode("utf-8"))) >= model_pieces
+    )
+    for text in special:
+        for i in spelled(text):
+            roles[i] |= _C["ROLE_SPECIAL"]
+    for text in split:
+        for i in spelled(text):
+            roles[i] |= _C["ROLE_SPLIT"]
+    spelling = None
+    if respelled:
+        spelling = PieceTable.from_pieces(
+            [respelled[i].encode("utf-8") if i in respelled else table.piece_bytes(i) for i in range(n)]
+        )
+    return bytes(roles), spelling

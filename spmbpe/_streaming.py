@@ -67,7 +67,7 @@ class StreamingDecoder:
         # The compiled decoder keeps the reference's state between ids: the
         # leading space still to strip, a byte run not yet settled, an id
         # that is left out if it comes last.
-        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail, rules.roles)
+        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
         self._errors = errors
         self._denormalizer = tokenizer._denormalizer
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)

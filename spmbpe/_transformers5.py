@@ -327,33 +327,28 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
     seen: Dict[str, Dict[str, Any]] = {}
     next_id = len(vocab)
 
-    def add(entry: Dict[str, Any], wanted: Optional[int]) -> None:
+    def add(entry: Dict[str, Any]) -> None:
         nonlocal next_id
         if not entry["content"] or entry["content"] in seen:
             return
         token_id = vocab.get(entry["content"])
         if token_id is None:
             # tokenizers AddedVocabulary.add_tokens: the next id past the
-            # vocabulary and the added tokens so far.
+            # vocabulary and the added tokens so far, whatever id the
+            # config gives (transformers 4 kept that one).
             token_id = next_id
             next_id += 1
-            if wanted is not None and wanted != token_id:
-                raise ModelFormatError(
-                    where, None,
-                    f"added token {entry['content']!r} has id {wanted}, but transformers gives it {token_id} "
-                    f"(ids past the vocabulary must be consecutive)",
-                )
         entry = dict(entry, id=token_id)
         seen[entry["content"]] = entry
         out.append(entry)
 
-    for token_id, entry in explicit:
-        add(entry, token_id)
+    for _, entry in explicit:
+        add(entry)
     for piece, kind in model_pieces:
-        add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False), None)
+        add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False))
     for named_entry in _named_tokens(config, folder).values():
         if named_entry is not None:
-            add(dict(named_entry, special=True), None)
+            add(dict(named_entry, special=True))
     return sorted(out, key=lambda e: e["id"])
 
 

@@ -581,7 +581,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         as they are: llama.cpp, transformers 4)."""
         rules = self._decoding[special_as_text]
         skip, lead, tail = self._skipping(skip_special)
-        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail, rules.roles)
+        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
 
     def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]:
         """What decoding leaves out: the table of ids skipped wherever they

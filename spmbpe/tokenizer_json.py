@@ -224,20 +224,17 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
     added_entries = data.get("added_tokens") or []
     if not isinstance(added_entries, list):
         raise ModelFormatError(path, None, "added_tokens is not a list")
-    added: List[AddedToken] = []
     for entry in added_entries:
         entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
-        if entry_id is None or entry_id < 0 or not isinstance(entry.get("content"), str):
+        # (tokenizers reads the id as a u32, then gives the token its own.)
+        if entry_id is None or not 0 <= entry_id < 2**32 or not isinstance(entry.get("content"), str):
             raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
-        if reference == "transformers" and entry.get("single_word"):
-            entry = {**entry, "single_word": False}  # matched by TokenizersMatcher (front_end[3])
-        token = added_token(entry, entry_id, path)
-        if entry.get("normalized") and front_end[0] == "prepend":
+        if entry.get("normalized") and front_end[0] == "prepend" and entry["content"]:
             raise UnsupportedFeatureError(
-                f"{path}: added token {token.content!r} is matched after normalization "
+                f"{path}: added token {entry['content']!r} is matched after normalization "
                 f"(normalized=true), which spmbpe does not implement with a normalizer"
             )
-        added.append(token)
+    added = _added_tokens(added_entries, vocab, path, reference)
     table, model_ids, vocab = _vocabulary(vocab, added, path)
     n = len(table)
     if reference == "transformers":
@@ -283,6 +280,41 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         added_tokens=added,
         front_end=front_end,
     )
+
+
+def _added_tokens(
+    entries: List[Dict[str, Any]], vocab: Union[Dict[str, Any], LazyVocab], path: str, reference: str
+) -> List[AddedToken]:
+    """The added tokens with the ids tokenizers gives them, not the file's.
+
+    Deserializing, tokenizers (0.22, 0.23) adds each entry in file order
+    (AddedVocabulary.add_tokens) and only warns where an id differs: an
+    entry of empty content is ignored; one whose content is already an added
+    token or a piece of model.vocab gets that id (a later entry's flags
+    replace an earlier one's); any other the next id past model.vocab and
+    the added tokens so far.  (1.0's candidate takes a file's new tokens in
+    the order of their ids instead; the two differ only where those are
+    not in file order.)"""
+    n_model = len(vocab)
+    ids: Dict[str, int] = {}
+    by_id: Dict[int, AddedToken] = {}
+    for entry in entries:
+        content = entry["content"]
+        if not content:
+            continue
+        if reference == "transformers" and entry.get("single_word"):
+            entry = {**entry, "single_word": False}  # matched by TokenizersMatcher (front_end[3])
+        token_id = ids.get(content)
+        if token_id is None:
+            token_id = vocab.get(content)
+            if not isinstance(token_id, int) or isinstance(token_id, bool):
+                token_id = None  # (an id that is not one: _vocabulary names it)
+        if token_id is None:
+            top = max(by_id, default=-1)
+            token_id = top + 1 if top >= n_model else n_model
+        ids[content] = token_id
+        by_id[token_id] = added_token(entry, token_id, path)
+    return [by_id[i] for i in sorted(by_id)]
 
 
 def _vocabulary(

@@ -511,7 +511,8 @@ def test_json_not_an_object(tmp_path):
         (("model",), _DELETE, "no 'model' object"),
         (("added_tokens",), 5, "added_tokens"),
         (("added_tokens",), [{"id": -1, "content": "x"}], "invalid entry"),
-        (("added_tokens",), [{"id": 2**62, "content": "x"}], "no piece has id"),
+        (("added_tokens",), [{"id": 2**62, "content": "x"}], "invalid entry"),  # not a u32
+        (("added_tokens",), [{"id": 2**32, "content": "x"}], "invalid entry"),
         (("added_tokens",), [{"id": 1.5, "content": "x"}], "invalid entry"),
         (("added_tokens",), [5], "invalid entry"),
         (("post_processor",), {"type": "TemplateProcessing", "single": 3}, "single"),

@@ -41,6 +41,12 @@ FOLDERS = {
         added={32768: E("<|im_start|>", special=False), 32769: E("<|im_end|>")},
         config_extra={"additional_special_tokens": ["<|im_end|>", "[TOOL_CALLS]"]},
     )),
+    # Added tokens at ids of the model's pieces, with other texts:
+    # transformers 4 keeps the config's ids and spells them so.
+    "v1-respelled": ("mistral-v1", dict(
+        legacy=True, added={5: E("<mytok>", special=False), 6: E("<myspecial>")},
+        config_extra={"additional_special_tokens": ["<myspecial>"]},
+    )),
     "v1-no-prefix-space": ("mistral-v1", dict(legacy=True, config_extra={"add_prefix_space": False})),
     "v3-no-prefix-space": ("mistral-v3", dict(legacy=False, config_extra={"add_prefix_space": False})),
     "v1-clean-up": ("mistral-v1", dict(legacy=True, config_extra={"clean_up_tokenization_spaces": True})),
@@ -111,6 +117,9 @@ FIXED = [
     ("v3-nonlegacy", [1, 29473, 22557], "<s>  sketch", " sketch"),
     # the last run is joined even when its text is empty.
     ("v3-nonlegacy", [3, 29473], "[INST] ", "[INST] "),
+    # ids of byte pieces that added tokens spell otherwise.
+    ("v1-respelled", [22557, 5, 22557], "Hello <mytok> Hello", "Hello <mytok> Hello"),
+    ("v1-respelled", [22557, 6, 22557], " Hello<myspecial>Hello", "Hello Hello"),
 ]
 
 
@@ -193,7 +202,7 @@ TEXT = st.lists(
     st.one_of(
         st.sampled_from([
             "Hello", " world", "  ", "\n", "\u2581", "<s>", "</s>", "[INST]", " [/INST] ", "<x>", "<y>",
-            "<pad>", "<|im_start|>", "<|im_end|>", "don't", " , ", " .", "日本語", "🦙", "\t",
+            "<pad>", "<|im_start|>", "<|im_end|>", "<mytok>", "<myspecial>", "don't", " , ", " .", "日本語", "🦙", "\t",
         ]),
         st.text(st.characters(codec="utf-8"), max_size=4),
     ),

@@ -54,7 +54,7 @@ def folders(tmp_path_factory):
 
 
 def test_the_goldens_come_from_transformers_5():
-    assert len(NAMES) == 16
+    assert len(NAMES) == 17
     for name in NAMES:
         meta, rows = _golden(name)
         assert meta["folder"] == name and meta["transformers"].startswith("5.")
@@ -134,6 +134,19 @@ def test_decode_rules(folders):
     noprefix = _load(str(folders["v1-model-absent-noprefix"]))
     plain = {tuple(r["decode_ids"]): r for r in _golden("v1-model-absent-noprefix")[1] if "decode_ids" in r}
     assert noprefix.decode([28705]) == plain[(28705,)]["decode"] == " "
+
+
+def test_added_tokens_at_piece_ids_get_the_next_ids(folders):
+    """An added token that the config puts at a piece's id with another
+    text gets the next id past the vocabulary, as tokenizers' add_tokens
+    gives it (transformers 4 kept the config's id)."""
+    name = "v1-model-respelled"
+    tok = _load(str(folders[name]))
+    rows = {r["text"]: r for r in _golden(name)[1] if "text" in r}
+    assert rows["<mytok>"]["ids"] == [32000] == tok.encode("<mytok>", special="all")
+    assert rows["<myspecial>"]["ids"] == [32001] == tok.encode("<myspecial>", special="all")
+    assert rows["<myspecial>"]["decode_skip"] == "" == tok.decode([32001], skip_special=True)
+    assert tok.vocab_size == 32002 and tok.decode([5, 6]) == "\x02\x03"
 
 
 def test_clean_up_tokenization_spaces_only_when_forced_for_bpe(folders):

@@ -183,6 +183,15 @@ def folder_specs() -> List[Dict[str, Any]]:
                  "mistral-v1", True, added_tokens_decoder=v1_added, pad_token="<|im_end|>",
                  additional_special_tokens=["<|im_start|>", "<|im_end|>"]),
                  "special_tokens_map.json": dict(SPECIAL_MAP, pad_token="<|im_end|>")}),
+        # Added tokens at ids of the model's pieces with other texts:
+        # transformers 5 gives them the next ids past the vocabulary
+        # (transformers 4 kept the config's ids).
+        dict(name="v1-model-respelled", files=model, texts="subset",
+             small={"tokenizer_config.json": base_config(
+                 "mistral-v1", True, added_tokens_decoder=dict(
+                     base_config("mistral-v1", True)["added_tokens_decoder"],
+                     **{"5": entry("<mytok>", special=False), "6": entry("<myspecial>")}),
+                 additional_special_tokens=["<myspecial>"])}),
         # clean_up_tokenization_spaces: ignored for a BPE model unless the
         # config insists (TokenizersBackend._decode).
         dict(name="v1-model-cleanup", files=model, texts="subset",

@@ -137,6 +137,7 @@ cdef class IdDecoder:
     cdef const uint8_t[::1] skip
     cdef bint skipping
     cdef const uint8_t[::1] roles    # ROLE_* of each id (with rules.segments)
+    cdef PieceTable spelling         # each id's text, where the reference's differs (or None)
     cdef int32_t lead_id, tail_id
     cdef bytes surface
     # state
@@ -163,7 +164,7 @@ cdef class IdDecoder:
     cdef bint hold_sep           # sep_owed when the hold began
 
     def __cinit__(self, SpmCore core not None, const uint8_t[::1] rules not None, skip, bytes surface not None,
-                  int32_t lead_id=-1, int32_t tail_id=-1, roles=None):
+                  int32_t lead_id=-1, int32_t tail_id=-1, roles=None, PieceTable spelling=None):
         if rules.shape[0] != RULES_SIZE:
             raise ValueError("decode rules have the wrong size")
         self.core = core
@@ -179,6 +180,9 @@ cdef class IdDecoder:
             self.roles = roles
             if self.roles.shape[0] < core.t.n_pieces:
                 raise ValueError("the table of roles is shorter than the vocabulary")
+            if spelling is not None and spelling.size < core.t.n_pieces:
+                raise ValueError("the spelling table is shorter than the vocabulary")
+            self.spelling = spelling
         # Ids left out as a sequence's first and last one, whatever their
         # type (llama_detokenize's remove_special drops a leading BOS and a
         # trailing EOS that the vocabulary adds); -1 for none.
@@ -350,6 +354,11 @@ cdef class IdDecoder:
                 self.first = False
             return 0
         if self.rules.segments:
+            if self.spelling is not None:
+                # (An added token that gives a piece's id a text of its own.)
+                a = self.spelling.offsets[token_id]
+                e = self.spelling.offsets[token_id + 1]
+                return self.render_segmented(token_id, PyBytes_AS_STRING(self.spelling.arena) + a, e - a)
             return self.render_segmented(token_id, t.arena + a, e - a)
         return self.render_piece(token_id, t.arena + a, e - a)
 
@@ -498,7 +507,8 @@ cdef class IdDecoder:
         """The bytes rendered so far, but for a hold (space_before_pieces)."""
         cdef Py_ssize_t n = self.hold_pos if self.holding else self.out_len
         cdef bytes data = PyBytes_FromStringAndSize(self.out, n)
-        memmove(self.out, self.out + n, self.out_len - n)
+        if self.out_len > n:
+            memmove(self.out, self.out + n, self.out_len - n)
         self.out_len -= n
         self.hold_pos = 0
         return data
@@ -543,9 +553,9 @@ cdef class IdDecoder:
 
 
 def decode_ids(SpmCore core not None, ids, const uint8_t[::1] rules not None, skip, bytes surface not None,
-               int32_t lead_id=-1, int32_t tail_id=-1, roles=None):
+               int32_t lead_id=-1, int32_t tail_id=-1, roles=None, PieceTable spelling=None):
     """The bytes of `ids` rendered by `rules` (one whole sequence)."""
-    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface, lead_id, tail_id, roles)
+    cdef IdDecoder decoder = IdDecoder(core, rules, skip, surface, lead_id, tail_id, roles, spelling)
     cdef bytes head = decoder.feed(ids)
     cdef bytes tail = decoder.finish()
     return head + tail if tail else head
