@@ -20,7 +20,7 @@ import json
 import mmap
 import os
 from array import array
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union, cast
 
 from ._core import (
     PieceTable, RuleNotResolved, json_merge_rule_ids, json_vocab_pieces, merge_rule_ids, model_spans, split_merge_ids,
@@ -290,14 +290,16 @@ def _added_tokens(
     Deserializing, tokenizers (0.22, 0.23) adds each entry in file order
     (AddedVocabulary.add_tokens) and only warns where an id differs: an
     entry of empty content is ignored; one whose content is already an added
-    token or a piece of model.vocab gets that id (a later entry's flags
-    replace an earlier one's); any other the next id past model.vocab and
-    the added tokens so far.  (1.0's candidate takes a file's new tokens in
-    the order of their ids instead; the two differ only where those are
-    not in file order.)"""
+    token or a piece of model.vocab gets that id (a later entry's lstrip and
+    rstrip replace an earlier one's, but a text once special stays special:
+    special_tokens_set); any other the next id past model.vocab and the
+    added tokens so far.  (1.0's candidate takes a file's new tokens in the
+    order of their ids instead; the two differ only where those are not in
+    file order.)"""
     n_model = len(vocab)
     ids: Dict[str, int] = {}
     by_id: Dict[int, AddedToken] = {}
+    special: Set[str] = set()
     for entry in entries:
         content = entry["content"]
         if not content:
@@ -313,7 +315,9 @@ def _added_tokens(
             top = max(by_id, default=-1)
             token_id = top + 1 if top >= n_model else n_model
         ids[content] = token_id
-        by_id[token_id] = added_token(entry, token_id, path)
+        if entry.get("special"):
+            special.add(content)
+        by_id[token_id] = added_token(entry, token_id, path, special=content in special)
     return [by_id[i] for i in sorted(by_id)]
 
 
