@@ -209,6 +209,11 @@ def _transformers4_tokens(spec: "TokenizerSpec") -> Tuple[bytes, Optional[PieceT
     for i in range(model_pieces, n):
         roles[i] = _C["ROLE_OUTSIDE"]
     special = set(spec.hf_special_tokens)
+    if not special:
+        # A tokenizer built from lists names no special tokens: its BOS, EOS,
+        # unknown and padding pieces are (LlamaTokenizer's defaults are those
+        # pieces' texts).
+        special = {table.piece(i) for i in (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id) if i is not None}
     # convert_tokens_to_ids: the added token (the highest id of a text), else the piece.
     token_id = {text: i for i, text in sorted(added.items())}
     split = {text for text in added.values() if text not in special}

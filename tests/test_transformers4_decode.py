@@ -156,6 +156,20 @@ def test_streaming_holds_text_only_where_a_space_may_come_before_it(pairs):
     assert _stream(nonlegacy, ids) == (["Hello", " world", "</s>"], "")
 
 
+def test_a_tokenizer_built_from_lists_decodes_as_the_folder(pairs):
+    """SpmTokenizer(pieces, reference="huggingface") names no special
+    tokens: its bos/eos/unk ids are them, as LlamaTokenizer's defaults."""
+    folder, hf = pairs["v1-legacy"]
+    n = 32000
+    tok = spmbpe.SpmTokenizer(
+        [folder.id_to_piece(i) for i in range(n)], None, token_types=[folder.token_type(i) for i in range(n)],
+        reference="huggingface", bos_id=1, eos_id=2, unk_id=0,
+    )
+    for ids in ([1, 22557, 1526, 2], [22557, 2, 1, 1526], [0, 3, 1], [1, 29473, 22557], []):
+        for skip in (False, True):
+            assert tok.decode(ids, skip_special=skip) == hf.decode(ids, skip_special_tokens=skip), (ids, skip)
+
+
 def test_settings_travel_with_the_pickle(pairs):
     for name in ("v1-clean-up", "v1-added", "v3-no-prefix-space"):
         tok, hf = pairs[name]
