@@ -19,39 +19,8 @@ from hypothesis import strategies as st
 import spmbpe
 from spmbpe import TokenType
 
-from test_hf_folder import added_entry, build_folder, hf_slow
-
-E = added_entry
-
-# name -> (model, build_folder arguments)
-FOLDERS = {
-    "v1-legacy": ("mistral-v1", dict(legacy=True, add_bos=True)),
-    "v1-nonlegacy": ("mistral-v1", dict(legacy=False, add_bos=True)),
-    "v3-nonlegacy": ("mistral-v3", dict(legacy=False, add_bos=True)),
-    "v3-legacy": ("mistral-v3", dict(legacy=True)),
-    # Added tokens past the model's pieces: special, not special, and an
-    # additional special token (which _decode splits out like an added one).
-    "v1-added": ("mistral-v1", dict(
-        legacy=True,
-        added={32000: E("<pad>"), 32001: E("<x>", special=False), 32002: E("<y>"), 32003: E("<z>")},
-        config_extra={"additional_special_tokens": ["<y>", "[INST]"], "pad_token": "<pad>"},
-    )),
-    "v3-added-nonlegacy": ("mistral-v3", dict(
-        legacy=False,
-        added={32768: E("<|im_start|>", special=False), 32769: E("<|im_end|>")},
-        config_extra={"additional_special_tokens": ["<|im_end|>", "[TOOL_CALLS]"]},
-    )),
-    # Added tokens at ids of the model's pieces, with other texts:
-    # transformers 4 keeps the config's ids and spells them so.
-    "v1-respelled": ("mistral-v1", dict(
-        legacy=True, added={5: E("<mytok>", special=False), 6: E("<myspecial>")},
-        config_extra={"additional_special_tokens": ["<myspecial>"]},
-    )),
-    "v1-no-prefix-space": ("mistral-v1", dict(legacy=True, config_extra={"add_prefix_space": False})),
-    "v3-no-prefix-space": ("mistral-v3", dict(legacy=False, config_extra={"add_prefix_space": False})),
-    "v1-clean-up": ("mistral-v1", dict(legacy=True, config_extra={"clean_up_tokenization_spaces": True})),
-    "v3-clean-up": ("mistral-v3", dict(legacy=False, config_extra={"clean_up_tokenization_spaces": True})),
-}
+from test_hf_folder import hf_slow
+from transformers4_folders import FOLDERS, build_folders
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +33,11 @@ def transformers():
 
 @pytest.fixture(scope="module")
 def pairs(transformers, tmp_path_factory):
-    root = tmp_path_factory.mktemp("tf4_decode")
-    out = {}
-    for name, (model, kwargs) in FOLDERS.items():
-        folder = build_folder(root / name, model, **kwargs)
-        out[name] = (spmbpe.load(folder, reference="transformers4"), hf_slow(transformers, folder))
-    return out
+    folders = build_folders(tmp_path_factory.mktemp("tf4_decode"))
+    return {
+        name: (spmbpe.load(folder, reference="transformers4"), hf_slow(transformers, folder))
+        for name, folder in folders.items()
+    }
 
 
 def _stream(tok, ids, **options):

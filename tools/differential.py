@@ -34,9 +34,10 @@ special-token spelling of the vocabularies.
   texts, and ``decode`` of as many random id lists;
 * with ``--transformers4-venv DIR``, the two golden folders of
   tests/test_hf_folder.py (Mistral v1, ``legacy: true``; v3, ``legacy:
-  false``) loaded with ``reference="transformers4"`` against transformers
-  4's slow ``LlamaTokenizer`` (the version of the ``hf_slow`` goldens,
-  installed there when missing), compared as the folders above, on
+  false``) and the eleven of tests/transformers4_folders.py loaded with
+  ``reference="transformers4"`` against transformers 4's slow
+  ``LlamaTokenizer`` (the version of the ``hf_slow`` goldens, installed
+  there when missing), compared as the folders above, on
   ``--folders-texts`` texts;
 * with ``--llama-venv DIR``, the GGUF fixture and every variant of
   tests/gguf_variants.py against llama.cpp through llama-cpp-python in that
@@ -224,15 +225,18 @@ def run_folders(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
 
 
 def run_transformers4(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
-    """The golden folders of tests/test_hf_folder.py under
-    ``reference="transformers4"`` against transformers 4's slow tokenizer in
-    its environment."""
+    """The golden folders of tests/test_hf_folder.py and the folders of
+    tests/transformers4_folders.py under ``reference="transformers4"``
+    against transformers 4's slow tokenizer in its environment."""
     from test_hf_folder import MODELS, build_folder
+    from transformers4_folders import build_folders
 
     check = f"import sys, transformers; sys.exit(transformers.__version__ != '{TRANSFORMERS4.split('==')[1]}')"
     python = reference_python(venv, [TRANSFORMERS4, "sentencepiece", "protobuf"], check)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {f"{model} (transformers4)": str(build_folder(pathlib.Path(tmp, model), model)) for model in MODELS}
+        folders.update({f"{name} (transformers4)": str(path)
+                        for name, path in build_folders(pathlib.Path(tmp, "variants")).items()})
         _compare_folders(python, folders, texts, n, tmp, "transformers4", report)
 
 
