@@ -359,13 +359,13 @@ def reference_worker(kind: str, request: str, answer: str) -> int:
         extra["decodes"] = [ref.decode(ids, skip_special_tokens=False) for ids in given["id_lists"]]
     else:
         import llama_cpp
-        from make_decode_goldens import _detokenizer
+        from make_decode_goldens import LlamaDetokenizer
 
         version = llama_cpp.__version__
         extra["decodes"] = {}
         for name, path in given["files"].items():
-            detokenize = _detokenizer(pathlib.Path(path))
-            llm = detokenize.keep
+            detokenize = LlamaDetokenizer(pathlib.Path(path))
+            llm = detokenize.llm
             extra["decodes"][name] = [[detokenize(ids, False, True).hex(), detokenize(ids, True, False).hex()]
                                       for ids in given["id_lists"]]
             rows[name] = []

@@ -55,29 +55,32 @@ N_RANDOM = 600
 SEED = 20261202
 
 
-def _detokenizer(path: pathlib.Path = GGUF) -> Any:
-    """llama_detokenize over the vocabulary of the GGUF at `path`, as
-    detokenize(ids, remove_special, unparse_special) -> bytes; its
-    ``keep`` is the llama_cpp.Llama that holds the vocabulary."""
-    import llama_cpp
+class LlamaDetokenizer:
+    """llama_detokenize over the vocabulary of the GGUF at `path`:
+    ``detokenizer(ids, remove_special, unparse_special) -> bytes``. ``llm`` is
+    the llama_cpp.Llama whose vocabulary the C function reads (held here, so
+    that the vocabulary lives as long as the detokenizer; callers tokenize
+    with it)."""
 
-    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    model = llm._model.model
-    get_vocab = getattr(llama_cpp, "llama_model_get_vocab", None)
-    vocab = get_vocab(model) if get_vocab is not None else model
+    def __init__(self, path: pathlib.Path = GGUF) -> None:
+        import llama_cpp
 
-    def detokenize(ids: List[int], remove_special: bool, unparse_special: bool) -> bytes:
+        self._llama_cpp = llama_cpp
+        self.llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        model = self.llm._model.model
+        get_vocab = getattr(llama_cpp, "llama_model_get_vocab", None)
+        self._vocab = get_vocab(model) if get_vocab is not None else model
+
+    def __call__(self, ids: List[int], remove_special: bool, unparse_special: bool) -> bytes:
+        llama_cpp = self._llama_cpp
         tokens = (llama_cpp.llama_token * max(1, len(ids)))(*ids)
         size = 64 + 32 * len(ids)
         while True:
             buf = ctypes.create_string_buffer(size)
-            n = llama_cpp.llama_detokenize(vocab, tokens, len(ids), buf, size, remove_special, unparse_special)
+            n = llama_cpp.llama_detokenize(self._vocab, tokens, len(ids), buf, size, remove_special, unparse_special)
             if n >= 0:
                 return buf.raw[:n]
             size = -n + 1
-
-    detokenize.keep = llm  # type: ignore[attr-defined]
-    return detokenize
 
 
 def id_lists() -> List[List[int]]:
@@ -127,7 +130,7 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=OUT)
     parser.add_argument("--check", action="store_true", help="compare with the existing file instead")
     args = parser.parse_args(argv)
-    detokenize = _detokenizer()
+    detokenize = LlamaDetokenizer()
     if args.check:
         with gzip.open(args.out, "rt", encoding="utf-8") as f:
             old = [json.loads(line) for line in f]

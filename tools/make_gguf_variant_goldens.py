@@ -135,13 +135,13 @@ def inputs(name: str, corpus: pathlib.Path) -> List[str]:
 
 def rows(texts_of: Dict[str, List[str]]) -> Iterable[dict]:
     # (llama_cpp must already be installed; it is never installed here.)
-    from make_decode_goldens import _detokenizer
+    from make_decode_goldens import LlamaDetokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         for name, texts in texts_of.items():
             path = gguf_variants.write_variant(name, pathlib.Path(tmp) / f"{name}.gguf")
-            detokenize = _detokenizer(path)
-            llm = detokenize.keep
+            detokenize = LlamaDetokenizer(path)
+            llm = detokenize.llm
             for text in texts:
                 raw = text.encode("utf-8")
                 with_bos = llm.tokenize(raw, add_bos=True, special=True)
