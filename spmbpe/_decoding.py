@@ -124,13 +124,19 @@ def _pack(
     return packed
 
 
-def decode_rules(decoder: str, spec: "TokenizerSpec", *, special_as_text: bool = False) -> DecodeRules:
+def decode_rules(decoder: str, spec: "TokenizerSpec") -> Dict[bool, DecodeRules]:
     """The decode rules of `decoder` (a planner's ``decoder``: "llama.cpp",
     "sentencepiece", "tokenizers", "transformers4") for the tokenizer of
     `spec`, which adds a dummy prefix (``add_prefix_space``) as ``▁``
-    (``escape_spaces``) or as a plain space."""
-    add_prefix_space = bool(spec.add_prefix_space)
+    (``escape_spaces``) or as a plain space; keyed by ``special_as_text``."""
     remove_extra_whitespaces = spec.normalizers is not None and spec.normalizers[True].remove_extra_whitespaces
+    if decoder == "transformers4":
+        return _transformers4_rules(spec, remove_extra_whitespaces)
+    return {as_text: _rules(decoder, spec, as_text, remove_extra_whitespaces) for as_text in (False, True)}
+
+
+def _rules(decoder: str, spec: "TokenizerSpec", special_as_text: bool, remove_extra_whitespaces: bool) -> DecodeRules:
+    add_prefix_space = bool(spec.add_prefix_space)
     # A plain-space prefix (no escape_whitespaces) stays: the references take
     # off only the space marker (sentencepiece) or the space it decodes to.
     strip_prefix = add_prefix_space and spec.escape_spaces
@@ -154,30 +160,31 @@ def decode_rules(decoder: str, spec: "TokenizerSpec", *, special_as_text: bool =
         strip = _C["STRIP_OUTPUT"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, normal, text, strip, _C["BYTES_RUN"], marker_in_special=True)
         return DecodeRules(packed, b"")
-    if decoder == "transformers4":
-        return _transformers4_rules(spec, special_as_text, remove_extra_whitespaces)
     raise ValueError(f"no decode rules named {decoder!r}")
 
 
-def _transformers4_rules(spec: "TokenizerSpec", special_as_text: bool, remove_extra_whitespaces: bool) -> DecodeRules:
+def _transformers4_rules(spec: "TokenizerSpec", remove_extra_whitespaces: bool) -> Dict[bool, DecodeRules]:
     legacy = spec.prefix_scheme == "after_each_special"
     # LlamaTokenizer's sp_model: with legacy, the model as it is (its
     # add_dummy_prefix is the spec's add_prefix_space); without, the model
     # with add_dummy_prefix off.
     model_strips = (legacy and bool(spec.add_prefix_space)) or remove_extra_whitespaces
     first_strip = spec.add_prefix_space if spec.hf_add_prefix_space is None else spec.hf_add_prefix_space
-    control = _C["RENDER_TEXT"] if special_as_text else _C["RENDER_NOTHING"]
-    unknown = _C["RENDER_TEXT"] if special_as_text else _C["RENDER_SURFACE"]
     normal = _C["RENDER_NORMAL"]
-    packed = _pack(
-        control, unknown, normal, normal,
-        _C["STRIP_WHILE_EMPTY"] if model_strips else _C["STRIP_NONE"], _C["BYTES_EACH"],
-        remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
-        first_strip=bool(first_strip), join_spaces=True,
-    )
+    # (The roles, skip table and spelling are the same with special_as_text.)
     roles, spelling = _transformers4_tokens(spec)
     skip = bytes(role & _C["ROLE_SPECIAL"] for role in roles)
-    return DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip, spelling=spelling)
+    out = {}
+    for as_text in (False, True):
+        packed = _pack(
+            _C["RENDER_TEXT"] if as_text else _C["RENDER_NOTHING"],
+            _C["RENDER_TEXT"] if as_text else _C["RENDER_SURFACE"], normal, normal,
+            _C["STRIP_WHILE_EMPTY"] if model_strips else _C["STRIP_NONE"], _C["BYTES_EACH"],
+            remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
+            first_strip=bool(first_strip), join_spaces=True,
+        )
+        out[as_text] = DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip, spelling=spelling)
+    return out
 
 
 def _transformers4_tokens(spec: "TokenizerSpec") -> Tuple[bytes, Optional[PieceTable]]:

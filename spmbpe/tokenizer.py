@@ -175,9 +175,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             self._bos_id if self._add_bos else None, self._eos_id if self._add_eos else None,
         )
 
-        self._decoding = {
-            as_text: decode_rules(planner_cls.decoder, spec, special_as_text=as_text) for as_text in (False, True)
-        }
+        self._decoding = decode_rules(planner_cls.decoder, spec)
         skip_table = self._decoding[False].skip
         if skip_table is None:
             skip = bytearray(types.translate(SPECIAL_TYPES))

@@ -296,7 +296,7 @@ def _added_tokens(
     added tokens so far.  (1.0's candidate takes a file's new tokens in the
     order of their ids instead; the two differ only where those are not in
     file order.)"""
-    n_model = len(vocab)
+    next_id = len(vocab)  # (model.vocab's ids are 0..n-1: _vocabulary checks)
     ids: Dict[str, int] = {}
     by_id: Dict[int, AddedToken] = {}
     special: Set[str] = set()
@@ -312,8 +312,8 @@ def _added_tokens(
             if not isinstance(token_id, int) or isinstance(token_id, bool):
                 token_id = None  # (an id that is not one: _vocabulary names it)
         if token_id is None:
-            top = max(by_id, default=-1)
-            token_id = top + 1 if top >= n_model else n_model
+            token_id = next_id
+            next_id += 1
         ids[content] = token_id
         if entry.get("special"):
             special.add(content)
