@@ -44,6 +44,7 @@ from spmbpe._csrc cimport (
     spm_ascii_after_marker,
     spm_bigram,
     spm_fetch_add_u32,
+    spm_prefault_write,
     spm_load_acquire_u32,
     spm_load_u32,
     spm_store_release_u32,

@@ -26,6 +26,10 @@ cdef extern from "spm_bytes.h" nogil:
     int spm_json_plain8(const char *s)
 
 
+cdef extern from "spm_pages.h" nogil:
+    void spm_prefault_write(void *p, size_t n, size_t block)
+
+
 cdef extern from "spm_ucs.h" nogil:
     Py_ssize_t spm_ucs_to_utf8(int kind, const void *data, size_t start, size_t end, char *out)
     size_t spm_ucs_utf8_size(int kind, const void *data, size_t n)

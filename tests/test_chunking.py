@@ -257,6 +257,29 @@ def test_long_strs_equal_sentencepiece_and_keep_no_utf8_copy(kind):
     assert ids == copy + [7, 0, 1, 2]
 
 
+# Outputs in blocks of 32 MB or more are new memory, whose pages are
+# faulted in by one call as they are about to be written (csrc/spm_pages.h):
+# a long document's list (4.2 million items), and a NumPy batch's flat ids
+# (sized for 8.4 million).  Byte-fallback emoji give four ids a character.
+def test_outputs_past_32_mb_hold_every_id():
+    tok = spmbpe.load(DATA / "mistral-v1.model")
+    emoji = "\U0001f999"
+    two = tok.encode_ordinary(emoji * 2)
+    head, each = two[:-8], two[-4:]
+    assert len(each) == 4 and two[-8:-4] == each
+    n = 1_050_000
+    ids = tok.encode_ordinary(emoji * n)
+    assert len(ids) == len(head) + 4 * n
+    assert ids[: len(head)] == head and ids[len(head):] == each * n
+    assert not gc.is_tracked(ids)
+    del ids
+    texts = [emoji * 1000] * 2100
+    one = head + each * 1000
+    flat, offsets = tok.encode_batch(texts, num_threads=2, return_numpy=True, special="none")
+    assert flat.tolist() == one * len(texts)
+    assert offsets.tolist() == list(range(0, len(one) * len(texts) + 1, len(one)))
+
+
 @pytest.mark.parametrize("where", [0, 1, 70000, -1])
 def test_a_surrogate_in_a_long_str_is_named_as_in_a_short_one(where):
     tok = spmbpe.load(DATA / "mistral-v1.model")

@@ -536,10 +536,14 @@ cdef class BatchJob:
     cdef int flat_put_ids(self, Py_ssize_t u, size_t n) except -1:
         """Copies unit u's n ids after the flat result's (flat_at is the
         caller's to advance, once it has their offsets)."""
+        cdef char *at
         self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
         if n:
-            memcpy(PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t),
-                   self.unit_ids[u], n * sizeof(int32_t))
+            # (A large flat result is new memory: a unit's pages are
+            # faulted in by one call, not one fault per 1,024 ids.)
+            at = PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t)
+            spm_prefault_write(at, n * sizeof(int32_t), <size_t>PyByteArray_GET_SIZE(self.flat_ids))
+            memcpy(at, self.unit_ids[u], n * sizeof(int32_t))
         return 0
 
     cdef int flat_room(self, object buffer, size_t need) except -1:

@@ -229,11 +229,14 @@ cdef class SpmCore:
     cdef list id_list(self, const int32_t *ids, size_t n):
         """A list of the ids as Python ints.  Each id's int object is made
         once and shared (allocating a fresh int per token is most of the
-        cost of returning a list); the GIL is held."""
+        cost of returning a list); the GIL is held.  A long list's items
+        are new memory, faulted in by one call (spm_prefault_write), not a
+        fault per 512 ids: a 40 MB document's list is 20,000 pages."""
         cdef list out
         if self.id_objects == NULL:
             self.make_id_objects()
         out = PyList_New(n)
+        spm_prefault_write((<PyListObject *>out).ob_item, n * sizeof(PyObject *), n * sizeof(PyObject *))
         put_ids(self.id_objects, (<PyListObject *>out).ob_item, ids, n)
         # A list of ints cannot be part of a reference cycle, so the cyclic
         # GC need not visit it (msgspec untracks its decoded containers of
@@ -253,6 +256,8 @@ cdef class SpmCore:
             # (At least doubled: a large one is moved by the allocator's
             # mremap, not copied.)
             list_room(out, max(need, 2 * (<PyListObject *>out).allocated))
+        spm_prefault_write((<PyListObject *>out).ob_item + size, n * sizeof(PyObject *),
+                           <size_t>(<PyListObject *>out).allocated * sizeof(PyObject *))  # (as id_list)
         put_ids(self.id_objects, (<PyListObject *>out).ob_item + size, ids, n)
         Py_SET_SIZE(out, need)
         return 0
