@@ -39,6 +39,82 @@ static inline uint64_t spm_head8(const char *s, size_t len, int padded) {
     return k;
 }
 
+/* The bytes s[p:min(p + 8, n)], zero padded, read without touching a byte
+ * outside s[0:n]: the kernel reads text where it lies (a str's own
+ * storage, a block of a file), with no slack past its end.  Past the last
+ * 8 bytes, the word that ends the text is read and shifted down. */
+static inline uint64_t spm_load8(const char *s, size_t p, size_t n) {
+    uint64_t k = 0;
+    if (p + 8 <= n) {
+        memcpy(&k, s + p, 8);
+        return k;
+    }
+    if (p >= n) return 0;
+#if SPM_LITTLE_ENDIAN
+    if (n >= 8) {
+        memcpy(&k, s + n - 8, 8);
+        return k >> (8 * (p + 8 - n));
+    }
+#endif
+    memcpy(&k, s + p, n - p);
+    return k;
+}
+
+/* Flags of the bytes of a word (spm_load8) that equal `c`: the top bit of
+ * each such byte's lane.  Only the first flagged byte in memory order is
+ * exact (a borrow can flag the bytes after it): read it with
+ * spm_first_byte. */
+static inline uint64_t spm_bytes_eq(uint64_t word, uint8_t c) {
+    const uint64_t ones = 0x0101010101010101ULL;
+    uint64_t y = word ^ (ones * c);
+    return (y - ones) & ~y & (ones * 0x80);
+}
+
+/* The offset, in memory order, of the first byte flagged in `flags`
+ * (non-zero; spm_bytes_eq). */
+static inline int spm_first_byte(uint64_t flags) {
+#if SPM_LITTLE_ENDIAN && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_ctzll(flags) >> 3;
+#elif SPM_LITTLE_ENDIAN
+    int k = 0;
+    while (!((flags >> (8 * k)) & 0x80)) k++;
+    return k;
+#else
+    unsigned char b[8];
+    int k = 0;
+    memcpy(b, &flags, 8);
+    while (!(b[k] & 0x80)) k++;
+    return k;
+#endif
+}
+
+/* The flags of `flags` for the bytes before offset k (memory order). */
+static inline uint64_t spm_bytes_before(uint64_t flags, int k) {
+    if (k >= 8) return flags;
+#if SPM_LITTLE_ENDIAN
+    return flags & ((((uint64_t)1) << (8 * k)) - 1);
+#else
+    unsigned char b[8];
+    memcpy(b, &flags, 8);
+    memset(b + k, 0, (size_t)(8 - k));
+    memcpy(&flags, b, 8);
+    return flags;
+#endif
+}
+
+/* The low `len` bytes (at most 8) of a word read by spm_load8 or spm_head8. */
+static inline uint64_t spm_low_bytes(uint64_t k, size_t len) {
+#if SPM_LITTLE_ENDIAN
+    return len >= 8 ? k : k & ((((uint64_t)1) << (8 * len)) - 1);
+#else
+    /* (Big-endian: the loads above copy `len` bytes, the rest zero, only
+     * when they end the text; mask by copying again.) */
+    uint64_t out = 0;
+    memcpy(&out, &k, len < 8 ? len : 8);
+    return out;
+#endif
+}
+
 /* Length of the UTF-8 character led by `lead`, by its high bits as
  * llama.cpp's utf8_len does (a stray continuation byte counts 1); the text
  * comes from a Python str or a checked vocabulary, so it is valid UTF-8. */

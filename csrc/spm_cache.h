@@ -57,12 +57,28 @@ extern "C" {
 #endif
 
 /* One cached chunk, in the data arena: this header, the key's bytes padded
- * to 4, then the ids. */
+ * to 4, then the ids.  A key is a chunk's text as it lies in the input,
+ * spaces as spaces: a chunk that starts with "▁" (a space, a "▁", or the
+ * dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its bytes, so
+ * that " word", "▁word" and a text's first "word" with the dummy prefix
+ * are one entry. */
 typedef struct {
     uint32_t hash_lo;  /* lower hash bits, for rehashing when the table grows; atomic */
-    uint16_t key_len;  /* 0: no entry (the end of a writer's block) */
+    uint16_t key_len;  /* bytes | SPM_CACHE_LEAD; 0: no entry (the end of a writer's block) */
     uint16_t ids_len;
 } spm_cache_entry;
+
+#define SPM_CACHE_LEAD 0x8000u
+
+/* A chunk to look up or insert: its bytes, read only within s[0:avail],
+ * and its code (what an entry's key_len holds) and hash. */
+typedef struct {
+    const char *s;
+    size_t len;
+    size_t avail;
+    uint32_t code;
+    uint64_t h;
+} spm_chunk_key;
 
 /* hash_lo's top bit, which no table's mask reaches (2^24 slots at most):
  * the entry was found since the last sweep (spm_cache_mark).  (A bit in
@@ -113,43 +129,41 @@ typedef struct {
 #define SPM_CACHE_BLOCK 4096u
 #define SPM_CACHE_PENDING 16u
 
-/* The hash of a chunk (its key).  8 bytes must be readable at the key's
- * last byte (the escaped text's slack): the tail is read as one masked word
- * (spm_head8).  Copied byte by byte into a word on the stack, the word's
- * load waited for those stores every time. */
-static inline uint64_t spm_hash_bytes(const char *s, size_t n) {
+/* The hash of a key: its bytes s[0:n] (read only within s[0:avail],
+ * spm_load8) and its code (n | SPM_CACHE_LEAD when it leads with "▁").
+ * Most chunks are one or two words, each multiplied on its own (the
+ * products are independent), the code in the top bits. */
+static inline uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint32_t code) {
     uint64_t h;
     if (n <= 16) {
-        /* Most chunks: one or two words, each multiplied on its own (the
-         * products are independent), the length in the top bits.  (With
-         * the general loop's dependent multiplies and branches, the cache's
-         * code ran 14% more instructions on the man pages.) */
-        uint64_t a = spm_head8(s, n < 8 ? n : 8, 1);
-        uint64_t b = n > 8 ? spm_head8(s + 8, n - 8, 1) : 0;
-        h = (a ^ ((uint64_t)n << 58)) * 0x87C37B91114253D5ULL;
+        uint64_t a = spm_low_bytes(spm_load8(s, 0, avail), n < 8 ? n : 8);
+        uint64_t b = n > 8 ? spm_low_bytes(spm_load8(s, 8, avail), n - 8) : 0;
+        h = (a ^ ((uint64_t)code << 47)) * 0x87C37B91114253D5ULL;
         h ^= b * 0x4CF5AD432745937FULL;
     } else {
-        h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xFF51AFD7ED558CCDULL);
-        while (n >= 8) {
-            uint64_t k;
-            memcpy(&k, s, 8);
+        size_t p = 0;
+        h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)code * 0xFF51AFD7ED558CCDULL);
+        while (p < n) {
+            uint64_t k = spm_low_bytes(spm_load8(s, p, avail), n - p);
             k *= 0x87C37B91114253D5ULL;
             k ^= k >> 31;
             h = (h ^ k) * 0x4CF5AD432745937FULL;
-            s += 8;
-            n -= 8;
-        }
-        if (n) {
-            uint64_t k = spm_head8(s, n, 1);
-            k *= 0x87C37B91114253D5ULL;
-            k ^= k >> 31;
-            h = (h ^ k) * 0x4CF5AD432745937FULL;
+            p += 8;
         }
     }
     h ^= h >> 33;
     h *= 0xC4CEB9FE1A85EC53ULL;
     h ^= h >> 29;
     return h;
+}
+
+/* Fills k for the key s[0:n] (`lead`: it leads with "▁"). */
+static inline void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead) {
+    k->s = s;
+    k->len = n;
+    k->avail = avail;
+    k->code = (uint32_t)n | (lead ? SPM_CACHE_LEAD : 0u);
+    k->h = spm_hash_text(s, n, avail, k->code);
 }
 
 #define SPM_CACHE_MIN_SLOTS (1u << 10)
@@ -162,8 +176,12 @@ static inline const char *spm_cache_key(const spm_cache_entry *e) {
     return (const char *)(e + 1);
 }
 
+static inline size_t spm_cache_key_bytes(const spm_cache_entry *e) {
+    return e->key_len & ~SPM_CACHE_LEAD;
+}
+
 static inline const int32_t *spm_cache_ids(const spm_cache_entry *e) {
-    return (const int32_t *)(spm_cache_key(e) + ((e->key_len + 3u) & ~3u));
+    return (const int32_t *)(spm_cache_key(e) + ((spm_cache_key_bytes(e) + 3u) & ~(size_t)3u));
 }
 
 /* A slot word's low `offset_bits` bits: the mask of its entry's offset. */
@@ -268,20 +286,37 @@ static inline void spm_cache_quiesce(spm_cache *c) {
     spm_cache_free_retired(c);
 }
 
-/* Whether the slot word `word` (non-zero) holds key[0:len], whose hash's
- * tag (spm_cache_tag) is `tag`, in the arena `data` whose offsets take the
- * low `offset_bits` bits of a word.  8 bytes must be readable at the key's
- * last byte, as for spm_hash_bytes; an entry's key is followed by at least
- * one id, so its own last word is inside the entry. */
-static inline int spm_cache_word_holds(const char *data, uint32_t offset_bits, uint32_t offset_mask, uint32_t word,
-                                       uint32_t tag, const char *key, size_t len) {
-    if ((word >> offset_bits) != tag) return 0;
-    const spm_cache_entry *e = spm_cache_entry_in(data, offset_mask, word);
-    return e->key_len == len && spm_bytes_equal_wide(spm_cache_key(e), key, len);
+/* Whether the entry's key is k's bytes: the entry's words are read whole
+ * (its key is followed by its ids, or the arena's slack), k's within its
+ * bounds. */
+static inline int spm_cache_entry_is(const spm_cache_entry *e, const spm_chunk_key *k) {
+    const char *a = spm_cache_key(e);
+    size_t p = 0;
+    if (e->key_len != k->code) return 0;
+    for (; p + 8 <= k->len; p += 8) {
+        uint64_t x;
+        memcpy(&x, a + p, 8);
+        if (x != spm_load8(k->s, p, k->avail)) return 0;
+    }
+    if (p < k->len) {
+        uint64_t x;
+        memcpy(&x, a + p, 8);
+        if (spm_low_bytes(x, k->len - p) != spm_low_bytes(spm_load8(k->s, p, k->avail), k->len - p)) return 0;
+    }
+    return 1;
 }
 
-static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const char *key, size_t len) {
-    return spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), word, tag, key, len);
+/* Whether the slot word `word` (non-zero), whose hash's tag must be `tag`,
+ * holds the key k, in the arena `data` whose offsets take the low
+ * `offset_bits` bits of a word. */
+static inline int spm_cache_word_holds(const char *data, uint32_t offset_bits, uint32_t offset_mask, uint32_t word,
+                                       uint32_t tag, const spm_chunk_key *k) {
+    if ((word >> offset_bits) != tag) return 0;
+    return spm_cache_entry_is(spm_cache_entry_in(data, offset_mask, word), k);
+}
+
+static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const spm_chunk_key *k) {
+    return spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), word, tag, k);
 }
 
 /* One call's view of the cache for its lookups: the table as it was when
@@ -319,26 +354,25 @@ static inline void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h) 
 #endif
 }
 
-/* The entry of key[0:len] (hash h) in the view's table, or NULL. */
-static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const char *key, size_t len,
-                                                        uint64_t h) {
-    uint32_t tag = (uint32_t)(h >> 32) >> v->offset_bits;
-    uint32_t i = (uint32_t)h & v->mask;
+/* The entry of the key k in the view's table, or NULL. */
+static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const spm_chunk_key *k) {
+    uint32_t tag = (uint32_t)(k->h >> 32) >> v->offset_bits;
+    uint32_t i = (uint32_t)k->h & v->mask;
     for (uint32_t probes = 0; probes <= v->mask; probes++) {
         uint32_t word = spm_load_acquire_u32(&v->slots[i]);
         if (word == 0) return NULL;
-        if (spm_cache_word_holds(v->data, v->offset_bits, v->offset_mask, word, tag, key, len))
+        if (spm_cache_word_holds(v->data, v->offset_bits, v->offset_mask, word, tag, k))
             return spm_cache_entry_in(v->data, v->offset_mask, word);
         i = (i + 1) & v->mask;
     }
     return NULL;
 }
 
-/* The entry of key[0:len] (hash h) in the current table, or NULL. */
-static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t len, uint64_t h) {
+/* The entry of the key k in the current table, or NULL. */
+static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const spm_chunk_key *k) {
     spm_cache_view v;
     spm_cache_view_of(c, &v);
-    return spm_cache_view_get(&v, key, len, h);
+    return spm_cache_view_get(&v, k);
 }
 
 /* Whether a table holding `used` chunks takes no more: below its largest
@@ -391,12 +425,14 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
     return grown;
 }
 
-/* Stores key -> ids[0:n] unless the key is present, through this thread's
+/* Stores k -> ids[0:n] unless the key is present, through this thread's
  * writer.  Not storing (no room, a race) only means the chunk is merged
  * again next time. */
-static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char *key, size_t len, uint64_t h,
-                                 const int32_t *ids, size_t n) {
-    if (len == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY || spm_load_u32(&c->full)) return;
+static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_chunk_key *k, const int32_t *ids,
+                                 size_t n) {
+    size_t len = k->len;
+    uint64_t h = k->h;
+    if (k->code == 0 || len > SPM_CACHE_MAX_KEY || n > SPM_CACHE_MAX_KEY || spm_load_u32(&c->full)) return;
     if (wr->generation != c->generation) {
         /* (The cache was emptied since this writer's last insert.) */
         spm_cache_writer_init(wr);
@@ -424,9 +460,14 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char 
     wr->at += size;
     spm_cache_entry *e = (spm_cache_entry *)(c->data + off);
     e->hash_lo = (uint32_t)h & ~SPM_CACHE_SEEN;
-    e->key_len = (uint16_t)len;
+    e->key_len = (uint16_t)k->code;
     e->ids_len = (uint16_t)n;
-    spm_copy_small((char *)(e + 1), key, len);
+    for (size_t p = 0; p < len; p += 8) {
+        /* (Whole words, as lookups read them: the last one's bytes past
+         * the key are zero, and land in the padding or the ids after.) */
+        uint64_t x = spm_low_bytes(spm_load8(k->s, p, k->avail), len - p);
+        memcpy((char *)(e + 1) + p, &x, len - p < 8 ? len - p : 8);
+    }
     spm_copy_small((char *)(e + 1) + padded, (const char *)ids, n * sizeof(int32_t));
     if (wr->end - wr->at >= sizeof(spm_cache_entry))
         memset(c->data + wr->at, 0, sizeof(spm_cache_entry));  /* (where a sweep stops reading the block) */
@@ -442,7 +483,7 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char 
             }
             /* (Another thread took this slot: `seen` is its word.) */
         }
-        if (spm_cache_holds(c, seen, tag, key, len)) return;
+        if (spm_cache_holds(c, seen, tag, k)) return;
         i = (i + 1) & t->mask;
     }
 }
@@ -456,7 +497,7 @@ static inline void spm_cache_mark(const spm_cache_entry *e) {
 }
 
 static inline size_t spm_cache_entry_size(const spm_cache_entry *e) {
-    return sizeof(spm_cache_entry) + ((e->key_len + 3u) & ~(size_t)3u) + e->ids_len * sizeof(int32_t);
+    return sizeof(spm_cache_entry) + ((spm_cache_key_bytes(e) + 3u) & ~(size_t)3u) + e->ids_len * sizeof(int32_t);
 }
 
 /* Keeps the entry at data + at (`size` bytes) if it was found since the last
@@ -469,9 +510,8 @@ static inline int spm_cache_keep(spm_cache *c, spm_cache_table *t, size_t at, si
     e = (spm_cache_entry *)(c->data + *to);
     e->hash_lo &= ~SPM_CACHE_SEEN;
     /* (The slot's tag is the hash's upper half, which the entry does not
-     * hold: the key is hashed again, 8 bytes readable past its last byte
-     * inside the entry, as in spm_cache_word_holds.) */
-    uint64_t h = spm_hash_bytes(spm_cache_key(e), e->key_len);
+     * hold: the key is hashed again.) */
+    uint64_t h = spm_hash_text(spm_cache_key(e), spm_cache_key_bytes(e), spm_cache_key_bytes(e), e->key_len);
     uint32_t i = (uint32_t)h & t->mask;
     while (t->slots[i]) i = (i + 1) & t->mask;
     t->slots[i] = (spm_cache_tag(c, h) << c->offset_bits) | (uint32_t)(*to / 4 + 1);

@@ -1,9 +1,11 @@
-/* spm_heap: the merge agenda, a binary max-heap of candidate merges.
+/* spm_heap: the merge agenda, a binary min-heap of candidate merges.
  *
- * Order: highest score first; on equal scores the lower left symbol index
- * first.  That is the comparator of both llama.cpp (llm_bigram_spm) and
- * sentencepiece (bpe_model.cc SymbolPair), so ties resolve left to right.
- * Stale entries are not removed; the merger skips them when popped.
+ * Order: the lower rank first; on equal ranks the lower left symbol index
+ * first -- one comparison of `key`.  That is the order of sentencepiece's
+ * SymbolPair agenda (bpe_model.cc: higher score, then lower left), of
+ * llama.cpp's llm_bigram_spm and of tokenizers' Word::merge_all (lower
+ * rank, then lower position): ties resolve left to right.  Stale entries
+ * are not removed; the merger skips them when popped, as all three do.
  */
 #ifndef SPM_HEAP_H
 #define SPM_HEAP_H
@@ -17,10 +19,9 @@ extern "C" {
 #endif
 
 typedef struct {
-    float score;   /* merge rank of the merged piece: higher merges first */
-    int32_t left;  /* symbol index of the left half */
-    int32_t right; /* symbol index of the right half */
-    int32_t size;  /* byte length of the merged text, to detect staleness */
+    uint64_t key;       /* (uint64)rank << 32 | left symbol index */
+    int32_t merged;     /* the piece the pair makes */
+    uint32_t right_gen; /* the right symbol's generation when queued: stale once it changed */
 } spm_bigram;
 
 typedef struct {
@@ -29,8 +30,8 @@ typedef struct {
     size_t cap;
 } spm_heap;
 
-static inline int spm_bigram_before(const spm_bigram *a, const spm_bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
+static inline uint64_t spm_bigram_key(int32_t rank, int32_t left) {
+    return ((uint64_t)(uint32_t)rank << 32) | (uint32_t)left;
 }
 
 static inline void spm_heap_init(spm_heap *h) {
@@ -63,7 +64,7 @@ static inline int spm_heap_push(spm_heap *h, spm_bigram b) {
     spm_bigram *it = h->items;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!spm_bigram_before(&b, &it[parent])) break;
+        if (b.key >= it[parent].key) break;
         it[i] = it[parent];
         i = parent;
     }
@@ -71,7 +72,7 @@ static inline int spm_heap_push(spm_heap *h, spm_bigram b) {
     return 0;
 }
 
-/* Removes the best entry into *out; 0 on success, -1 when empty. */
+/* Removes the first entry into *out; 0 on success, -1 when empty. */
 static inline int spm_heap_pop(spm_heap *h, spm_bigram *out) {
     if (h->len == 0) return -1;
     spm_bigram *it = h->items;
@@ -81,8 +82,8 @@ static inline int spm_heap_pop(spm_heap *h, spm_bigram *out) {
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && spm_bigram_before(&it[c + 1], &it[c])) c++;
-        if (!spm_bigram_before(&it[c], &last)) break;
+        if (c + 1 < n && it[c + 1].key < it[c].key) c++;
+        if (it[c].key >= last.key) break;
         it[i] = it[c];
         i = c;
     }

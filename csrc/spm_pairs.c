@@ -3,6 +3,11 @@
 #include <stdlib.h>
 
 spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged) {
+    return spm_pairs_new_ranked(n, left, right, merged, NULL);
+}
+
+spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
+                                const int32_t *rank) {
     spm_pairs *p = (spm_pairs *)calloc(1, sizeof(spm_pairs));
     if (!p) return NULL;
     uint64_t cap = 16;
@@ -21,7 +26,7 @@ spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, co
         if (p->slots[i].key == SPM_PAIRS_EMPTY) p->count++;
         /* A repeated pair takes its later rank (last write wins). */
         p->slots[i].key = key;
-        p->slots[i].rank = (int32_t)r;
+        p->slots[i].rank = rank ? rank[r] : (int32_t)r;
         p->slots[i].merged = merged[r];
     }
     return p;

@@ -1,9 +1,14 @@
-/* spm_pairs: merge rules keyed by the pair of ids they join.
+/* spm_pairs: the merges, keyed by the pair of symbols they join.
  *
- * HuggingFace tokenizers' BPE ranks *pairs* (its merges list), not pieces:
- * (left id, right id) -> (rank, merged id).  Open addressing with linear
- * probing; a pair listed twice keeps its last rank, as tokenizers' HashMap
- * built from the list does.  Read-only after construction.
+ * (left symbol, right symbol) -> (rank, merged piece): the table every merge
+ * looks its candidates up in, so that a merge never hashes text.
+ * HuggingFace tokenizers' BPE ranks *pairs* (its merges list: rank = place
+ * in the list); sentencepiece ranks *pieces* by score, and the pairs are
+ * derived at load from every way a buildable piece splits into two symbols
+ * (spm_pairs_new_ranked, with each pair's rank the rank of its piece's
+ * score).  Open addressing with linear probing; a pair listed twice keeps
+ * its last rank, as tokenizers' HashMap built from the list does.
+ * Read-only after construction.
  */
 #ifndef SPM_PAIRS_H
 #define SPM_PAIRS_H
@@ -45,6 +50,9 @@ static inline uint64_t spm_pair_hash(uint64_t key) {
 /* n rules: rule i joins left[i] and right[i] into merged[i] with rank i.
  * Returns NULL when out of memory. */
 spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged);
+/* The same with rule i's rank rank[i] (rank NULL: i). */
+spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
+                                const int32_t *rank);
 void spm_pairs_free(spm_pairs *p);
 
 /* The rule for (left, right), or NULL. */

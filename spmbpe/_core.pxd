@@ -6,8 +6,7 @@
 #   core/workspace.pxd   one encoding thread's scratch memory (Workspace)
 #   core/tables.pxd      what the kernels read (CoreTables, ChunkRules)
 #   core/vocab.pxd       the vocabulary table (PieceTable)
-#   core/chunking.pxd    escaping, chunk boundaries and their rules, run
-#   core/merge.pxd       the merges (Symbol/Bigram heap, small, ranked)
+#   core/encode.pxd      the encode kernel: a span of UTF-8 to ids
 #   core/plan.pxd        Plan: the typed plan planners fill, its parts (PlanPart)
 #   core/scan.pxd        AddedScan: whether a text holds an added token
 #   core/spmcore.pxd     SpmCore: owns the tables and the workspace pool
@@ -23,6 +22,7 @@ from spmbpe._csrc cimport (
     SPM_FLAG_RESPLIT,
     spm_cache,
     spm_cache_writer,
+    spm_chars,
     spm_charpairs,
     spm_heap,
     spm_pairs,
@@ -32,8 +32,7 @@ from spmbpe._csrc cimport (
 include "core/workspace.pxd"
 include "core/tables.pxd"
 include "core/vocab.pxd"
-include "core/chunking.pxd"
-include "core/merge.pxd"
+include "core/encode.pxd"
 include "core/plan.pxd"
 include "core/scan.pxd"
 include "core/spmcore.pxd"

@@ -41,8 +41,6 @@ from spmbpe._csrc cimport (
     SPM_TYPE_UNKNOWN,
     SPM_TYPE_UNUSED,
     SPM_TYPE_USER_DEFINED,
-    spm_ascii_after_marker,
-    spm_bigram,
     spm_fetch_add_u32,
     spm_prefault_write,
     spm_load_acquire_u32,
@@ -67,6 +65,24 @@ from spmbpe._csrc cimport (
     spm_cache_view_get,
     spm_cache_view_of,
     spm_cache_view_prefetch,
+    spm_chunk_key,
+    spm_cache_key_of,
+    SPM_CACHE_LEAD,
+    spm_bigram,
+    spm_bigram_key,
+    spm_chars,
+    spm_chars_find,
+    spm_chars_new,
+    spm_chars_set,
+    spm_chars_free,
+    spm_char_key,
+    spm_load8,
+    spm_low_bytes,
+    spm_bytes_eq,
+    spm_first_byte,
+    spm_bytes_before,
+    spm_pairs_new_ranked,
+    spm_pair_slot,
     SPM_CACHE_MAX_DATA,
     SPM_CACHE_BLOCK,
     SPM_CACHE_MAX_SLOTS,
@@ -80,9 +96,9 @@ from spmbpe._csrc cimport (
     spm_ascii_pair_held,
     spm_ascii_scan,
     SPM_ASCII_PAIRS,
-    spm_hash_bytes,
     spm_head8,
     spm_json_plain8,
+    spm_ascii_after_marker,
     spm_utf8_len as utf8_len,
     spm_utf8_valid_prefix,
     spm_count_byte,
@@ -105,8 +121,6 @@ from spmbpe._csrc cimport (
     spm_vocab_free,
     spm_vocab_key,
     spm_vocab_key_of,
-    spm_vocab_mark,
-    spm_vocab_mergeable,
     spm_vocab_new,
     spm_vocab_slot,
     SPM_ID_MASK,
@@ -117,7 +131,6 @@ cdef extern from "Python.h":
     # The same, NULL with the error still set (for a caller that clears it).
     const char *PyUnicode_AsUTF8AndSize_NoError "PyUnicode_AsUTF8AndSize"(object text, Py_ssize_t *size)
     void PyErr_Clear()
-    void PyObject_GC_UnTrack(void *op)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
     # A str as CPython stores it (PEP 393), for long texts read block by
@@ -126,18 +139,6 @@ cdef extern from "Python.h":
     const void *PyUnicode_DATA(object text)
     bint PyUnicode_IS_ASCII(object text)
     Py_UCS4 PyUnicode_READ_CHAR(object text, Py_ssize_t index)
-    # The UTF-8 CPython keeps on a str once asked for it (NULL when none
-    # has been; read with the GIL held, by encode_text).
-    ctypedef struct PyCompactUnicodeObject:
-        Py_ssize_t utf8_length
-        char *utf8
-    bint PyUnicode_IS_COMPACT(object text)
-    # A list filled in place as a long text's blocks are merged.
-    ctypedef struct PyListObject:
-        PyObject **ob_item
-        Py_ssize_t allocated
-    void Py_SET_SIZE(object obj, Py_ssize_t size)
-    void *PyMem_Realloc(void *p, size_t n)
     # (A function: makes a str of the legacy kind ready, before 3.12.)
     Py_ssize_t PyUnicode_GetLength(object text) except -1
     ctypedef struct PyTypeObject:
@@ -170,22 +171,9 @@ cdef Py_ssize_t _NOGIL_BYTES = 2048
 # stayed resident after the batch (8 MB for 8 MB of text on two threads).
 cdef size_t _KEEP_TEXT_BYTES = 1 << 20
 cdef size_t _KEEP_IDS = 1 << 16
-# A long text read from its str (SpmCore.encode_long) puts its ids into the
-# list this many at a time once it has that many; fewer, in one list at the
-# end, as any text.
-cdef size_t _LONG_IDS = 1 << 20
 # SpmCore.set_cache_capacity's bound (2**24 table slots).
 cdef Py_ssize_t _MAX_CACHE_CHUNKS = 1 << 23
 MAX_SEGMENT_BYTES = MAX_SEGMENT_BYTES_C
-# Chunks up to this many bytes merge by a linear scan over at most that many
-# symbols (merge_small); longer ones over the heap.
-cdef enum:
-    SMALL_BYTES = 48
-# A text longer than two of these is escaped and merged this many bytes at a
-# time (encode_blocks): the escaped block and its boundaries stay in the
-# CPU's second-level cache.
-cdef enum:
-    BLOCK_BYTES = 1 << 16
 
 # U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's whitespace marker, in UTF-8.
 cdef const char *MARKER = b"\xe2\x96\x81"
@@ -208,8 +196,9 @@ PIECE_FLAGS = {"MERGEABLE": SPM_FLAG_MERGEABLE, "RESPLIT": SPM_FLAG_RESPLIT}
 include "core/workspace.pyx"
 include "core/vocab.pyx"
 include "core/rules.pyx"
-include "core/chunking.pyx"
-include "core/merge.pyx"
+include "core/tables.pyx"
+include "core/encode.pyx"
+include "core/strs.pyx"
 include "core/plan.pyx"
 include "core/decode.pyx"
 include "core/scan.pyx"

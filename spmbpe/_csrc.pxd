@@ -24,6 +24,11 @@ cdef extern from "spm_bytes.h" nogil:
     size_t spm_utf8_valid_prefix(const char *s, size_t n)
     size_t spm_count_byte(const char *s, size_t n, unsigned char c)
     int spm_json_plain8(const char *s)
+    uint64_t spm_load8(const char *s, size_t p, size_t n)
+    uint64_t spm_low_bytes(uint64_t k, size_t length)
+    uint64_t spm_bytes_eq(uint64_t word, uint8_t c)
+    int spm_first_byte(uint64_t flags)
+    uint64_t spm_bytes_before(uint64_t flags, int k)
 
 
 cdef extern from "spm_pages.h" nogil:
@@ -65,10 +70,11 @@ cdef extern from "spm_vocab.h" nogil:
 
 cdef extern from "spm_heap.h" nogil:
     ctypedef struct spm_bigram:
-        float score
-        int32_t left
-        int32_t right
-        int32_t size
+        uint64_t key
+        int32_t merged
+        uint32_t right_gen
+
+    uint64_t spm_bigram_key(int32_t rank, int32_t left)
 
     ctypedef struct spm_heap:
         size_t len
@@ -95,6 +101,8 @@ cdef extern from "spm_pairs.h" nogil:
 
     spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
                              const int32_t *merged)
+    spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right,
+                                    const int32_t *merged, const int32_t *rank)
     void spm_pairs_free(spm_pairs *p)
     const spm_pair_slot *spm_pairs_find(const spm_pairs *p, int32_t left, int32_t right)
 
@@ -120,7 +128,16 @@ cdef extern from "spm_cache.h" nogil:
     size_t SPM_CACHE_MAX_DATA
     size_t SPM_CACHE_BLOCK
 
-    uint64_t spm_hash_bytes(const char *s, size_t n)
+    uint32_t SPM_CACHE_LEAD
+    ctypedef struct spm_chunk_key:
+        const char *s
+        size_t len
+        size_t avail
+        uint32_t code
+        uint64_t h
+
+    uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint32_t code)
+    void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead)
     int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap)
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)
@@ -130,9 +147,8 @@ cdef extern from "spm_cache.h" nogil:
 
     void spm_cache_view_of(const spm_cache *c, spm_cache_view *v)
     void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h)
-    const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const char *key, size_t length,
-                                              uint64_t h)
-    const spm_cache_entry *spm_cache_get(const spm_cache *c, const char *key, size_t length, uint64_t h)
+    const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const spm_chunk_key *k)
+    const spm_cache_entry *spm_cache_get(const spm_cache *c, const spm_chunk_key *k)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)
     void spm_cache_mark(const spm_cache_entry *e)
     uint32_t spm_cache_sweep(spm_cache *c)
@@ -141,8 +157,19 @@ cdef extern from "spm_cache.h" nogil:
 
     void spm_cache_writer_init(spm_cache_writer *wr)
     void spm_cache_flush(spm_cache *c, spm_cache_writer *wr)
-    void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const char *key, size_t length, uint64_t h,
-                       const int32_t *ids, size_t n)
+    void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_chunk_key *k, const int32_t *ids,
+                       size_t n)
+
+
+cdef extern from "spm_chars.h" nogil:
+    ctypedef struct spm_chars:
+        uint32_t count
+
+    uint32_t spm_char_key(uint64_t word, int length)
+    int32_t spm_chars_find(const spm_chars *c, uint32_t key, int32_t missing)
+    spm_chars *spm_chars_new(uint32_t expected)
+    int spm_chars_set(spm_chars *c, uint32_t key, int32_t id)
+    void spm_chars_free(spm_chars *c)
 
 
 cdef extern from "spm_charpairs.h" nogil:

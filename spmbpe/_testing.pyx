@@ -15,16 +15,17 @@ through the declarations of its .pxd and the kernels it exports.
 
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
-from spmbpe._core cimport SpmCore, Workspace, check_rc, escape, find_bounds
+from spmbpe._core cimport SpmCore, Workspace, check_rc, encode_span
 from spmbpe._csrc cimport (
     SPM_CACHE_MAX_SLOTS,
     spm_cache_clear,
     spm_cache_entry,
     spm_cache_get,
     spm_cache_ids,
+    spm_chunk_key,
+    spm_cache_key_of,
     spm_bytes_equal_wide,
     spm_cache_table,
-    spm_hash_bytes,
     spm_ucs_to_utf8,
 )
 from libc.stdlib cimport free, malloc
@@ -80,13 +81,20 @@ def cache_info(SpmCore core not None):
 def cached_ids(SpmCore core not None, bytes chunk not None):
     """The ids the chunk cache holds for an escaped chunk ("\u2581" for a
     space, as UTF-8), or None.  Only when no thread is encoding."""
-    cdef bytes padded = chunk + bytes(8)  # (the hash reads a last word whole)
+    cdef bytes marker = "\u2581".encode()
+    cdef bint lead = chunk.startswith(marker)
+    cdef bytes key_bytes = chunk[3:] if lead else chunk
+    cdef spm_chunk_key key
     cdef const spm_cache_entry *e
     cdef const int32_t *ids
     cdef int i
+    if core.t.rules.escape_spaces:
+        # (The cache keys a chunk by its text as given: spaces as spaces.)
+        key_bytes = key_bytes.replace(marker, b" ")
     if not core.cache_ready or not chunk:
         return None
-    e = spm_cache_get(&core.cache, padded, len(chunk), spm_hash_bytes(padded, len(chunk)))
+    spm_cache_key_of(&key, key_bytes, len(key_bytes), len(key_bytes), lead)
+    e = spm_cache_get(&core.cache, &key)
     if e == NULL:
         return None
     ids = spm_cache_ids(e)
@@ -120,27 +128,22 @@ def isolated_bytes(SpmCore core not None):
 
 
 def chunk_bounds(SpmCore core not None, str text, bint prefix):
-    """The chunk boundaries of the segment `text` (byte offsets in its
-    escaped form, ending with its length) found by find_bounds, and those
-    escape found on the way, or None when it leaves them to find_bounds
-    (text with a byte >= 0x80, or no chunking).  The two must agree, since
-    run takes escape's when it has them."""
-    cdef Py_ssize_t n, m
+    """Where the chunks of the segment `text` end (byte offsets in its
+    UTF-8; the last is its length) as the kernel cuts it while encoding it
+    (with the dummy prefix when `prefix`): [len] when it merges it whole."""
+    cdef Py_ssize_t n
     cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
     cdef Workspace *w = core.acquire()
-    cdef list from_escape = None
-    cdef int32_t nb, i
+    cdef size_t i
+    cdef int rc
     try:
-        m = escape(&core.t, w, src, n, prefix)
-        if m < 0:
-            check_rc(<int>m, &core.t, w, text)
-        if w.ready_bounds >= 0:
-            from_escape = [w.bounds[i] for i in range(w.ready_bounds)]
-        nb = find_bounds(&core.t, w, <int32_t>m) if core.t.rules.chunked else 0
-        if nb < 0:
-            raise MemoryError()
-        return [w.bounds[i] for i in range(nb)], from_escape
+        w.want_bounds = True
+        w.bounds_len = 0
+        rc = encode_span(&core.t, w, src, n, prefix)
+        check_rc(rc, &core.t, w, text)
+        return [w.bounds[i] for i in range(w.bounds_len)]
     finally:
+        w.want_bounds = False
         core.release(w)
 
 

@@ -376,22 +376,25 @@ def test_cache_fills_stops_and_is_swept_under_threads():
     assert seen and all(slots == 1024 and used <= 768 + 6 * 16 for slots, used, _, _ in seen)
     # (Capacity set again: a fresh cache, its lookup count zero.)  A call
     # with more new chunks than the cache holds leaves it full; after a
-    # second call that finds none of its words, the next call, with no
-    # thread encoding, sweeps it first: the words go, and what stays is
-    # what the second call found (chunks its words share with the first
-    # call's; emptied wholesale, only "again" was left).
+    # second call that finds ten of its words and none of the rest, the
+    # next call, with no thread encoding, sweeps it first: what stays is
+    # what the second call found (emptied wholesale, only "again" was
+    # left), and "again".
     tok.cache_capacity = 512
     first = _letter_words(0, 2000)
     tok.encode_ordinary(" ".join(first))
     _, filled, _, full = _testing.cache_info(tok._core)
     assert full
-    tok.encode_ordinary(" ".join(_letter_words(2000, 4000)))
+    found = [w for w in first if _testing.cached_ids(tok._core, ("▁" + w).encode()) is not None][:10]
+    assert len(found) == 10
+    tok.encode_ordinary(" ".join(found + _letter_words(2000, 4000)))
     assert _testing.cache_info(tok._core)[1:4:2] == (filled, True)
     tok.encode_ordinary("again")
     _, used, _, full = _testing.cache_info(tok._core)
-    assert not full and 1 < used < filled // 2
+    assert not full and used == len(found) + 1
     assert _testing.cached_ids(tok._core, "▁again".encode()) == tok.encode_ordinary("again")
-    assert all(_testing.cached_ids(tok._core, ("▁" + w).encode()) is None for w in first)
+    assert all(_testing.cached_ids(tok._core, ("▁" + w).encode()) == tok.encode_ordinary(w) for w in found)
+    assert all(_testing.cached_ids(tok._core, ("▁" + w).encode()) is None for w in first if w not in found)
     for doc, ids in zip(docs, want):
         assert tok.encode_ordinary(doc) == ids
 

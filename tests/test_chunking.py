@@ -250,7 +250,8 @@ def test_long_strs_equal_sentencepiece_and_keep_no_utf8_copy(kind):
     # The list is an ordinary list of the right size, not tracked by the
     # cyclic GC (as every list of ids).
     assert sys.getsizeof(ids) == sys.getsizeof([0] * len(ids))
-    assert not gc.is_tracked(ids)
+    # (A list made through CPython's public API, as the GC expects it.)
+    assert gc.is_tracked(ids)
     copy = list(ids)
     ids.append(7)
     ids.extend(range(3))
@@ -275,7 +276,7 @@ def test_outputs_past_32_mb_hold_every_id():
     ids = tok.encode_ordinary(emoji * n)
     assert len(ids) == len(head) + 4 * n
     assert ids[: len(head)] == head and ids[len(head):] == each * n
-    assert not gc.is_tracked(ids)
+    assert gc.is_tracked(ids)
     del ids
     texts = [emoji * 1000] * 2100
     one = head + each * 1000
@@ -539,13 +540,12 @@ def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segment
     assert _encode_in_parts(fast._core, text, 7) == slow._core.encode(text, True)
 
 
-# Every core whose escaping finds the boundaries itself: the real
-# vocabularies, the synthetic ones with ASCII pairs, digits and newlines in
-# pieces, and those with CJK, emoji and accented pieces (cut between
-# characters; sentencepiece's, which collapses unknown runs, not).
-_BOUND_CORES = [spmbpe.load(DATA / name)._core for name in FILES] + [
-    spmbpe.SpmTokenizer(*args, **options)._core
-    for args, options in [_pair_vocabulary(byte_fallback) for byte_fallback in (False, True)]
+# Every chunked vocabulary: the real ones, the synthetic ones with ASCII
+# pairs, digits and newlines in pieces, and those with CJK, emoji and
+# accented pieces (cut between characters; sentencepiece's, which collapses
+# unknown runs, not).
+_BOUND_PAIRS = [_pair(DATA / name) for name in FILES] + [
+    _pair(args) for args in [_pair_vocabulary(byte_fallback) for byte_fallback in (False, True)]
     + [_cjk_vocabulary(), _cjk_vocabulary(reference="sentencepiece")]
 ]
 _ASCII = st.lists(
@@ -566,23 +566,31 @@ _ANY = st.lists(
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(text=_ASCII | _ANY, prefix=st.booleans())
-def test_escape_finds_the_boundaries_find_bounds_finds(text, prefix):
-    # run takes the boundaries escape found instead of calling find_bounds:
-    # its rules (the table of ASCII cuts, and for other characters the rules
-    # themselves) must give exactly the same ones (an extra cut would change
-    # ids, a missing one only speed).
-    for core in _BOUND_CORES:
-        assert core.chunked
-        found, from_escape = _testing.chunk_bounds(core, text, prefix)
-        assert from_escape == found, (core, text, prefix)
+def test_every_chunk_the_kernel_cuts_merges_to_the_ids_of_the_whole(text, prefix):
+    # The chunks the kernel cuts a segment into (before a "▁" after other
+    # text; between characters no buildable piece holds side by side;
+    # beside a byte no piece of two or more bytes holds), each encoded on
+    # its own -- the first with the dummy prefix -- give exactly the ids of
+    # the whole segment merged at once.
+    for fast, slow in _BOUND_PAIRS:
+        assert fast._core.chunked
+        bounds = _testing.chunk_bounds(fast._core, text, prefix)
+        data = text.encode()
+        assert bounds == sorted(set(bounds)) and (bounds[-1] == len(data) if data else bounds in ([], [0]))
+        pieces = [data[a:b].decode() for a, b in zip([0] + bounds, bounds)]
+        joined = []
+        for k, piece in enumerate(pieces):
+            joined += slow._core.encode(piece, prefix and k == 0)
+        assert joined == slow._core.encode(text, prefix), (fast, text, prefix, pieces)
 
 
-def test_escape_leaves_the_boundaries_to_find_bounds_where_pieces_cross_them():
-    core = _BOUND_CORES[1]
-    found, from_escape = _testing.chunk_bounds(core, "ab été", True)
-    assert from_escape == found and found[-1] == len("▁ab▁été".encode())
-    # Pieces that cross a boundary before "▁": find_bounds checks each one.
+def test_points_a_piece_holding_x_marker_lies_across_are_not_cut():
+    fast, _ = _BOUND_PAIRS[1]
+    text = "ab été"
+    assert _testing.chunk_bounds(fast._core, text, True) == [2, len(text.encode())]
+    # Pieces that cross a boundary before "▁": the kernel checks each one.
     args, options = _synthetic([">▁</"])
     crossing = spmbpe.SpmTokenizer(*args, **options)._core
-    found, from_escape = _testing.chunk_bounds(crossing, "a> </b c", True)
-    assert crossing.chunked and from_escape is None and len(found) >= 2
+    assert crossing.chunked
+    assert _testing.chunk_bounds(crossing, "a> </b c", True) == [len("a> </b"), len("a> </b c")]
+    assert _testing.chunk_bounds(crossing, "a> <b c", True) == [len("a>"), len("a> <b"), len("a> <b c")]

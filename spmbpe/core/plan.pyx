@@ -397,7 +397,7 @@ cdef int encode_str(const CoreTables *t, Workspace *w, PyObject *text, int prefi
     m = ws_utf8_of(w, kind, str_is_ascii(text), data, 0, <size_t>n, &src)
     if m < 0:
         return <int>m
-    return encode_segment(t, w, src, m, with_prefix)
+    return encode_span(t, w, src, m, with_prefix)
 
 
 cdef int encode_strs(const CoreTables *t, Workspace *w, PyObject **texts, Py_ssize_t n_texts,
@@ -446,7 +446,7 @@ cdef int encode_lines(const CoreTables *t, Workspace *w, const char *s, Py_ssize
         if at != NULL and end > begin and s[end - 1] == b"\r":
             end -= 1
         if end > begin:
-            rc = encode_segment(t, w, s + begin, end - begin, takes_prefix(prefix, s + begin, end - begin))
+            rc = encode_span(t, w, s + begin, end - begin, takes_prefix(prefix, s + begin, end - begin))
             if rc != OK:
                 free(ends)
                 return rc
@@ -476,12 +476,13 @@ cdef int encode_run(const CoreTables *t, Workspace *w, const PlanPart *items, Py
     cdef int rc
     for k in range(n_items):
         if items[k].kind == PART_TOKEN:
-            if ws_push_id(w, items[k].token_id) != OK:
+            if ws_ids_room(w, 1) != OK:
                 failed[0] = k
                 return ERR_NOMEM
+            put_id(w, items[k].token_id, 0, 0)
             continue
         mark = w.ids_len
-        rc = encode_segment(t, w, items[k].src, items[k].n, items[k].prefix)
+        rc = encode_span(t, w, items[k].src, items[k].n, items[k].prefix)
         if rc != OK:
             failed[0] = k
             return rc
@@ -549,7 +550,7 @@ cdef int check_rc(int rc, const CoreTables *t, Workspace *w, str text) except -1
             f"a text segment of {len(text.encode('utf-8', 'surrogatepass'))} UTF-8 bytes "
             f"is longer than the {t.max_segment} bytes one merge can take"
         )
-    bad = PyBytes_FromStringAndSize(w.text + w.bad_start, w.bad_len)
+    bad = PyBytes_FromStringAndSize(w.bad, w.bad_len)
     shown = bad.decode("utf-8", "replace").replace("\u2581", " ")
     raise ValueError(
         f"cannot encode the character {shown!r}: it is not in the vocabulary, "
@@ -570,7 +571,7 @@ cdef tuple encode_plan_offsets(const CoreTables *t, Workspace *wp, Plan plan):
     cdef bint prefix
     cdef size_t mark
     cdef int32_t *char_of = NULL
-    cdef int32_t s0, e0, c0, c1, pre
+    cdef int32_t s0, e0, c0, c1
     check_tokens(t, plan)
     w.want_spans = True
     # (The parts are read with the GIL released: the array must not move.)
@@ -592,38 +593,29 @@ cdef tuple encode_plan_offsets(const CoreTables *t, Workspace *wp, Plan plan):
             align = <list>part.align if part.align != NULL else None
             mark = w.ids_len
             with nogil:
-                rc = encode_segment(t, &w, src, n, prefix)
+                rc = encode_span(t, &w, src, n, prefix)
             check_rc(rc, t, &w, <str>part.text)
             produced = w.ids_len - mark
             if produced == 0:
                 continue
-            # Character index of each escaped byte: the core's prefix is
-            # character -1; a space is one character of three bytes.
+            # The character each byte of the span belongs to (a span ends
+            # where the text does: the index past its last character).
             free(char_of)
-            char_of = <int32_t *>malloc((3 * n + 4) * sizeof(int32_t))
+            char_of = <int32_t *>malloc((n + 1) * sizeof(int32_t))
             if char_of == NULL:
                 raise MemoryError()
-            pre = 3 if prefix else 0
-            for i in range(pre):
-                char_of[i] = -1
             k = -1
-            e0 = pre
             for i in range(n):
                 if (<uint8_t>src[i] & 0xC0) != 0x80:
                     k += 1
-                if src[i] == c' ' and t.rules.escape_spaces:
-                    char_of[e0] = char_of[e0 + 1] = char_of[e0 + 2] = <int32_t>k
-                    e0 += 3
-                else:
-                    char_of[e0] = <int32_t>k
-                    e0 += 1
+                char_of[i] = <int32_t>k
+            char_of[n] = <int32_t>(k + 1)
             first = mark + (skip if produced >= skip else 0)
             for i in range(first, w.ids_len):
                 s0 = w.spans[2 * i]
                 e0 = w.spans[2 * i + 1]
-                c0 = char_of[s0] if s0 < e0 or s0 < pre + 3 * n else <int32_t>(k + 1)
-                if c0 < 0:
-                    c0 = 0
+                # (The dummy prefix's "▁" alone spans nothing.)
+                c0 = char_of[s0]
                 c1 = char_of[e0 - 1] + 1 if e0 > s0 else c0
                 ids.append(w.ids[i])
                 if align is not None:

@@ -5,13 +5,13 @@
 cdef class SpmCore:
     cdef readonly PieceTable table
     cdef CoreTables t                 # what the kernels read (filled by __init__)
-    cdef spm_vocab *vocab             # table.vocab, marked with this core's scores,
-                                      # or a private copy when another core marked it
-    cdef bint own_vocab               # vocab is a private copy (the table's was taken)
+    cdef spm_vocab *vocab             # table.vocab
     cdef const float[::1] scores
     cdef const uint8_t[::1] flags     # (keep t.flags and t.types alive)
     cdef const uint8_t[::1] types
     cdef bytes violators              # keeps t.rules.violator_bytes alive
+    cdef bytes buildable              # SPM_FLAG_MERGEABLE of each piece, as bytes
+    cdef bint tables_ready            # t's symbols and pairs are built (ready_tables)
     cdef Workspace **pool             # idle workspaces, reused across calls
     cdef int pool_len
     cdef int active                   # workspaces acquired and not yet released (GIL held)
@@ -24,7 +24,7 @@ cdef class SpmCore:
     cdef uint64_t full_lookups        # cache lookups since it filled (sweep_cache_if_due)
     cdef PyObject **id_objects        # each id's int, made on first use (id_list)
 
-    cdef int mark_mergeable(self, uint8_t[::1] selected) except -1
+    cdef int ready_tables(self) except -1
     cdef void sweep_cache_if_due(self)
     cdef void sweep_between_blocks(self, Workspace *w)
     cdef Workspace *acquire(self) except NULL
@@ -32,5 +32,4 @@ cdef class SpmCore:
     cdef int make_id_objects(self) except -1
     cdef list id_list(self, const int32_t *ids, size_t n)
     cdef list encode_text(self, str text, bint prefix, const AddedScan *screen, int mask)
-    cdef int append_ids(self, list out, const int32_t *ids, size_t n) except -1
     cdef list encode_long(self, str text, bint prefix)

@@ -2,33 +2,6 @@
 # read, owns what they point to, and keeps the pool of workspaces.  Test
 # hooks that reach into it live in spmbpe/_testing.pyx, not here.
 
-cdef inline void put_ids(PyObject **objects, PyObject **items, const int32_t *ids, size_t n):
-    """The int objects of n ids (objects[id], SpmCore.id_objects) into
-    items[0:n], as new references (the GIL is held)."""
-    cdef size_t i
-    cdef PyObject *item
-    for i in range(n):
-        item = objects[ids[i]]
-        Py_INCREF(<object>item)
-        items[i] = item
-
-
-cdef int list_room(list out, Py_ssize_t cap) except -1:
-    """Makes room for exactly `cap` items in `out` (at least its length), a
-    list no other code sees yet: its item array is reallocated in place, as
-    the list's own growth does."""
-    cdef PyListObject *l = <PyListObject *>out
-    cdef PyObject **items
-    if cap == l.allocated or cap < len(out) or cap == 0:
-        return 0
-    items = <PyObject **>PyMem_Realloc(l.ob_item, <size_t>cap * sizeof(PyObject *))
-    if items == NULL:
-        raise MemoryError()
-    l.ob_item = items
-    l.allocated = cap
-    return 0
-
-
 cdef tuple rules_of_pairs(const spm_pairs *pairs):
     """The rules of a pair table as (left, right, merged) arrays ('i') in
     rank order: one rule per pair, the ranks closed up."""
@@ -105,7 +78,7 @@ cdef class SpmCore:
         self.t.max_segment = MAX_SEGMENT_BYTES_C
         self.t.rules.escape_spaces = True
         self.vocab = NULL
-        self.own_vocab = False
+        self.tables_ready = False
         self.id_objects = NULL
         self.pool = NULL
         self.pool_len = 0
@@ -157,49 +130,30 @@ cdef class SpmCore:
                 break
             self.t.byte_ids[b] = found
 
-        # (char_id's ASCII characters, punctuation and digits mostly: a
-        # look-up in a table of 128, not the character memo's hashing.)
-        cdef char one
-        for b in range(128):
-            one = <char>b
-            self.t.ascii_ids[b] = spm_vocab_find(self.vocab, &one, 1)
-
         buildable = bytearray(n)
         cdef uint8_t[::1] build_view = buildable
         for b in range(n):
             build_view[b] = flag_view[b] & SPM_FLAG_MERGEABLE
-        self.violators = derive_chunk_rules(&self.t, bytes(buildable))
-        self.mark_mergeable(build_view)
+        self.buildable = bytes(buildable)
+        self.violators = derive_chunk_rules(&self.t, self.buildable)
+        # Short chunks merge by linear scan (merge_small), which picks the
+        # same pairs as the heap; not for UNUSED pieces to resplit (their
+        # halves depend on the heap's queue order).
+        self.t.small_merges = not self.t.any_resplit
         if not self.t.any_resplit:
-            # The table's slots now say what may merge; the flags are read
-            # only to resplit UNUSED pieces.
+            # The flags are read only to resplit UNUSED pieces.
             self.flags = _NO_FLAGS
         self.t.flags = &self.flags[0]
 
-    cdef int mark_mergeable(self, uint8_t[::1] selected) except -1:
-        """Marks in the vocabulary table every piece a merge may build (the
-        lowest id of a text decides, as the table resolves it) with its
-        score, so that one slot answers the merge loop.  A table another
-        core has marked is copied.  Short chunks then merge by linear scan
-        (merge_small), which picks the same pair as the heap: best score,
-        leftmost on ties.  Not for UNUSED pieces to resplit (their halves
-        depend on the heap's queue order) nor NaN scores (which order
-        differently in the heap)."""
-        cdef Py_ssize_t i, n = self.t.n_pieces
-        cdef bint any_nan = False
-        for i in range(n):
-            if self.scores[i] != self.scores[i]:
-                any_nan = True
-                break
-        if self.vocab.marked:
-            self.vocab = spm_vocab_new(<int32_t>n, self.t.arena, self.t.offsets)
-            if self.vocab == NULL:
-                self.vocab = self.table.vocab
-                raise MemoryError("cannot allocate the vocabulary table")
-            self.own_vocab = True
-            self.t.vocab = self.vocab
-        spm_vocab_mark(self.vocab, &self.scores[0], &selected[0])
-        self.t.small_merges = not self.t.any_resplit and not any_nan
+    cdef int ready_tables(self) except -1:
+        """Builds the symbols and, for sentencepiece's and llama.cpp's merges,
+        the pair table from the scores, when the first call needs them (a
+        tokenizer.json's core sets its rules first: set_ranked_merges)."""
+        if self.tables_ready:
+            return 0
+        fill_symbols(&self.t, self.buildable)
+        self.t.pairs = score_pairs(&self.t, self.buildable, self.scores)
+        self.tables_ready = True
         return 0
 
     cdef int make_id_objects(self) except -1:
@@ -229,60 +183,36 @@ cdef class SpmCore:
     cdef list id_list(self, const int32_t *ids, size_t n):
         """A list of the ids as Python ints.  Each id's int object is made
         once and shared (allocating a fresh int per token is most of the
-        cost of returning a list); the GIL is held.  A long list's items
-        are new memory, faulted in by one call (spm_prefault_write), not a
-        fault per 512 ids: a 40 MB document's list is 20,000 pages."""
+        cost of returning a list); the GIL is held."""
         cdef list out
+        cdef size_t i
+        cdef PyObject *item
+        cdef PyObject **objects
         if self.id_objects == NULL:
             self.make_id_objects()
+        objects = self.id_objects
         out = PyList_New(n)
-        spm_prefault_write((<PyListObject *>out).ob_item, n * sizeof(PyObject *), n * sizeof(PyObject *))
-        put_ids(self.id_objects, (<PyListObject *>out).ob_item, ids, n)
-        # A list of ints cannot be part of a reference cycle, so the cyclic
-        # GC need not visit it (msgspec untracks its decoded containers of
-        # atoms the same way): per-line encoding makes thousands of these
-        # lists, and traversing them was a fifth of the time.  Lists the
-        # caller later fills with containers are only at risk of an
-        # uncollected cycle, never of a wrong free.
-        PyObject_GC_UnTrack(<void *>out)
+        for i in range(n):
+            item = objects[ids[i]]
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(out, i, <object>item)
         return out
-
-    cdef int append_ids(self, list out, const int32_t *ids, size_t n) except -1:
-        """Appends n ids to `out`, a list no other code sees yet, growing
-        its items in place."""
-        cdef Py_ssize_t size = len(out)
-        cdef Py_ssize_t need = size + <Py_ssize_t>n
-        if need > (<PyListObject *>out).allocated:
-            # (At least doubled: a large one is moved by the allocator's
-            # mremap, not copied.)
-            list_room(out, max(need, 2 * (<PyListObject *>out).allocated))
-        spm_prefault_write((<PyListObject *>out).ob_item + size, n * sizeof(PyObject *),
-                           <size_t>(<PyListObject *>out).allocated * sizeof(PyObject *))  # (as id_list)
-        put_ids(self.id_objects, (<PyListObject *>out).ob_item + size, ids, n)
-        Py_SET_SIZE(out, need)
-        return 0
 
     cdef list encode_long(self, str text, bint prefix):
         """encode_text of a long segment (by_str_blocks), read block by block
         from the str as CPython stores it (encode_str_block).  No UTF-8 copy
         of the text is made: CPython keeps the one PyUnicode_AsUTF8AndSize
-        makes on the str for its lifetime (a 40 MB document held 40 MB more
-        once encoded).  Nor, for a very long text, an ids buffer as long
-        as the text: past _LONG_IDS ids they go into the list as the blocks
-        give them.  None when the text holds
-        a surrogate (the caller raises the planned path's error)."""
+        makes on the str for its lifetime.  None when the text holds a
+        surrogate (the caller raises the planned path's error)."""
         cdef int kind = PyUnicode_KIND(text)
         cdef const void *data = PyUnicode_DATA(text)
         cdef bint ascii = PyUnicode_IS_ASCII(text)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), start = 0, end
         cdef bint too_long = n > self.t.max_segment
         cdef int rc
-        cdef list out = None
         cdef Workspace *w
         if not too_long and 4 * n > self.t.max_segment:
             too_long = spm_ucs_utf8_size(kind, data, <size_t>n) > <size_t>self.t.max_segment
-        if self.id_objects == NULL:
-            self.make_id_objects()
         w = self.acquire()
         try:
             if too_long:
@@ -295,28 +225,11 @@ cdef class SpmCore:
                 if rc == ERR_SURROGATE:
                     return None
                 check_rc(rc, &self.t, w, text)
-                if w.ids_len >= _LONG_IDS:
-                    # A very long text's ids go into the list as they come,
-                    # instead of an ids buffer as long as the text (new
-                    # pages for all of it: a tenth of a 40 MB document's
-                    # time).  (About a token per four characters at first.)
-                    if out is None:
-                        out = PyList_New(0)
-                        list_room(out, n // 4 + 64)
-                    self.append_ids(out, w.ids, w.ids_len)
-                    w.ids_len = 0
                 self.sweep_between_blocks(w)
                 start = end
-            if out is None:
-                out = self.id_list(w.ids, w.ids_len)
-                return out
-            self.append_ids(out, w.ids, w.ids_len)
+            return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
-        # (The room left over is given back.)
-        list_room(out, len(out))
-        PyObject_GC_UnTrack(<void *>out)
-        return out
 
     def __dealloc__(self):
         cdef int32_t i
@@ -325,12 +238,11 @@ cdef class SpmCore:
                 Py_XDECREF(self.id_objects[i])
             free(self.id_objects)
             self.id_objects = NULL
-        # The hash table belongs to self.table, which frees it, unless this
-        # core had to copy it.
-        if self.own_vocab and self.vocab != NULL:
-            spm_vocab_free(self.vocab)
+        # (The vocabulary's hash table belongs to self.table, which frees it.)
         self.vocab = NULL
         self.t.vocab = NULL
+        spm_chars_free(self.t.chars)
+        self.t.chars = NULL
         if self.t.pairs != NULL:
             spm_pairs_free(self.t.pairs)
             self.t.pairs = NULL
@@ -382,6 +294,8 @@ cdef class SpmCore:
         none is active, no thread reads the shared cache, so this is where
         it frees what growing retired and decides whether a full cache stays."""
         cdef Workspace *w
+        if not self.tables_ready:
+            self.ready_tables()
         if self.active == 0 and self.t.rules.chunked and not self.cache_off:
             if not self.cache_ready:
                 # (Without memory for it, chunks are merged every time.)
@@ -423,17 +337,15 @@ cdef class SpmCore:
             free(w.utf8)
             w.utf8 = NULL
             w.utf8_cap = 0
-        if w.text_cap > _KEEP_TEXT_BYTES:
-            free(w.text)
+        if w.scratch_cap > _KEEP_TEXT_BYTES:
+            free(w.scratch)
+            w.scratch = NULL
+            w.scratch_cap = 0
+        if w.symbols_cap > _KEEP_TEXT_BYTES // 8:
             free(w.symbols)
             spm_heap_free(&w.heap)
-            free(w.bounds)
-            w.text = NULL
-            w.text_cap = 0
             w.symbols = NULL
             w.symbols_cap = 0
-            w.bounds = NULL
-            w.bounds_cap = 0
         if w.ids_cap > _KEEP_IDS:
             free(w.ids)
             free(w.spans)
@@ -510,8 +422,16 @@ cdef class SpmCore:
 
     def set_escape_spaces(self, bint escape):
         """Whether segments have their spaces turned into "▁" (sentencepiece's
-        escape_whitespaces; text from its normalizer is already escaped)."""
+        escape_whitespaces; text from its normalizer is already escaped).
+        Not while a thread encodes with this core."""
+        if self.active:
+            raise RuntimeError("set_escape_spaces cannot run while this core is encoding")
         self.t.rules.escape_spaces = escape
+        if self.tables_ready:
+            set_space_symbol(&self.t)
+        if self.cache_ready:
+            spm_cache_clear(&self.cache)
+            self.full_lookups = 0
 
     # ------------------------------------------------------------ merge rules
 
@@ -540,6 +460,12 @@ cdef class SpmCore:
         self.t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
         if self.t.pairs == NULL:
             raise MemoryError("cannot allocate the merge rules")
+        self.t.ranked = True
+        fill_symbols(&self.t, None)
+        self.tables_ready = True
+        if self.cache_ready:
+            spm_cache_clear(&self.cache)
+            self.full_lookups = 0
         self.t.fuse_unknown = fuse_unknown
         self.t.ignore_merges = ignore_merges
         # Only merge results can cross a boundary, and only the ids in a
@@ -560,7 +486,7 @@ cdef class SpmCore:
         listed twice, which is the one that applies).  Read back from the C
         table, so that the tokenizer keeps no second copy of the merges
         (its pickle and fingerprint read them here)."""
-        if self.t.pairs == NULL:
+        if not self.t.ranked:
             return array("i"), array("i"), array("i")
         return rules_of_pairs(self.t.pairs)
 
@@ -589,8 +515,8 @@ cdef class SpmCore:
         try:
             if short_from_storage(text):
                 # Converted into the workspace, as a batch reads its strs
-                # (encoded line by line, a list of Russian lines held half
-                # as much again once every line had CPython's copy).
+                # (asked for its UTF-8, a str keeps the copy for its
+                # lifetime).
                 n = ws_utf8_of(w, PyUnicode_KIND(text), False, PyUnicode_DATA(text), 0,
                                <size_t>PyUnicode_GET_LENGTH(text), &src)
                 if n == ERR_SURROGATE:
@@ -603,7 +529,11 @@ cdef class SpmCore:
                 src = PyUnicode_AsUTF8AndSize(text, &n)
             if screen != NULL and scan_finds(screen, src, n, mask):
                 return None
-            rc = segment(&self.t, w, src, n, prefix)
+            if n > _NOGIL_BYTES:
+                with nogil:
+                    rc = encode_span(&self.t, w, src, n, prefix)
+            else:
+                rc = encode_span(&self.t, w, src, n, prefix)
             if rc != OK:
                 check_rc(rc, &self.t, w, text)
             return self.id_list(w.ids, w.ids_len)
@@ -720,7 +650,7 @@ cdef class SpmCore:
             return []
         cdef Workspace *w = self.acquire()
         try:
-            return find_split_points(&self.t, w, text, src, n, prefix, parts)
+            return find_split_points(&self.t, text, src, n, prefix, parts)
         finally:
             self.release(w)
 

@@ -9,60 +9,46 @@ cdef enum:
     ERR_SURROGATE = -4    # a str's code point UTF-8 cannot hold (encode_str_block)
     ERR_NOT_UTF8 = -5     # bytes that are not UTF-8 (encode_lines)
 
-# Entries of a workspace's PairMemo and character memo (powers of two).
+# The ids buffer has this many more slots than its ids: a cached chunk's
+# ids are copied four at a time whatever their number.
 cdef enum:
-    MEMO_SIZE = 4096
-    CHAR_MEMO_SIZE = 4096
-
-# The escaped text buffer has this much slack past its end, so lookups may
-# read 8 bytes at any position (spm_vocab_mergeable reads 8 at a time).
-cdef enum:
-    TEXT_SLACK = 8
+    IDS_SLACK = 8
 
 
-# A recent lookup of a short candidate piece (spm_vocab_mergeable), kept per
-# workspace: common pairs ("th", "▁t", ...) recur in every word, and the
-# vocabulary table is too large for the CPU's nearest caches.
-ctypedef struct PairMemo:
-    uint64_t head         # the candidate's bytes, zero padded (at most 8)
-    float score
-    int32_t id            # the mergeable piece, or -1: none
-    int32_t length        # 0: empty entry
-
-
-# sentencepiece's Symbol, in an array as a doubly linked list.
+# sentencepiece's Symbol, in an array as a doubly linked list: a character,
+# or the piece a merge made of several.
 ctypedef struct Symbol:
+    int32_t id        # a piece, a virtual character (>= n_pieces) or NO_SYMBOL
+    int32_t start     # its bytes in the span: [start, end) (the dummy prefix's "▁" has none)
+    int32_t end
     int32_t prev      # index of the previous live symbol, -1 at the start
-    int32_t next      # index of the next live symbol, -1 at the end
-    int32_t start     # byte offset in the escaped segment (ranked merges: its id)
-    int32_t n         # byte length; 0 once absorbed by its left neighbour
+    int32_t next      # index of the next live symbol, -1 at the end; -2 once absorbed
+    uint32_t gen      # changes whenever it grows (a queued pair with it on the right is then stale)
 
 
-# Scratch memory for one encoding thread: reused across segments so the merge
-# loop allocates only when a segment is larger than any seen before.
+# Scratch memory for one encoding thread: reused across spans so the merge
+# allocates only when a chunk is larger than any seen before.
 ctypedef struct Workspace:
     char pad_head[64]     # (no cache line shared with another thread's workspace)
-    char *text            # the escaped segment ("▁" for spaces, dummy prefix)
-    size_t text_cap
     Symbol *symbols
     size_t symbols_cap
     spm_heap heap
-    char *utf8            # a block of a long str as UTF-8 (encode_str_block)
+    char *utf8            # a str's characters as UTF-8 (ws_utf8_of)
     size_t utf8_cap
+    char *scratch         # a chunk with its spaces as "▁" (tokenizers' ignore_merges)
+    size_t scratch_cap
     int32_t *ids          # output ids
     size_t ids_len
     size_t ids_cap
-    int32_t *spans        # with want_spans: [start, end) in `text` of each id
+    int32_t *spans        # with want_spans: [start, end) in the span of each id
     size_t spans_cap
     bint want_spans
-    int32_t *bounds       # chunk boundaries of the current segment
-    size_t bounds_cap
-    int32_t ready_bounds  # how many escape found (all of them), or -1: find_bounds must
-    int64_t bad_start     # where an unencodable character sits in `text`
-    int64_t bad_len
-    # Resplitting (sentencepiece's rev_merge): for a SPM_FLAG_RESPLIT piece
-    # id, the byte length of the left half of the last pair queued to build it.
-    int32_t *split_left   # one slot per piece id, 0 = none; allocated on first use
+    char bad[4]           # the character that could not be encoded (ERR_UNENCODABLE)
+    int32_t bad_len
+    # Resplitting (sentencepiece's rev_merge): for a SPM_FLAG_RESPLIT piece,
+    # the symbols of the last pair queued to build it (left + 1; 0 = none).
+    int32_t *split_left   # one slot per piece id, allocated on first use
+    int32_t *split_right
     int32_t *split_touched
     size_t split_touched_len
     size_t split_touched_cap
@@ -71,12 +57,10 @@ ctypedef struct Workspace:
     # of a splitmix64 generator.
     double alpha
     uint64_t rng
-    PairMemo *memo        # MEMO_SIZE entries, allocated on first use
-    # Recent single characters looked up (emit_piece): CHAR_MEMO_SIZE
-    # entries of (character's bytes << 32 | its id, or -1), 0 = empty;
-    # allocated on first use.  Text without spaces is mostly one-character
-    # chunks, each a lookup in a table too large for the nearest caches.
-    uint64_t *char_ids
+    int32_t *bounds       # with want_bounds: where each chunk encoded ends (spmbpe._testing)
+    size_t bounds_len
+    size_t bounds_cap
+    bint want_bounds
     spm_cache_writer cache_writer  # this thread's side of inserting into the shared cache
     uint64_t cache_lookups         # chunks looked up in the cache since the workspace was acquired
     bint cache_was_full            # the cache was full when it was acquired (the lookups count)
