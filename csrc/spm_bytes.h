@@ -102,6 +102,45 @@ static inline uint64_t spm_bytes_before(uint64_t flags, int k) {
 #endif
 }
 
+/* The index of the lowest set bit of x, or -1 when x is 0. */
+static inline int spm_lowest_bit(uint64_t x) {
+    if (x == 0) return -1;
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    while (!((x >> k) & 1)) k++;
+    return k;
+#endif
+}
+
+/* The index of the highest set bit of x, or -1 when x is 0. */
+static inline int spm_highest_bit(uint64_t x) {
+    if (x == 0) return -1;
+#if defined(__GNUC__) || defined(__clang__)
+    return 63 - __builtin_clzll(x);
+#else
+    int k = 63;
+    while (!((x >> k) & 1)) k--;
+    return k;
+#endif
+}
+
+/* The least of keys[i] for each bit i set in `mask` (not 0): the pairs
+ * that merge, among a chunk's few symbols (a loop over the set bits only,
+ * which the compiler leaves scalar: the keys were just stored, and a
+ * vector load of them would wait for those stores). */
+static inline int32_t spm_least_in(const int32_t *keys, uint32_t mask) {
+    int32_t least = keys[spm_lowest_bit(mask)];
+    mask &= mask - 1;
+    while (mask) {
+        int32_t k = keys[spm_lowest_bit(mask)];
+        least = k < least ? k : least;
+        mask &= mask - 1;
+    }
+    return least;
+}
+
 /* The low `len` bytes (at most 8) of a word read by spm_load8 or spm_head8. */
 static inline uint64_t spm_low_bytes(uint64_t k, size_t len) {
 #if SPM_LITTLE_ENDIAN

@@ -57,7 +57,8 @@ extern "C" {
 #endif
 
 /* One cached chunk, in the data arena: this header, the key's bytes padded
- * to 4, then the ids.  A key is a chunk's text as it lies in the input,
+ * with zeros to 8 (so that a key compares a word at a time with the text's
+ * words, masked to its length), then the ids.  A key is a chunk's text as it lies in the input,
  * spaces as spaces: a chunk that starts with "▁" (a space, a "▁", or the
  * dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its bytes, so
  * that " word", "▁word" and a text's first "word" with the dummy prefix
@@ -133,28 +134,43 @@ typedef struct {
  * spm_load8) and its code (n | SPM_CACHE_LEAD when it leads with "▁").
  * Most chunks are one or two words, each multiplied on its own (the
  * products are independent), the code in the top bits. */
+static inline uint64_t spm_hash_mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* One word of a key longer than 16 bytes into its hash. */
+static inline uint64_t spm_hash_step(uint64_t h, uint64_t k) {
+    k *= 0x87C37B91114253D5ULL;
+    k ^= k >> 31;
+    return (h ^ k) * 0x4CF5AD432745937FULL;
+}
+
+/* spm_hash_text of a key of at most 16 bytes given as its two words, zero
+ * padded (b is 0 for a key of 8 bytes or fewer). */
+static inline uint64_t spm_hash_words(uint64_t a, uint64_t b, uint32_t code) {
+    uint64_t h = (a ^ ((uint64_t)code << 47)) * 0x87C37B91114253D5ULL;
+    h ^= b * 0x4CF5AD432745937FULL;
+    return spm_hash_mix(h);
+}
+
 static inline uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint32_t code) {
     uint64_t h;
     if (n <= 16) {
         uint64_t a = spm_low_bytes(spm_load8(s, 0, avail), n < 8 ? n : 8);
         uint64_t b = n > 8 ? spm_low_bytes(spm_load8(s, 8, avail), n - 8) : 0;
-        h = (a ^ ((uint64_t)code << 47)) * 0x87C37B91114253D5ULL;
-        h ^= b * 0x4CF5AD432745937FULL;
+        return spm_hash_words(a, b, code);
     } else {
         size_t p = 0;
         h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)code * 0xFF51AFD7ED558CCDULL);
         while (p < n) {
-            uint64_t k = spm_low_bytes(spm_load8(s, p, avail), n - p);
-            k *= 0x87C37B91114253D5ULL;
-            k ^= k >> 31;
-            h = (h ^ k) * 0x4CF5AD432745937FULL;
+            h = spm_hash_step(h, spm_low_bytes(spm_load8(s, p, avail), n - p));
             p += 8;
         }
     }
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 29;
-    return h;
+    return spm_hash_mix(h);
 }
 
 /* Fills k for the key s[0:n] (`lead`: it leads with "▁"). */
@@ -181,7 +197,7 @@ static inline size_t spm_cache_key_bytes(const spm_cache_entry *e) {
 }
 
 static inline const int32_t *spm_cache_ids(const spm_cache_entry *e) {
-    return (const int32_t *)(spm_cache_key(e) + ((spm_cache_key_bytes(e) + 3u) & ~(size_t)3u));
+    return (const int32_t *)(spm_cache_key(e) + ((spm_cache_key_bytes(e) + 7u) & ~(size_t)7u));
 }
 
 /* A slot word's low `offset_bits` bits: the mask of its entry's offset. */
@@ -291,17 +307,11 @@ static inline void spm_cache_quiesce(spm_cache *c) {
  * bounds. */
 static inline int spm_cache_entry_is(const spm_cache_entry *e, const spm_chunk_key *k) {
     const char *a = spm_cache_key(e);
-    size_t p = 0;
     if (e->key_len != k->code) return 0;
-    for (; p + 8 <= k->len; p += 8) {
+    for (size_t p = 0; p < k->len; p += 8) {
         uint64_t x;
         memcpy(&x, a + p, 8);
-        if (x != spm_load8(k->s, p, k->avail)) return 0;
-    }
-    if (p < k->len) {
-        uint64_t x;
-        memcpy(&x, a + p, 8);
-        if (spm_low_bytes(x, k->len - p) != spm_low_bytes(spm_load8(k->s, p, k->avail), k->len - p)) return 0;
+        if (x != spm_low_bytes(spm_load8(k->s, p, k->avail), k->len - p)) return 0;
     }
     return 1;
 }
@@ -363,6 +373,34 @@ static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v,
         if (word == 0) return NULL;
         if (spm_cache_word_holds(v->data, v->offset_bits, v->offset_mask, word, tag, k))
             return spm_cache_entry_in(v->data, v->offset_mask, word);
+        i = (i + 1) & v->mask;
+    }
+    return NULL;
+}
+
+/* The entry of a key given as its nw words (its bytes zero padded, as
+ * spm_hash_text reads them), of hash h, in the view's table, or NULL: the
+ * kernel's warm path, which has the words loaded. */
+static inline const spm_cache_entry *spm_cache_view_get_key(const spm_cache_view *v, const uint64_t *key,
+                                                            size_t nw, uint32_t code, uint64_t h) {
+    uint32_t tag = (uint32_t)(h >> 32) >> v->offset_bits;
+    uint32_t i = (uint32_t)h & v->mask;
+    for (uint32_t probes = 0; probes <= v->mask; probes++) {
+        uint32_t word = spm_load_acquire_u32(&v->slots[i]);
+        if (word == 0) return NULL;
+        if ((word >> v->offset_bits) == tag) {
+            const spm_cache_entry *e = spm_cache_entry_in(v->data, v->offset_mask, word);
+            if (e->key_len == code) {
+                const char *stored = spm_cache_key(e);
+                size_t j = 0;
+                for (; j < nw; j++) {
+                    uint64_t x;
+                    memcpy(&x, stored + 8 * j, 8);
+                    if (x != key[j]) break;
+                }
+                if (j == nw) return e;
+            }
+        }
         i = (i + 1) & v->mask;
     }
     return NULL;
@@ -444,7 +482,7 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_c
         t = spm_cache_grow(c, t);
         if (!t) return;
     }
-    size_t padded = (len + 3u) & ~(size_t)3u;
+    size_t padded = (len + 7u) & ~(size_t)7u;
     size_t size = sizeof(spm_cache_entry) + padded + n * sizeof(int32_t);
     if (wr->end - wr->at < size) {
         size_t block = size > SPM_CACHE_BLOCK ? size : SPM_CACHE_BLOCK;
@@ -464,9 +502,9 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_c
     e->ids_len = (uint16_t)n;
     for (size_t p = 0; p < len; p += 8) {
         /* (Whole words, as lookups read them: the last one's bytes past
-         * the key are zero, and land in the padding or the ids after.) */
+         * the key are zero, the padding.) */
         uint64_t x = spm_low_bytes(spm_load8(k->s, p, k->avail), len - p);
-        memcpy((char *)(e + 1) + p, &x, len - p < 8 ? len - p : 8);
+        memcpy((char *)(e + 1) + p, &x, 8);
     }
     spm_copy_small((char *)(e + 1) + padded, (const char *)ids, n * sizeof(int32_t));
     if (wr->end - wr->at >= sizeof(spm_cache_entry))
@@ -497,7 +535,7 @@ static inline void spm_cache_mark(const spm_cache_entry *e) {
 }
 
 static inline size_t spm_cache_entry_size(const spm_cache_entry *e) {
-    return sizeof(spm_cache_entry) + ((spm_cache_key_bytes(e) + 3u) & ~(size_t)3u) + e->ids_len * sizeof(int32_t);
+    return sizeof(spm_cache_entry) + ((spm_cache_key_bytes(e) + 7u) & ~(size_t)7u) + e->ids_len * sizeof(int32_t);
 }
 
 /* Keeps the entry at data + at (`size` bytes) if it was found since the last
@@ -556,6 +594,112 @@ static inline uint32_t spm_cache_sweep(spm_cache *c) {
     c->full = 0;
     c->generation++;  /* (the writers' blocks are gone) */
     return kept;
+}
+
+/* The warm path of the encode kernel (spmbpe/core/encode.pyx,
+ * encode_words): from s[i], while each chunk is ASCII, starts with its
+ * "▁" (a space; the first, the dummy prefix when `lead`), has a key of at
+ * most SPM_WORDS_KEY bytes after that "▁" and is in the cache, its ids are
+ * copied to out + *count.  Returns where the first other chunk starts (n
+ * when none), for the kernel to take its general way.  The bytes of
+ * s[0:n] are read only within it; `lookups` counts the chunks looked up.
+ * The key's words are read once, for the scan, the hash and the compare. */
+#define SPM_WORDS_KEY 32
+
+static inline size_t spm_cache_words(const spm_cache_view *v, const char *s, size_t n, size_t i, int lead,
+                                     int32_t *out, size_t *count, uint64_t *lookups) {
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, spaces = ones * 0x20;
+    size_t k = *count;
+    uint64_t found = 0;
+    while (i < n) {
+        size_t body = i + (lead ? 0 : 1), p, len, nw;
+        uint64_t key[SPM_WORDS_KEY / 8], h;
+        uint32_t code;
+        const spm_cache_entry *e;
+        if (!lead && s[i] != ' ') break;
+        /* Past the spaces that open it (indentation), to the next space;
+         * out at a byte of another character or a key too long. */
+        p = body;
+        if (p < n && s[p] == ' ') {
+            while (p + 8 <= n) {
+                uint64_t word, y;
+                memcpy(&word, s + p, 8);
+                y = word ^ spaces;
+                if (y != 0) {
+                    /* (The first byte that is not a space: y's lowest non-zero one.) */
+                    p += (size_t)spm_first_byte((((y & ~high) + ~high) | y) & high);
+                    break;
+                }
+                p += 8;
+            }
+            while (p < n && s[p] == ' ') p++;
+        }
+        for (;;) {
+            if (p + 8 <= n) {
+                uint64_t word, y, stops;
+                memcpy(&word, s + p, 8);
+                y = word ^ spaces;
+                stops = ((y - ones) & ~y & high) | (word & high);
+                if (!stops) {
+                    p += 8;
+                    if (p - body > SPM_WORDS_KEY) break;
+                    continue;
+                }
+                p += (size_t)spm_first_byte(stops);
+            } else {
+                while (p < n && s[p] != ' ' && (uint8_t)s[p] < 0x80) p++;
+            }
+            break;
+        }
+        len = p - body;
+        if ((p < n && s[p] != ' ') || len > SPM_WORDS_KEY) break;
+        code = (uint32_t)len | SPM_CACHE_LEAD;
+        if (len <= 16) {
+            if (body + 16 <= n) {
+                memcpy(&key[0], s + body, 8);
+                memcpy(&key[1], s + body + 8, 8);
+            } else {
+                key[0] = spm_load8(s, body, n);
+                key[1] = spm_load8(s, body + 8, n);
+            }
+            if (len <= 8) {
+                key[0] = spm_low_bytes(key[0], len);
+                key[1] = 0;
+                nw = 1;
+            } else {
+                key[1] = spm_low_bytes(key[1], len - 8);
+                nw = 2;
+            }
+            h = spm_hash_words(key[0], key[1], code);
+        } else {
+            nw = (len + 7) / 8;
+            h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)code * 0xFF51AFD7ED558CCDULL);
+            for (size_t j = 0; j < nw; j++) {
+                key[j] = spm_low_bytes(spm_load8(s, body + 8 * j, n), len - 8 * j);
+                h = spm_hash_step(h, key[j]);
+            }
+            h = spm_hash_mix(h);
+        }
+        found++;
+        e = spm_cache_view_get_key(v, key, nw, code, h);
+        if (e == NULL) break;
+        spm_cache_mark(e);
+        {
+            const int32_t *ids = spm_cache_ids(e);
+            uint32_t m = e->ids_len;
+            if (m <= 4) {
+                memcpy(out + k, ids, 4 * sizeof(int32_t));
+            } else {
+                for (uint32_t j = 0; j < m; j++) out[k + j] = ids[j];
+            }
+            k += m;
+        }
+        lead = 0;
+        i = p;
+    }
+    *count = k;
+    *lookups += found;
+    return i;
 }
 
 #ifdef __cplusplus

@@ -31,7 +31,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF, Py_XINCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from spmbpe._csrc cimport (
@@ -67,6 +67,8 @@ from spmbpe._csrc cimport (
     spm_cache_view_prefetch,
     spm_chunk_key,
     spm_cache_key_of,
+    spm_hash_words,
+    spm_cache_words,
     SPM_CACHE_LEAD,
     spm_bigram,
     spm_bigram_key,
@@ -80,9 +82,13 @@ from spmbpe._csrc cimport (
     spm_low_bytes,
     spm_bytes_eq,
     spm_first_byte,
+    lowest_bit,
+    spm_least_in,
+    highest_bit,
     spm_bytes_before,
     spm_pairs_new_ranked,
-    spm_pair_slot,
+    spm_pairs_rank,
+    spm_pairs_slot,
     SPM_CACHE_MAX_DATA,
     SPM_CACHE_BLOCK,
     SPM_CACHE_MAX_SLOTS,
@@ -105,9 +111,6 @@ from spmbpe._csrc cimport (
     spm_ucs_to_utf8,
     spm_ucs_utf8_size,
     spm_ucs_space_after_ascii,
-    SPM_PAIRS_EMPTY,
-    spm_pair_slot,
-    spm_pairs_find,
     spm_pairs_free,
     spm_pairs_new,
     spm_heap_free,

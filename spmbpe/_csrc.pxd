@@ -28,6 +28,9 @@ cdef extern from "spm_bytes.h" nogil:
     uint64_t spm_low_bytes(uint64_t k, size_t length)
     uint64_t spm_bytes_eq(uint64_t word, uint8_t c)
     int spm_first_byte(uint64_t flags)
+    int32_t spm_least_in(const int32_t *keys, uint32_t mask)
+    int lowest_bit "spm_lowest_bit"(uint64_t x)
+    int highest_bit "spm_highest_bit"(uint64_t x)
     uint64_t spm_bytes_before(uint64_t flags, int k)
 
 
@@ -87,24 +90,18 @@ cdef extern from "spm_heap.h" nogil:
 
 
 cdef extern from "spm_pairs.h" nogil:
-    ctypedef struct spm_pair_slot:
-        uint64_t key
-        int32_t rank
-        int32_t merged
-
     ctypedef struct spm_pairs:
-        spm_pair_slot *slots
         uint64_t mask
         size_t count
-
-    uint64_t SPM_PAIRS_EMPTY
 
     spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
                              const int32_t *merged)
     spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right,
                                     const int32_t *merged, const int32_t *rank)
     void spm_pairs_free(spm_pairs *p)
-    const spm_pair_slot *spm_pairs_find(const spm_pairs *p, int32_t left, int32_t right)
+    int32_t spm_pairs_rank(const spm_pairs *p, int32_t left, int32_t right, int32_t *merged)
+    int spm_pairs_slot(const spm_pairs *p, uint64_t i, int32_t *left, int32_t *right, int32_t *merged,
+                       int32_t *rank)
 
 
 cdef extern from "spm_cache.h" nogil:
@@ -137,6 +134,9 @@ cdef extern from "spm_cache.h" nogil:
         uint64_t h
 
     uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint32_t code)
+    uint64_t spm_hash_words(uint64_t a, uint64_t b, uint32_t code)
+    size_t spm_cache_words(const spm_cache_view *v, const char *s, size_t n, size_t i, int lead, int32_t *out,
+                           size_t *count, uint64_t *lookups)
     void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead)
     int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap)
     void spm_cache_free(spm_cache *c)

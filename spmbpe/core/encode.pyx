@@ -19,14 +19,15 @@
 #    a character that is no piece as its bytes (byte fallback) or the
 #    unknown id.
 
-cdef extern from *:
-    """
-    #define SPM_INT32_MAX_U ((uint32_t)0x7FFFFFFF)
-    """
-
-# Chunks of up to this many symbols merge by a linear scan (merge_small).
+# Chunks of up to this many symbols merge by a linear scan (merge_small),
+# when every rank is below SMALL_RANKS (the scan's numbers are a rank and a
+# place in 32 bits; NO_PAIR is after them all); NOT_SMALL, its answer for
+# a chunk of more (or of tokenizers' bytes), is none of the result codes.
 cdef enum:
     SMALL_SYMBOLS = 32
+    SMALL_RANKS = 1 << 26
+    NO_PAIR = 0x7FFFFFFF
+    NOT_SMALL = 1
 
 # A chunk of ASCII text longer than this is cut further where the finer
 # rules allow (fine_cuts), so that long runs without spaces (code, URLs)
@@ -39,8 +40,6 @@ cdef enum:
 cdef enum:
     SHORT_SPAN = 8
 
-# The pair of symbols at i has no merge.
-cdef int32_t NO_RANK = INT32_MAX
 
 
 # ---------------------------------------------------------------- output
@@ -59,16 +58,8 @@ cdef inline int put_id(Workspace *w, int32_t token_id, int32_t start, int32_t en
 
 cdef inline void put_cached(Workspace *w, const int32_t *ids, size_t n) noexcept nogil:
     """put_id for each of a cached chunk's ids (spans are never wanted with
-    the cache).  Four ids whatever their number when they are few: the ids
-    buffer and the cache's arena have room past their ends, and a copy
-    loop's branches followed each chunk's count."""
-    cdef int32_t *out = w.ids + w.ids_len
-    cdef size_t k
-    if n <= 4:
-        memcpy(out, ids, 4 * sizeof(int32_t))
-    else:
-        for k in range(n):
-            out[k] = ids[k]
+    the cache)."""
+    copy_ids(w.ids + w.ids_len, ids, n)
     w.ids_len += n
 
 
@@ -290,8 +281,8 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
     if t.cache != NULL and not w.want_spans:
         spm_cache_view_of(t.cache, &view)
         seen = &view
-    if n == 0:
-        return encode_chunk(t, w, src, 0, 0, 0, True, seen)
+        if t.rules.escape_spaces and t.rules.n_violations == 0 and not w.want_bounds:
+            return encode_words(t, w, src, n, prefix, &view)
     while i < n:
         end = chunk_end(t, src, i, n, prefix, &wide, &body)
         if t.rules.cut_chars and (wide or end - body > FINE_BYTES):
@@ -303,6 +294,75 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
         lead = False
         i = end
     return OK
+
+
+cdef inline Py_ssize_t ascii_word_end(const char *s, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+    """Where the ASCII text from s[p] reaches a space (or the end), or -1
+    when a byte of another character comes first.  Eight bytes a step."""
+    cdef uint64_t word, stops
+    while p + 8 <= n:
+        memcpy(&word, s + p, 8)
+        stops = spm_bytes_eq(word, 0x20) | (word & <uint64_t>0x8080808080808080)
+        if stops:
+            p += spm_first_byte(stops)
+            return p if s[p] == c' ' else -1
+        p += 8
+    while p < n:
+        if s[p] == c' ':
+            return p
+        if <uint8_t>s[p] >= 0x80:
+            return -1
+        p += 1
+    return n
+
+
+cdef int encode_words(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t n, bint prefix,
+                      const spm_cache_view *view) noexcept nogil:
+    """encode_span's chunk loop where spaces are escaped, no piece holds
+    "x▁" and the cache is on: chunks of ASCII that start with their "▁"
+    and are in the cache -- most chunks of most text -- are looked up by
+    spm_cache_words (csrc/spm_cache.h), the warm path in a few
+    instructions a byte; each other chunk where it stops (a first
+    sighting, other characters, a long run without spaces, the first of a
+    span without the dummy prefix) takes the general way here."""
+    cdef Py_ssize_t i = 0, body, general, end, p
+    cdef bint lead = prefix, wide
+    cdef uint64_t lookups = 0
+    cdef size_t count
+    cdef int rc = OK
+    if ws_ids_room(w, <size_t>(3 * n + 3)) != OK:
+        return ERR_NOMEM
+    while True:
+        count = w.ids_len
+        i = <Py_ssize_t>spm_cache_words(view, s, <size_t>n, <size_t>i, lead, w.ids, &count, &lookups)
+        w.ids_len = count
+        if i >= n:
+            break
+        if i > 0:
+            lead = False
+        general = chunk_end(t, s, i, n, prefix, &wide, &body)
+        if t.rules.cut_chars and (wide or general - body > FINE_BYTES):
+            rc = fine_chunks(t, w, s, i, general, n, lead, view)
+        else:
+            rc = encode_chunk(t, w, s, i, general, n, lead, view)
+        if rc != OK:
+            break
+        lead = False
+        i = general
+    w.cache_lookups += lookups
+    return rc
+
+
+cdef inline void copy_ids(int32_t *out, const int32_t *ids, size_t n) noexcept nogil:
+    """A cached chunk's ids to the output: four whatever their number when
+    they are few (the ids buffer and the cache's arena have room past their
+    ends; a copy loop's branches followed each chunk's count)."""
+    cdef size_t k
+    if n <= 4:
+        memcpy(out, ids, 4 * sizeof(int32_t))
+    else:
+        for k in range(n):
+            out[k] = ids[k]
 
 
 cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
@@ -351,83 +411,102 @@ cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize
 
 # ---------------------------------------------------------------- symbols
 
-cdef inline void add_symbol(Symbol *sym, int32_t k, int32_t token_id, Py_ssize_t start,
-                            Py_ssize_t end) noexcept nogil:
-    sym[k].id = token_id
-    sym[k].start = <int32_t>start
-    sym[k].end = <int32_t>end
-    sym[k].prev = k - 1
-    sym[k].next = k + 1
-    sym[k].gen = <uint32_t>k
-
-
-cdef int32_t symbols_of(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
-                        Py_ssize_t n, bint virtual_lead) noexcept nogil:
-    """The symbols of s[a:b] into w.symbols, linked in order (the dummy
-    prefix's "▁" first when `virtual_lead`); returns their number, or
-    ERR_NOMEM.  sentencepiece's and llama.cpp's: each character, its
+cdef int32_t symbols_into(const CoreTables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ssize_t n,
+                          bint virtual_lead, int32_t *ids, int32_t *starts, int32_t *ends, uint8_t *chars,
+                          int32_t cap) noexcept nogil:
+    """The symbols of s[a:b] (the dummy prefix's "▁" first when
+    `virtual_lead`) into the arrays: their ids, spans and rows of
+    t.ascii_pairs; returns their number, or -1 when there would be more
+    than `cap`.  sentencepiece's and llama.cpp's: each character, its
     piece's id or a virtual id or NO_SYMBOL.  tokenizers' (t.ranked): each
     character's piece, else its bytes' pieces (byte fallback), else the
     unknown id (fused with the one before, with fuse_unk), else nothing
     (tokenizers drops it)."""
-    cdef Symbol *sym
     cdef int32_t k = 0, token_id
     cdef Py_ssize_t i = a, length, j, unk_start = -1, unk_end = 0
     cdef const char *spelled
-    cdef uint8_t u
-    if ws_symbols_room(w, <size_t>(3 * (b - a) + 2)) != OK:
-        return ERR_NOMEM
-    sym = w.symbols
-    if virtual_lead:
-        if not t.ranked or t.marker_sym >= 0:
-            add_symbol(sym, 0, t.marker_sym, a, a)
+    cdef uint8_t u, row
+    if not t.ranked:
+        if b - a + virtual_lead > cap:
+            return -1
+        if virtual_lead:
+            ids[0] = t.marker_sym
+            starts[0] = ends[0] = <int32_t>a
+            chars[0] = MARKER_CHAR
             k = 1
+        while i < b:
+            u = <uint8_t>s[i]
+            starts[k] = <int32_t>i
+            if u < 0x80:
+                ids[k] = t.ascii_sym[u]
+                chars[k] = t.ascii_char[u]
+                i += 1
+            else:
+                length = char_len(s, i, b)
+                ids[k] = char_symbol(t, s, i, length, n)
+                chars[k] = MARKER_CHAR if length == 3 and marker_at(t, s, i, n) else NO_CHAR
+                i += length
+            ends[k] = <int32_t>i
+            k += 1
+        return k
+    if virtual_lead:
+        if t.marker_sym >= 0:
+            k = put_symbol_at(ids, starts, ends, chars, k, cap, t.marker_sym, a, a, MARKER_CHAR)
         elif t.byte_fallback:
             for j in range(3):
-                add_symbol(sym, k, t.byte_ids[<uint8_t>MARKER[j]], a, a)
-                k += 1
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, t.byte_ids[<uint8_t>MARKER[j]], a, a, NO_CHAR)
         elif t.unk_id >= 0:
             unk_start = a
             unk_end = a
-    while i < b:
+    while i < b and k >= 0:
         u = <uint8_t>s[i]
         if u < 0x80:
             length = 1
             token_id = t.ascii_sym[u]
+            row = t.ascii_char[u]
         else:
             length = char_len(s, i, b)
             token_id = char_symbol(t, s, i, length, n)
-        if not t.ranked or token_id >= 0:
+            row = MARKER_CHAR if length == 3 and marker_at(t, s, i, n) else NO_CHAR
+        if token_id >= 0 or (not t.byte_fallback and t.unk_id < 0):
             if unk_start >= 0:
-                add_symbol(sym, k, t.unk_id, unk_start, unk_end)
-                k += 1
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, t.unk_id, unk_start, unk_end, NO_CHAR)
                 unk_start = -1
-            add_symbol(sym, k, token_id, i, i + length)
-            k += 1
+            if token_id >= 0:
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, token_id, i, i + length, row)
+            # (else tokenizers drops the character.)
         elif t.byte_fallback:
             if unk_start >= 0:
-                add_symbol(sym, k, t.unk_id, unk_start, unk_end)
-                k += 1
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, t.unk_id, unk_start, unk_end, NO_CHAR)
                 unk_start = -1
             spelled = MARKER if (u == 0x20 and t.rules.escape_spaces) else s + i
             for j in range(3 if spelled == MARKER else length):
-                add_symbol(sym, k, t.byte_ids[<uint8_t>spelled[j]], i, i + length)
-                k += 1
-        elif t.unk_id >= 0:
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, t.byte_ids[<uint8_t>spelled[j]], i, i + length,
+                                  NO_CHAR)
+        else:
             if unk_start >= 0 and not t.fuse_unknown:
-                add_symbol(sym, k, t.unk_id, unk_start, unk_end)
-                k += 1
+                k = put_symbol_at(ids, starts, ends, chars, k, cap, t.unk_id, unk_start, unk_end, NO_CHAR)
                 unk_start = -1
             if unk_start < 0:
                 unk_start = i
             unk_end = i + length
         i += length
     if unk_start >= 0:
-        add_symbol(sym, k, t.unk_id, unk_start, unk_end)
-        k += 1
-    if k:
-        sym[k - 1].next = -1
+        k = put_symbol_at(ids, starts, ends, chars, k, cap, t.unk_id, unk_start, unk_end, NO_CHAR)
     return k
+
+
+cdef inline int32_t put_symbol_at(int32_t *ids, int32_t *starts, int32_t *ends, uint8_t *chars, int32_t k,
+                                  int32_t cap, int32_t token_id, Py_ssize_t start, Py_ssize_t end,
+                                  uint8_t row) noexcept nogil:
+    """Sets symbol k, returning k + 1, or -1 when k is -1 or cap."""
+    if k < 0 or k >= cap:
+        return -1
+    ids[k] = token_id
+    starts[k] = <int32_t>start
+    ends[k] = <int32_t>end
+    chars[k] = row
+    return k + 1
 
 
 # ---------------------------------------------------------------- merging
@@ -478,93 +557,168 @@ cdef int32_t whole_piece(const CoreTables *t, Workspace *w, const char *s, Py_ss
 
 cdef int merge_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
                      Py_ssize_t n, bint virtual_lead) noexcept nogil:
-    """Merges the chunk s[a:b] and appends its ids."""
+    """Merges the chunk s[a:b] and appends its ids: a few symbols in arrays
+    of its own (merge_small), more over the workspace's and the heap."""
     cdef int32_t count
     cdef int rc
+    if t.small_merges and w.alpha <= 0.0:
+        rc = merge_small(t, w, s, a, b, n, virtual_lead)
+        if rc != NOT_SMALL:
+            return rc
     while w.split_touched_len:
         # (The pairs an earlier chunk queued are not this one's.)
         w.split_touched_len -= 1
         w.split_left[w.split_touched[w.split_touched_len]] = 0
-    count = symbols_of(t, w, s, a, b, n, virtual_lead)
+    if ws_symbols_room(w, <size_t>(3 * (b - a) + 3)) != OK:
+        return ERR_NOMEM
+    count = symbols_into(t, s, a, b, n, virtual_lead, w.sym_id, w.sym_start, w.sym_end, w.sym_char,
+                         <int32_t>w.symbols_cap)
     if count <= 0:
         return count
-    if count >= 2:
-        if t.small_merges and count <= SMALL_SYMBOLS and w.alpha <= 0.0:
-            merge_small(t, w.symbols, count)
-        else:
-            rc = merge_heap(t, w, count)
-            if rc != OK:
-                return rc
+    rc = merge_heap(t, w, count)
+    if rc != OK:
+        return rc
     return put_symbols(t, w, s, n, virtual_lead)
 
 
-cdef inline int32_t pair_rank(const CoreTables *t, const Symbol *sym, int32_t left,
-                              int32_t *merged) noexcept nogil:
-    """The rank of the merge of symbol `left` with the next one (its piece
-    in merged[0]), or NO_RANK."""
-    cdef int32_t right = sym[left].next
-    cdef const spm_pair_slot *slot
-    if right < 0 or sym[left].id < 0 or sym[right].id < 0:
+cdef inline int32_t pair_rank(const CoreTables *t, int32_t left, uint8_t left_row, int32_t right,
+                              uint8_t right_row, int32_t *merged) noexcept nogil:
+    """The rank of the merge of the symbols `left` and `right` (its piece in
+    merged[0]), or NO_RANK.  Two characters of ASCII (or "▁") are looked
+    up in the table of their pairs by their rows, any other two in the pair
+    table."""
+    cdef const spm_ascii_pair *direct
+    cdef int32_t rank
+    if left_row != NO_CHAR and right_row != NO_CHAR:
+        direct = &t.ascii_pairs[left_row * ASCII_CHARS + right_row]
+        merged[0] = direct.merged
+        return direct.rank
+    if left < 0 or right < 0:
         return NO_RANK
-    slot = spm_pairs_find(t.pairs, sym[left].id, sym[right].id)
-    if slot == NULL:
-        return NO_RANK
-    merged[0] = slot.merged
-    return slot.rank
+    rank = spm_pairs_rank(t.pairs, left, right, merged)
+    return rank if rank >= 0 else NO_RANK
 
 
-cdef inline void absorb_next(Symbol *sym, int32_t left, int32_t merged, uint32_t gen) noexcept nogil:
-    """Symbol `left` takes in the next one and becomes the piece `merged`."""
-    cdef int32_t right = sym[left].next
-    cdef int32_t after = sym[right].next
-    sym[left].id = merged
-    sym[left].end = sym[right].end
-    sym[left].gen = gen
-    sym[left].next = after
-    if after >= 0:
-        sym[after].prev = left
-    sym[right].next = -2
+cdef inline int32_t pair_key(int32_t rank, int32_t left) noexcept nogil:
+    """A pair's place in merge_small's order: its rank, then its left
+    symbol (the leftmost first on equal ranks), as one number (ranks below
+    SMALL_RANKS; NO_PAIR after every pair)."""
+    return NO_PAIR if rank >= SMALL_RANKS else (rank << 5) | left
 
 
-cdef void merge_small(const CoreTables *t, Symbol *sym, int32_t count) noexcept nogil:
-    """The merges of merge_heap for a few symbols: the lowest rank found by
-    a scan from the left (so ties go to the leftmost, as in the heap), the
-    pairs beside a merge looked up again.  The same merges: a pair the heap
-    holds is stale only once it is no longer adjacent."""
-    cdef int32_t rank[SMALL_SYMBOLS]
+cdef inline int32_t next_alive(uint32_t alive, int32_t i) noexcept nogil:
+    """The first symbol after i still in `alive`, or -1."""
+    return lowest_bit(alive & ~((<uint32_t>2 << i) - 1))
+
+
+cdef int merge_small(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
+                     Py_ssize_t n, bint virtual_lead) noexcept nogil:
+    """merge_heap's merges of a chunk of a few symbols (at most
+    SMALL_SYMBOLS; NOT_SMALL for more), in arrays on the stack: the first
+    pair in order (lowest rank, then leftmost, as in the heap) found as
+    the least of every pair's place, one number each; the symbol on the
+    right of a merge marked gone in a mask (its place kept, not moved), the
+    pairs beside the merge looked up again.  The same merges: a pair the
+    heap holds is stale only once it is no longer adjacent.  A symbol ends
+    where the next one left starts.  Then its ids are written out.
+    tokenizers' characters that are no piece (bytes, unknown, dropped)
+    take merge_heap's way (NOT_SMALL)."""
+    cdef int32_t ids[SMALL_SYMBOLS]
+    cdef int32_t starts[SMALL_SYMBOLS + 1]
+    cdef int32_t key[SMALL_SYMBOLS]
     cdef int32_t merged[SMALL_SYMBOLS]
-    cdef int32_t i, best, best_rank
-    cdef uint32_t gen = <uint32_t>count
-    for i in range(count):
-        rank[i] = pair_rank(t, sym, i, &merged[i])
-    while True:
-        best = -1
-        best_rank = NO_RANK
-        i = 0
-        while i >= 0:
-            if rank[i] < best_rank:
-                best = i
-                best_rank = rank[i]
-            i = sym[i].next
-        if best < 0:
-            return
-        absorb_next(sym, best, merged[best], gen)
-        gen += 1
-        i = sym[best].prev
-        if i >= 0:
-            rank[i] = pair_rank(t, sym, i, &merged[i])
-        rank[best] = pair_rank(t, sym, best, &merged[best])
+    cdef int32_t k = 0, sym, i, best, right, before, after, end
+    cdef uint8_t row, prev_row = NO_CHAR
+    cdef Py_ssize_t p = a, length
+    cdef uint8_t u
+    cdef uint32_t alive, merging
+    cdef bint prev_unknown = False
+    cdef int rc
+    # The symbols and the pairs between them: a character of ASCII (or
+    # "▁") after another by the table of their pairs, any other pair by
+    # the pair table.
+    if virtual_lead:
+        ids[0] = t.marker_sym
+        starts[0] = <int32_t>a
+        prev_row = MARKER_CHAR
+        k = 1
+    while p < b:
+        if k == SMALL_SYMBOLS:
+            return NOT_SMALL
+        u = <uint8_t>s[p]
+        if u < 0x80:
+            sym = t.ascii_sym[u]
+            row = t.ascii_char[u]
+            length = 1
+        else:
+            length = char_len(s, p, b)
+            sym = char_symbol(t, s, p, length, n)
+            row = MARKER_CHAR if length == 3 and marker_at(t, s, p, n) else NO_CHAR
+        if sym < 0 and t.ranked:
+            return NOT_SMALL
+        if k:
+            key[k - 1] = pair_key(pair_rank(t, ids[k - 1], prev_row, sym, row, &merged[k - 1]), k - 1)
+        ids[k] = sym
+        starts[k] = <int32_t>p
+        prev_row = row
+        k += 1
+        p += length
+    if k == 0:
+        return OK
+    starts[k] = <int32_t>b
+    alive = <uint32_t>((<uint64_t>1 << k) - 1)
+    # The symbols whose pair with the next one merges.
+    merging = 0
+    for i in range(k - 1):
+        if key[i] != NO_PAIR:
+            merging |= <uint32_t>1 << i
+    while merging:
+        best = spm_least_in(key, merging) & 31
+        # The symbol after `best` is absorbed; the pairs beside the merge change.
+        right = next_alive(alive, best)
+        ids[best] = merged[best]
+        alive &= ~(<uint32_t>1 << right)
+        merging &= ~(<uint32_t>1 << right)
+        after = next_alive(alive, best)
+        key[best] = NO_PAIR if after < 0 else \
+            pair_key(pair_rank(t, ids[best], NO_CHAR, ids[after], NO_CHAR, &merged[best]), best)
+        merging = merging & ~(<uint32_t>1 << best) | ((key[best] != NO_PAIR) << best)
+        if best > 0:
+            before = highest_bit(alive & ((<uint32_t>1 << best) - 1))
+            key[before] = pair_key(pair_rank(t, ids[before], NO_CHAR, ids[best], NO_CHAR, &merged[before]), before)
+            merging = merging & ~(<uint32_t>1 << before) | ((key[before] != NO_PAIR) << before)
+    # The ids, each spanning its symbol's bytes.
+    while alive:
+        i = lowest_bit(alive)
+        alive &= alive - 1
+        end = starts[lowest_bit(alive)] if alive else starts[k]
+        if 0 <= ids[i] < t.n_pieces:
+            put_id(w, ids[i], starts[i], end)
+            prev_unknown = False
+        else:
+            rc = put_symbol(t, w, s, n, ids[i], starts[i], end, virtual_lead and i == 0, &prev_unknown)
+            if rc != OK:
+                return rc
+    return OK
 
 
 cdef int merge_heap(const CoreTables *t, Workspace *w, int32_t count) noexcept nogil:
-    """sentencepiece's merge loop (bpe_model.cc) over w.symbols[0:count]:
-    every adjacent pair with a merge queued on the heap; the first popped
-    is merged unless stale (a side absorbed or grown since it was queued),
-    and the pairs it makes with its neighbours are queued.  O(n log n)."""
-    cdef Symbol *sym = w.symbols
+    """sentencepiece's merge loop (bpe_model.cc) over the symbols, linked in
+    order: every adjacent pair with a merge queued on the heap; the first
+    popped is merged unless stale (a side absorbed or grown since it was
+    queued), and the pairs it makes with its neighbours are queued.
+    O(n log n)."""
+    cdef int32_t *prev = w.sym_prev
+    cdef int32_t *nxt = w.sym_next
+    cdef uint32_t *gen = w.sym_gen
     cdef spm_bigram top
-    cdef int32_t left, right
-    cdef uint32_t gen = <uint32_t>count
+    cdef int32_t left, right, after, k
+    cdef uint32_t next_gen = <uint32_t>count
+    for k in range(count):
+        prev[k] = k - 1
+        nxt[k] = k + 1
+        gen[k] = <uint32_t>k
+    nxt[count - 1] = -1
     w.heap.len = 0
     if spm_heap_reserve(&w.heap, <size_t>count) != 0:
         return ERR_NOMEM
@@ -573,14 +727,23 @@ cdef int merge_heap(const CoreTables *t, Workspace *w, int32_t count) noexcept n
             return ERR_NOMEM
     while spm_heap_pop(&w.heap, &top) == 0:
         left = <int32_t>(top.key & <uint64_t>0xFFFFFFFF)
-        right = sym[left].next
-        if right < 0 or sym[right].gen != top.right_gen:
+        right = nxt[left]
+        if right < 0 or gen[right] != top.right_gen:
             continue
         if skip_merge(w):
             continue
-        absorb_next(sym, left, top.merged, gen)
-        gen += 1
-        if sym[left].prev >= 0 and queue_pair(t, w, sym[left].prev) != OK:
+        # Symbol `left` takes in the next one and becomes the piece.
+        after = nxt[right]
+        w.sym_id[left] = top.merged
+        w.sym_end[left] = w.sym_end[right]
+        w.sym_char[left] = NO_CHAR
+        gen[left] = next_gen
+        next_gen += 1
+        nxt[left] = after
+        if after >= 0:
+            prev[after] = left
+        nxt[right] = -2
+        if prev[left] >= 0 and queue_pair(t, w, prev[left]) != OK:
             return ERR_NOMEM
         if queue_pair(t, w, left) != OK:
             return ERR_NOMEM
@@ -589,20 +752,23 @@ cdef int merge_heap(const CoreTables *t, Workspace *w, int32_t count) noexcept n
 
 cdef int queue_pair(const CoreTables *t, Workspace *w, int32_t left) noexcept nogil:
     """Queues the merge of symbol `left` with the next one, if there is one."""
-    cdef Symbol *sym = w.symbols
+    cdef int32_t right = w.sym_next[left]
     cdef spm_bigram b
-    cdef int32_t rank = pair_rank(t, sym, left, &b.merged)
+    cdef int32_t rank
+    if right < 0:
+        return OK
+    rank = pair_rank(t, w.sym_id[left], w.sym_char[left], w.sym_id[right], w.sym_char[right], &b.merged)
     if rank == NO_RANK:
         return OK
     b.key = spm_bigram_key(rank, left)
-    b.right_gen = sym[sym[left].next].gen
+    b.right_gen = w.sym_gen[right]
     if spm_heap_push(&w.heap, b) != 0:
         return ERR_NOMEM
     if t.any_resplit and t.flags[b.merged] & SPM_FLAG_RESPLIT:
         # sentencepiece records the halves when it queues the pair (the
         # last queued pair for a piece wins), and splits an UNUSED piece
         # back into them on output.
-        return remember_split(t, w, b.merged, sym[left].id, sym[sym[left].next].id)
+        return remember_split(t, w, b.merged, w.sym_id[left], w.sym_id[right])
     return OK
 
 
@@ -629,17 +795,16 @@ cdef int remember_split(const CoreTables *t, Workspace *w, int32_t token_id, int
 
 cdef int put_symbols(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t n,
                      bint virtual_lead) noexcept nogil:
-    """Writes out the merged symbols in order."""
-    cdef const Symbol *sym = w.symbols
+    """Writes out the merged symbols in order (linked from the first)."""
     cdef int32_t i = 0
     cdef bint prev_unknown = False
     cdef int rc
     while i >= 0:
-        rc = put_symbol(t, w, s, n, sym[i].id, sym[i].start, sym[i].end, virtual_lead and i == 0,
+        rc = put_symbol(t, w, s, n, w.sym_id[i], w.sym_start[i], w.sym_end[i], virtual_lead and i == 0,
                         &prev_unknown)
         if rc != OK:
             return rc
-        i = sym[i].next
+        i = w.sym_next[i]
     return OK
 
 

@@ -6,11 +6,11 @@ cdef tuple rules_of_pairs(const spm_pairs *pairs):
     """The rules of a pair table as (left, right, merged) arrays ('i') in
     rank order: one rule per pair, the ranks closed up."""
     cdef uint64_t i, cap = pairs.mask + 1
-    cdef int32_t top = -1, r
+    cdef int32_t top = -1, r, a, b, m, rank
     cdef Py_ssize_t k = 0
     for i in range(cap):
-        if pairs.slots[i].key != SPM_PAIRS_EMPTY and pairs.slots[i].rank > top:
-            top = pairs.slots[i].rank
+        if spm_pairs_slot(pairs, i, &a, &b, &m, &rank) and rank > top:
+            top = rank
     # Each rank's slot (ranks are distinct: a rule's place in the list).
     cdef int64_t *slot_of = <int64_t *>malloc(<size_t>(top + 1) * sizeof(int64_t) + 1)
     if slot_of == NULL:
@@ -22,14 +22,14 @@ cdef tuple rules_of_pairs(const spm_pairs *pairs):
         for r in range(top + 1):
             slot_of[r] = -1
         for i in range(cap):
-            if pairs.slots[i].key != SPM_PAIRS_EMPTY:
-                slot_of[pairs.slots[i].rank] = <int64_t>i
+            if spm_pairs_slot(pairs, i, &a, &b, &m, &rank):
+                slot_of[rank] = <int64_t>i
         for r in range(top + 1):
             if slot_of[r] >= 0:
-                i = <uint64_t>slot_of[r]
-                left.data.as_ints[k] = <int32_t>(pairs.slots[i].key >> 32)
-                right.data.as_ints[k] = <int32_t>(pairs.slots[i].key & 0xFFFFFFFF)
-                merged.data.as_ints[k] = pairs.slots[i].merged
+                spm_pairs_slot(pairs, <uint64_t>slot_of[r], &a, &b, &m, &rank)
+                left.data.as_ints[k] = a
+                right.data.as_ints[k] = b
+                merged.data.as_ints[k] = m
                 k += 1
     finally:
         free(slot_of)
@@ -138,8 +138,9 @@ cdef class SpmCore:
         self.violators = derive_chunk_rules(&self.t, self.buildable)
         # Short chunks merge by linear scan (merge_small), which picks the
         # same pairs as the heap; not for UNUSED pieces to resplit (their
-        # halves depend on the heap's queue order).
-        self.t.small_merges = not self.t.any_resplit
+        # halves depend on the heap's queue order), nor ranks past its
+        # numbers (a score rank is below the vocabulary's size).
+        self.t.small_merges = not self.t.any_resplit and n < SMALL_RANKS
         if not self.t.any_resplit:
             # The flags are read only to resplit UNUSED pieces.
             self.flags = _NO_FLAGS
@@ -153,6 +154,7 @@ cdef class SpmCore:
             return 0
         fill_symbols(&self.t, self.buildable)
         self.t.pairs = score_pairs(&self.t, self.buildable, self.scores)
+        fill_ascii_pairs(&self.t)
         self.tables_ready = True
         return 0
 
@@ -243,6 +245,8 @@ cdef class SpmCore:
         self.t.vocab = NULL
         spm_chars_free(self.t.chars)
         self.t.chars = NULL
+        free(self.t.ascii_pairs)
+        self.t.ascii_pairs = NULL
         if self.t.pairs != NULL:
             spm_pairs_free(self.t.pairs)
             self.t.pairs = NULL
@@ -342,10 +346,8 @@ cdef class SpmCore:
             w.scratch = NULL
             w.scratch_cap = 0
         if w.symbols_cap > _KEEP_TEXT_BYTES // 8:
-            free(w.symbols)
+            ws_free_symbols(w)
             spm_heap_free(&w.heap)
-            w.symbols = NULL
-            w.symbols_cap = 0
         if w.ids_cap > _KEEP_IDS:
             free(w.ids)
             free(w.spans)
@@ -462,6 +464,7 @@ cdef class SpmCore:
             raise MemoryError("cannot allocate the merge rules")
         self.t.ranked = True
         fill_symbols(&self.t, None)
+        fill_ascii_pairs(&self.t)
         self.tables_ready = True
         if self.cache_ready:
             spm_cache_clear(&self.cache)

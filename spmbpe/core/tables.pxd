@@ -7,6 +7,24 @@
 cdef enum:
     NO_SYMBOL = -1
 
+# The rank of a pair of symbols that do not merge (after every other).
+cdef enum:
+    NO_RANK = 0x7FFFFFFF
+
+# The rows of CoreTables.ascii_pairs: the ASCII characters, then "▁"; a
+# symbol that is none of them has NO_CHAR.
+cdef enum:
+    MARKER_CHAR = 128
+    ASCII_CHARS = 129
+    NO_CHAR = 255
+
+
+# The merge of two symbols that are characters of ASCII or "▁": most of a
+# merge's first lookups in English and code, by index, not hashed.
+ctypedef struct spm_ascii_pair:
+    int32_t merged
+    int32_t rank
+
 
 # Where a span may be cut into chunks that merge to the ids of the whole
 # (derive_chunk_rules, core/tables.pyx; the invariant: docs/architecture.md).
@@ -37,10 +55,12 @@ ctypedef struct CoreTables:
     int32_t ascii_sym[128]        # ASCII bytes (the space: the marker's, when spaces are escaped)
     int32_t space_sym             # the space's own, when it is not escaped
     int32_t marker_sym            # "▁"
+    uint8_t ascii_char[128]       # an ASCII byte's row of ascii_pairs (the space: "▁"'s, when escaped)
     spm_chars *chars              # other characters (owned)
     # The merges: (left symbol, right symbol) -> (piece, rank); lower ranks
     # merge first, the leftmost on ties.
     spm_pairs *pairs              # (owned)
+    spm_ascii_pair *ascii_pairs   # [a * ASCII_CHARS + b]: the pair of rows a and b (owned)
     bint ranked                   # tokenizers' BPE: characters become pieces, bytes or the
                                   # unknown id before merging, and the rules are the file's
     spm_cache *cache              # chunk -> ids, shared by all threads, or NULL

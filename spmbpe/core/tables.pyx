@@ -96,27 +96,88 @@ cdef int fill_symbols(CoreTables *t, const uint8_t[::1] buildable) except -1:
 
 
 cdef int set_space_symbol(CoreTables *t) except -1:
-    """The space's symbol, as t.rules.escape_spaces says: "▁"'s, or its own."""
-    t.ascii_sym[0x20] = t.marker_sym if t.rules.escape_spaces else t.space_sym
+    """The space's symbol and row of t.ascii_pairs, as
+    t.rules.escape_spaces says: "▁"'s, or its own."""
+    cdef int c
+    for c in range(128):
+        t.ascii_char[c] = c
+    if t.rules.escape_spaces:
+        t.ascii_sym[0x20] = t.marker_sym
+        t.ascii_char[0x20] = MARKER_CHAR
+    else:
+        t.ascii_sym[0x20] = t.space_sym
     return 0
+
+
+cdef int fill_ascii_pairs(CoreTables *t) except -1:
+    """t.ascii_pairs from t.pairs: the merge of each pair of rows (ASCII
+    characters by their own symbols, then "▁"'s)."""
+    cdef int32_t a, c, left, right, rank, merged
+    cdef spm_ascii_pair *table = <spm_ascii_pair *>malloc(ASCII_CHARS * ASCII_CHARS * sizeof(spm_ascii_pair))
+    if table == NULL:
+        raise MemoryError("cannot allocate the pairs of ASCII characters")
+    for a in range(ASCII_CHARS):
+        left = row_symbol(t, a)
+        for c in range(ASCII_CHARS):
+            right = row_symbol(t, c)
+            merged = -1
+            rank = spm_pairs_rank(t.pairs, left, right, &merged) if left >= 0 and right >= 0 else -1
+            table[a * ASCII_CHARS + c].rank = rank if rank >= 0 else NO_RANK
+            table[a * ASCII_CHARS + c].merged = merged
+    free(t.ascii_pairs)
+    t.ascii_pairs = table
+    return 0
+
+
+cdef inline int32_t row_symbol(const CoreTables *t, int32_t row) noexcept:
+    """The symbol of a row of t.ascii_pairs."""
+    if row == MARKER_CHAR:
+        return t.marker_sym
+    return t.space_sym if row == 0x20 else t.ascii_sym[row]
 
 
 # ---------------------------------------------------------------- pairs
 
-cdef int32_t[::1] score_ranks(const float[::1] scores, const uint8_t[::1] buildable):
-    """Each buildable piece's rank: its place among the distinct scores,
-    the highest first (equal scores, equal ranks: the leftmost pair then
-    merges first, as sentencepiece's agenda orders them).  A NaN score
-    ranks after every other."""
-    cdef Py_ssize_t i, n = scores.shape[0]
-    cdef int32_t[::1] ranks = array("i", bytes(4 * n)) if n else array("i")
-    distinct = sorted({scores[i] for i in range(n) if buildable[i] and scores[i] == scores[i]}, reverse=True)
-    rank_of = {score: r for r, score in enumerate(distinct)}
-    cdef int32_t last = len(distinct)
+cdef extern from *:
+    """
+    /* A buildable piece's score and id, sorted for score_ranks: the highest
+     * score first, NaN last. */
+    typedef struct { float score; int32_t id; } spm_scored;
+    static int spm_by_score(const void *a, const void *b) {
+        float x = ((const spm_scored *)a)->score, y = ((const spm_scored *)b)->score;
+        int x_nan = x != x, y_nan = y != y;
+        if (x_nan || y_nan) return x_nan - y_nan;
+        return (x < y) - (x > y);
+    }
+    """
+    ctypedef struct spm_scored:
+        float score
+        int32_t id
+    int spm_by_score(const void *a, const void *b) noexcept nogil
+
+
+cdef int score_ranks(const float[::1] scores, const uint8_t[::1] buildable, int32_t *ranks) except -1:
+    """Each buildable piece's rank into ranks[]: its place among the
+    distinct scores, the highest first (equal scores, equal ranks: the
+    leftmost pair then merges first, as sentencepiece's agenda orders
+    them).  A NaN score ranks after every other."""
+    cdef Py_ssize_t i, k, n = scores.shape[0], m = 0
+    cdef int32_t rank = -1
+    cdef spm_scored *order = <spm_scored *>malloc(max(n, 1) * sizeof(spm_scored))
+    if order == NULL:
+        raise MemoryError("cannot allocate the ranks")
     for i in range(n):
         if buildable[i]:
-            ranks[i] = rank_of.get(scores[i], last)
-    return ranks
+            order[m].score = scores[i]
+            order[m].id = <int32_t>i
+            m += 1
+    qsort(order, <size_t>m, sizeof(spm_scored), spm_by_score)
+    for k in range(m):
+        if k == 0 or spm_by_score(&order[k - 1], &order[k]) != 0:
+            rank += 1
+        ranks[order[k].id] = rank
+    free(order)
+    return 0
 
 
 cdef spm_pairs *score_pairs(CoreTables *t, const uint8_t[::1] buildable, const float[::1] scores) except NULL:
@@ -127,40 +188,45 @@ cdef spm_pairs *score_pairs(CoreTables *t, const uint8_t[::1] buildable, const f
     A text listed twice is its lowest id, as the vocabulary table says."""
     cdef const char *arena = t.arena
     cdef const int32_t *offsets = t.offsets
-    cdef int32_t[::1] ranks = score_ranks(scores, buildable)
-    cdef Py_ssize_t i, k, a, e, length
+    cdef Py_ssize_t i, k, a, e, splits = 0, m = 0
     cdef int32_t left, right
-    cdef spm_pairs *pairs
-    lefts = array("i")
-    rights = array("i")
-    made = array("i")
-    rank = array("i")
-    for i in range(t.n_pieces):
-        a = offsets[i]
-        e = offsets[i + 1]
-        if not buildable[i] or e - a < 2 or spm_vocab_find(t.vocab, arena + a, <size_t>(e - a)) != i:
-            continue
-        k = a + min(<Py_ssize_t>utf8_len(<uint8_t>arena[a]), e - a)
-        while k < e:
-            left = split_symbol(t, buildable, arena + a, k - a)
-            right = split_symbol(t, buildable, arena + k, e - k)
-            if left != NO_SYMBOL and right != NO_SYMBOL:
-                lefts.append(left)
-                rights.append(right)
-                made.append(<int32_t>i)
-                rank.append(ranks[i])
-            length = min(<Py_ssize_t>utf8_len(<uint8_t>arena[k]), e - k)
-            k += length
-    cdef const int32_t[::1] l = lefts
-    cdef const int32_t[::1] r = rights
-    cdef const int32_t[::1] m = made
-    cdef const int32_t[::1] rk = rank
-    cdef size_t n = len(lefts)
-    pairs = spm_pairs_new_ranked(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL,
-                                 &rk[0] if n else NULL)
-    if pairs == NULL:
-        raise MemoryError("cannot allocate the merge pairs")
-    return pairs
+    cdef spm_pairs *pairs = NULL
+    cdef int32_t *ranks = <int32_t *>malloc(max(t.n_pieces, 1) * sizeof(int32_t))
+    cdef int32_t *columns = NULL
+    try:
+        if ranks == NULL:
+            raise MemoryError("cannot allocate the merge pairs")
+        score_ranks(scores, buildable, ranks)
+        for i in range(t.n_pieces):
+            if buildable[i]:
+                splits += offsets[i + 1] - offsets[i]
+        columns = <int32_t *>malloc(4 * max(splits, 1) * sizeof(int32_t))
+        if columns == NULL:
+            raise MemoryError("cannot allocate the merge pairs")
+        for i in range(t.n_pieces):
+            a = offsets[i]
+            e = offsets[i + 1]
+            if not buildable[i] or e - a < 2 or spm_vocab_find(t.vocab, arena + a, <size_t>(e - a)) != i:
+                continue
+            k = a + min(<Py_ssize_t>utf8_len(<uint8_t>arena[a]), e - a)
+            while k < e:
+                left = split_symbol(t, buildable, arena + a, k - a)
+                right = split_symbol(t, buildable, arena + k, e - k)
+                if left != NO_SYMBOL and right != NO_SYMBOL:
+                    columns[m] = left
+                    columns[splits + m] = right
+                    columns[2 * splits + m] = <int32_t>i
+                    columns[3 * splits + m] = ranks[i]
+                    m += 1
+                k += min(<Py_ssize_t>utf8_len(<uint8_t>arena[k]), e - k)
+        pairs = spm_pairs_new_ranked(<size_t>m, columns, columns + splits, columns + 2 * splits,
+                                     columns + 3 * splits)
+        if pairs == NULL:
+            raise MemoryError("cannot allocate the merge pairs")
+        return pairs
+    finally:
+        free(ranks)
+        free(columns)
 
 
 cdef int32_t split_symbol(const CoreTables *t, const uint8_t[::1] buildable, const char *s,

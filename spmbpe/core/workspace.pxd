@@ -15,22 +15,20 @@ cdef enum:
     IDS_SLACK = 8
 
 
-# sentencepiece's Symbol, in an array as a doubly linked list: a character,
-# or the piece a merge made of several.
-ctypedef struct Symbol:
-    int32_t id        # a piece, a virtual character (>= n_pieces) or NO_SYMBOL
-    int32_t start     # its bytes in the span: [start, end) (the dummy prefix's "▁" has none)
-    int32_t end
-    int32_t prev      # index of the previous live symbol, -1 at the start
-    int32_t next      # index of the next live symbol, -1 at the end; -2 once absorbed
-    uint32_t gen      # changes whenever it grows (a queued pair with it on the right is then stale)
-
-
 # Scratch memory for one encoding thread: reused across spans so the merge
 # allocates only when a chunk is larger than any seen before.
 ctypedef struct Workspace:
     char pad_head[64]     # (no cache line shared with another thread's workspace)
-    Symbol *symbols
+    # The symbols of the chunk being merged (sentencepiece's Symbol), an
+    # array a field: a character, or the piece a merge made of several.
+    int32_t *sym_id       # a piece, a virtual character (>= n_pieces) or NO_SYMBOL
+    int32_t *sym_start    # its bytes in the span: [start, end) (the dummy prefix's "▁" has none)
+    int32_t *sym_end
+    uint8_t *sym_char     # a character's row in CoreTables.ascii_pairs, or NO_CHAR
+    int32_t *sym_prev     # (merge_heap) the previous live symbol, -1 at the start
+    int32_t *sym_next     # (merge_heap) the next live symbol, -1 at the end; -2 once absorbed
+    uint32_t *sym_gen     # (merge_heap) changes whenever it grows: a queued pair with it on
+                          # the right is then stale
     size_t symbols_cap
     spm_heap heap
     char *utf8            # a str's characters as UTF-8 (ws_utf8_of)

@@ -2,7 +2,13 @@
 # set up, grown and freed.
 
 cdef inline void ws_init(Workspace *w) noexcept nogil:
-    w.symbols = NULL
+    w.sym_id = NULL
+    w.sym_start = NULL
+    w.sym_end = NULL
+    w.sym_char = NULL
+    w.sym_prev = NULL
+    w.sym_next = NULL
+    w.sym_gen = NULL
     w.symbols_cap = 0
     spm_heap_init(&w.heap)
     w.utf8 = NULL
@@ -49,8 +55,22 @@ cdef inline bint skip_merge(Workspace *w) noexcept nogil:
     return (splitmix64(&w.rng) >> 11) * (1.0 / 9007199254740992.0) < w.alpha
 
 
+cdef inline void ws_free_symbols(Workspace *w) noexcept nogil:
+    free(w.sym_id)
+    free(w.sym_start)
+    free(w.sym_end)
+    free(w.sym_char)
+    free(w.sym_prev)
+    free(w.sym_next)
+    free(w.sym_gen)
+    w.sym_id = w.sym_start = w.sym_end = w.sym_prev = w.sym_next = NULL
+    w.sym_char = NULL
+    w.sym_gen = NULL
+    w.symbols_cap = 0
+
+
 cdef inline void ws_free(Workspace *w) noexcept nogil:
-    free(w.symbols)
+    ws_free_symbols(w)
     spm_heap_free(&w.heap)
     free(w.utf8)
     free(w.scratch)
@@ -93,17 +113,24 @@ cdef inline int ws_ids_room(Workspace *w, size_t more) noexcept nogil:
 
 cdef inline int ws_symbols_room(Workspace *w, size_t count) noexcept nogil:
     """Room for `count` symbols."""
-    cdef Symbol *grown
     cdef size_t size
     if count <= w.symbols_cap:
         return OK
     size = w.symbols_cap * 2 if w.symbols_cap else 256
     while size < count:
         size *= 2
-    grown = <Symbol *>realloc(w.symbols, size * sizeof(Symbol))
-    if grown == NULL:
+    ws_free_symbols(w)
+    w.sym_id = <int32_t *>malloc(size * sizeof(int32_t))
+    w.sym_start = <int32_t *>malloc(size * sizeof(int32_t))
+    w.sym_end = <int32_t *>malloc(size * sizeof(int32_t))
+    w.sym_char = <uint8_t *>malloc(size)
+    w.sym_prev = <int32_t *>malloc(size * sizeof(int32_t))
+    w.sym_next = <int32_t *>malloc(size * sizeof(int32_t))
+    w.sym_gen = <uint32_t *>malloc(size * sizeof(uint32_t))
+    if w.sym_id == NULL or w.sym_start == NULL or w.sym_end == NULL or w.sym_char == NULL \
+            or w.sym_prev == NULL or w.sym_next == NULL or w.sym_gen == NULL:
+        ws_free_symbols(w)
         return ERR_NOMEM
-    w.symbols = grown
     w.symbols_cap = size
     return OK
 
