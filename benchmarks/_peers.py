@@ -55,8 +55,8 @@ class Column:
     # tok -> a function of a list of texts that encodes them one by one as a
     # user's loop written for this call does, for a call that is no bound
     # method of one argument (keywords, or `.ids` to take): a function of
-    # ours around each call would add a Python frame per text, 0.1-0.2 us,
-    # which such a loop never pays.  The per-line modes run it when given;
+    # ours around each call would add a Python frame per text, which such
+    # a loop never pays.  The per-line modes run it when given;
     # `loop(tok, keep=True)`'s function returns the ids of each text (a list
     # comprehension, for compare.py's check), else it drops them.
     loop: Optional[Callable] = None
@@ -115,7 +115,7 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
         bind = lambda t: t.encode_ordinary  # noqa: E731
     else:
         # (functools.partial with a keyword would build a dict of keywords
-        # for every call, about 0.25 us a line, which a loop never pays.)
+        # for every call, which a loop never pays.)
         bind = lambda t: lambda x, encode=t.encode: encode(x, special="all")  # noqa: E731
 
         def loop(t, keep=False):
@@ -296,8 +296,8 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
     v = _version(tokenizers, "tokenizers")
     # tokenizers matches added tokens (<s>, </s>, <unk>) in the text even
     # with add_special_tokens=False; encode_special_tokens makes it read them
-    # as text: an attribute of the tokenizer up to 0.2x, an argument of the
-    # call from 1.0.
+    # as text: an attribute of the tokenizer before tokenizers 1.0, an
+    # argument of the call from 1.0.
     cls = tokenizers.Tokenizer
     as_attribute = hasattr(cls, "encode_special_tokens")
     kw = {"add_special_tokens": False} if as_attribute else {"add_special_tokens": False, "encode_special_tokens": True}
@@ -325,7 +325,8 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
                     encode(x, add_special_tokens=False, encode_special_tokens=True).ids
         return each
 
-    # encode_batch_fast (0.21-0.2x) skips the offsets; 1.0 has only encode_batch.
+    # encode_batch_fast (tokenizers 0.21 until 1.0) skips the offsets; 1.0 has
+    # only encode_batch.
     batch_name = "encode_batch_fast" if hasattr(cls, "encode_batch_fast") else "encode_batch"
     return Column(f"tokenizers {v}", "tokenizers", v, make,
                   {"line": lambda t, x: t.encode(x, **kw).ids,

@@ -24,9 +24,9 @@ cache.  With ``line``, ``batch1`` and ``doc`` both workers are pinned to one cor
 ``--cache 0`` merges every chunk at every sighting, which times the merge itself,
 what a corpus's new words cost.
 
-Alternating fresh processes seconds apart did not steady a 5% change on this
-project's 2-core VM, whose speed moved by up to 1.6x between runs of the same code;
-turns a few milliseconds apart see the same speed.  Per pass, the table gives each
+Alternating fresh processes seconds apart do not steady a change of a few percent
+on a shared VM, whose speed drifts between runs of the same code; turns a few
+milliseconds apart see the same speed.  Per pass, the table gives each
 build's MB/s and AFTER over BEFORE: the median over the slices of the ratio of
 their times, and the ratio of the totals.  The ids of every slice are compared
 (a CRC of them): a change that alters an id is reported, not timed as a speed-up.

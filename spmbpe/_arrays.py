@@ -109,8 +109,9 @@ MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 
 # Items per step when copying a spooled array: arrays of several MB made
-# afresh each step cost the page faults of new memory (NumPy asked for huge
-# pages past 4 MB), 50-100 ms of a 40 MB file's close.
+# afresh each step cost the page faults of new memory (NumPy asks for huge
+# pages past 4 MB, which the kernel zeroes), a large part of a big output's
+# close.
 _STEP = 1 << 16
 
 # An output's ids go to disk in the background every this many bytes

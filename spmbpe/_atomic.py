@@ -42,10 +42,9 @@ class AtomicFile:
         """Has a background thread write what the file holds so far to disk
         (fdatasync) once `every` more bytes are there, unless one is still
         at it.  A large output then goes to disk while the rest of it is
-        made, and finish()'s fsync has only the last part left: on a 40 MB
-        input that fsync took 17-22 ms of the command's close, the disk
-        idle until then.  An error of the background write is raised by
-        the next call or by finish()."""
+        made, and finish()'s fsync has only the last part left instead of
+        the whole file, the disk idle until then.  An error of the
+        background write is raised by the next call or by finish()."""
         pending = self._writeback
         if pending is not None:
             if not pending.done():

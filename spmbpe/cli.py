@@ -50,14 +50,14 @@ def console_main() -> int:
     of its own, set up for it.  (main() itself changes nothing in the
     process that calls it.)"""
     # NumPy's OpenBLAS starts a thread per core when NumPy is imported, and
-    # that thread spins for a while (about 0.1 s of CPU here): on a
-    # two-core machine it took a core from the merging threads.  The
+    # that thread spins for a while: on a two-core machine it takes a core
+    # from the merging threads.  The
     # command line does no linear algebra.  A value the user set wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     status = main()
     # The process ends next: its objects need no cycle collection.  Frozen,
     # they are left out of the collections that Python's shutdown runs over
-    # every module's objects (20-25 ms of a 0.4 s run, NumPy imported).
+    # every module's objects (NumPy's too, when imported).
     gc.freeze()
     return status
 
