@@ -6,7 +6,6 @@ import errno
 import io
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -142,10 +141,10 @@ def test_encode_stdin_prints_ids_per_line():
     assert result.stderr == b""  # no progress line unless stderr is a terminal
 
 
-def test_console_script_matches_python_m():
-    script = shutil.which("spmbpe")
-    assert script is not None, "the spmbpe console script is not installed"
-    result = subprocess.run([script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300)
+def test_console_script_matches_python_m(console_script):
+    # The script beside this interpreter (conftest.py), not one on PATH.
+    result = subprocess.run([console_script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k != "PATH"})
     assert result.returncode == 0 and result.stdout == b"22557 1526\n"
 
 
