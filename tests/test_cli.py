@@ -177,7 +177,7 @@ def test_the_console_script_is_console_main_and_main_leaves_the_environment(monk
     from importlib.metadata import entry_points
 
     scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name == "spmbpe"}
-    assert scripts == {"spmbpe": "spmbpe.cli:console_main"}
+    assert scripts == {"spmbpe": "spmbpe.__main__:console_main"}
     # main() is also called from Python programs, whose NumPy it must not
     # set up.
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
