@@ -51,7 +51,7 @@ import re
 import struct
 from typing import IO, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ._atomic import AtomicFile, OutputError, write_json_atomically
+from ._atomic import AtomicFile, OutputError, make_folder, write_json_atomically
 from ._core import counting_le64, ends_le64, ids_le, lengths_le32, megatron_pointers
 from ._signals import signals_held
 
@@ -423,6 +423,7 @@ class ArrayOutput:
         self.shards: List[Dict[str, Any]] = list(resume["shards"]) if resume else []
         self.current: Optional[_Shard] = None
         self.meta_path = meta_path(output, fmt)
+        make_folder(output)  # now: a path that cannot be made fails before any encoding
         kept = [os.path.basename(self.meta_path)] if resume else []
         for shard in self.shards:
             kept += [shard["ids"], shard["index"]]

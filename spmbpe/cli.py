@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", metavar="PATH",
         help="output file (txt/jsonl: default standard output; npy/bin/ds: required). Its extension "
         "names the format unless --format is given; another extension is an error. Written under a "
-        "temporary name and renamed when complete",
+        "temporary name and renamed when complete; missing folders are created",
     )
     encode.add_argument(
         "--shard-size", type=_size, metavar="TOKENS",
@@ -187,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
         "texts with newlines)",
     )
     decode.add_argument("--field", default="text", help="jsonl output: the field name (default: text)")
-    decode.add_argument("--output", "-o", metavar="PATH", help="output file (default: standard output)")
+    decode.add_argument("--output", "-o", metavar="PATH", help="output file (default: standard output; missing folders are created)")
     decode.add_argument("--skip-special", action="store_true", help="leave out control and unknown ids")
     decode.set_defaults(run=cmd_decode)
 
