@@ -78,14 +78,22 @@ _HOMES = {
 if not TYPE_CHECKING:  # for type checkers the imports above say it all
 
     def __getattr__(name: str) -> "Any":
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from importlib import import_module
 
-        value = getattr(import_module(f".{home}", __name__), name)
-        globals()[name] = value  # found directly from now on
-        return value
+        home = _HOMES.get(name)
+        if home is not None:
+            value = getattr(import_module(f".{home}", __name__), name)
+            globals()[name] = value  # found directly from now on
+            return value
+        if not name.startswith("__"):
+            # A submodule (spmbpe.errors, ...), as when importing the
+            # package imported them all.
+            try:
+                return import_module(f".{name}", __name__)
+            except ModuleNotFoundError as e:
+                if e.name != f"{__name__}.{name}":
+                    raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
     def __dir__() -> "List[str]":
         return sorted(set(globals()) | set(__all__))
