@@ -6,7 +6,6 @@ import errno
 import io
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -142,10 +141,10 @@ def test_encode_stdin_prints_ids_per_line():
     assert result.stderr == b""  # no progress line unless stderr is a terminal
 
 
-def test_console_script_matches_python_m():
-    script = shutil.which("spmbpe")
-    assert script is not None, "the spmbpe console script is not installed"
-    result = subprocess.run([script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300)
+def test_console_script_matches_python_m(console_script):
+    # The script beside this interpreter (conftest.py), not one on PATH.
+    result = subprocess.run([console_script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k != "PATH"})
     assert result.returncode == 0 and result.stdout == b"22557 1526\n"
 
 
@@ -178,7 +177,7 @@ def test_the_console_script_is_console_main_and_main_leaves_the_environment(monk
     from importlib.metadata import entry_points
 
     scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name == "spmbpe"}
-    assert scripts == {"spmbpe": "spmbpe.cli:console_main"}
+    assert scripts == {"spmbpe": "spmbpe.__main__:console_main"}
     # main() is also called from Python programs, whose NumPy it must not
     # set up.
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
@@ -722,6 +721,62 @@ def test_an_unknown_output_extension_is_an_error(tmp_path, capsysbinary, monkeyp
     # --format says what to write whatever the name.
     result = here(["encode", "--format", "txt", "-o", tmp_path / "out.npz"])
     assert result.returncode == 0 and (tmp_path / "out.npz").read_bytes() == b"1318\n"
+
+
+def test_output_folders_are_created_as_needed(tmp_path, v1, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lines = ["Hello world", "", "The quick brown fox"]
+    Path("docs.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    Path("docs.jsonl").write_text("".join(json.dumps({"text": t, "title": t[::-1]}) + "\n" for t in lines),
+                                  encoding="utf-8")
+
+    def here(args):
+        result = run_here(args, capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        assert result.returncode == 0, result.stderr.decode()
+        return result
+
+    # The README's line, data/ not there yet.
+    here(["encode", "-o", "data/train.bin", "--shard-size", "100M", "docs.txt"])
+    assert sorted(p.name for p in Path("data").iterdir()) == ["train-00000.bin", "train-00000.idx", "train.bin.meta.json"]
+    # Every other format and output, folders several deep.
+    for fmt in ("txt", "jsonl", "npy", "bin", "ds"):
+        here(["encode", "-o", f"out/{fmt}/deep/docs.{fmt}", "docs.txt"])
+        assert Path(f"out/{fmt}/deep/docs.{fmt}").is_file()
+        decoded = here(["decode", "--input-format", fmt, "-o", f"text/{fmt}/docs.txt", f"out/{fmt}/deep/docs.{fmt}"])
+        assert decoded.stdout == b"" and Path(f"text/{fmt}/docs.txt").read_text(encoding="utf-8").splitlines() == lines
+    here(["encode", "--json-keys", "text,title", "-o", "keys/corpus.npy", "docs.jsonl"])
+    assert {p.name for p in Path("keys").iterdir()} >= {"corpus_text.npy", "corpus_title.npy"}
+    assert np.load("keys/corpus_title.npy").tolist() == [i for t in lines for i in v1.encode(t[::-1])]
+
+
+def test_an_output_folder_that_cannot_be_created_is_a_one_line_error(tmp_path, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("docs.txt").write_text("Hello world\n", encoding="utf-8")
+    Path("taken").write_text("a file, not a folder")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    long_name = "x" * 300  # longer than a file name may be
+    cases = [
+        (["encode", "-o", "taken/train.bin", "docs.txt"], "cannot write taken/train.bin", "is not a folder"),
+        (["encode", "-o", "taken/a/b/docs.txt", "docs.txt"], "cannot write taken/a/b/docs.txt", "is not a folder"),
+        (["decode", "-o", "taken/x/docs.txt"], "cannot write taken/x/docs.txt", "is not a folder"),
+        # new/ could be made, new/xxx... not: neither is left behind.
+        (["encode", "-o", f"new/{long_name}/train.npy", "docs.txt"], "cannot create the folder", "new"),
+    ]
+    for args, *parts in cases:
+        result = run_here(args, b"22557 1526\n", capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        assert result.returncode == 1, args
+        one_line_error(result, *parts)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+
+
+def test_a_failed_run_leaves_no_folder_it_made(tmp_path, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("bad.txt").write_bytes(b"fine\nbad \xff here\n")
+    for out in ("new/deep/out.npy", "new/deep/out.txt", "new/shards/out.bin"):
+        result = run_here(["encode", "--shard-size", "10", "-o", out, "bad.txt"] if "shards" in out else
+                          ["encode", "-o", out, "bad.txt"], capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        one_line_error(result, "bad.txt, line 2")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"], out
 
 
 # ------------------------------------------------------------------ count, decode, info

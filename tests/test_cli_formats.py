@@ -174,6 +174,63 @@ def test_a_count_needs_no_numpy():
     assert total["documents"] == len(lines)
 
 
+def test_decode_reads_every_array_format_without_numpy(here, models, tmp_path):
+    # npy, bin/idx and ds are simple formats: decode reads them in a process
+    # where NumPy cannot be imported, the training tools' own files
+    # (megatron-core's .bin/.idx, datatrove's .ds/.ds.index) as much as
+    # spmbpe's, 2- and 4-byte ids, and .npy files NumPy wrote in another
+    # byte order or header version.
+    expected = {}
+    for name in ("eod", "wide"):
+        tok, docs = _documents(name, models[name])
+        texts = [tok.decode(d) for d in docs]
+        expected[name] = {FORMATS / f"{name}.bin": texts, FORMATS / f"{name}.ds": texts}
+    tok, docs = _documents("eod", models["eod"])
+    texts = [tok.decode(d) for d in docs]
+    flat = [i for d in docs for i in d]
+    flags = CASES["eod"]["flags"]
+    here(["encode", "--model", models["eod"], *flags, "-o", tmp_path / "own.npy", FORMATS / "botchan.txt"])
+    here(["encode", "--model", models["eod"], *flags, "--shard-size", "60", "-o", tmp_path / "shards.npy",
+          FORMATS / "botchan.txt"])
+    (tmp_path / "flat.bin").write_bytes((FORMATS / "eod.bin").read_bytes())  # nanoGPT's: no index
+    (tmp_path / "solo.npy").write_bytes((tmp_path / "own.npy").read_bytes())  # no .docs.npy: one document
+    starts = np.cumsum([0] + [len(d) for d in docs])
+    np.save(tmp_path / "big.npy", np.array(flat, dtype=">u2"))
+    np.save(tmp_path / "big.docs.npy", starts.astype(">i8"))
+    with open(tmp_path / "v2.npy", "wb") as f:
+        np.lib.format.write_array(f, np.array(flat, dtype="<u4"), version=(2, 0))
+    with open(tmp_path / "v2.docs.npy", "wb") as f:
+        np.lib.format.write_array(f, starts.astype("<u8"), version=(2, 0))
+    expected["eod"].update({
+        tmp_path / "own.npy": texts,
+        tmp_path / "shards.npy": texts,  # by the name it was written under
+        tmp_path / "shards.npy.meta.json": texts,
+        tmp_path / "flat.bin": [tok.decode(flat)],
+        tmp_path / "solo.npy": [tok.decode(flat)],
+        tmp_path / "big.npy": texts,
+        tmp_path / "v2.npy": texts,
+    })
+    assert len(json.loads((tmp_path / "shards.npy.meta.json").read_text())["shards"]) > 3
+    for name, files in expected.items():
+        out = _run_without_numpy(["decode", "--model", models[name], "--format", "jsonl", *files]).stdout
+        got = [json.loads(line)["text"] for line in out.decode("utf-8").splitlines()]
+        assert got == [t for texts in files.values() for t in texts], name
+
+
+def test_an_npy_file_that_is_no_flat_array_of_ids_is_a_one_line_error(capsysbinary, tmp_path):
+    np.save(tmp_path / "square.npy", np.zeros((2, 2), dtype=np.uint16))
+    np.save(tmp_path / "floats.npy", np.zeros(3, dtype=np.float32))
+    np.save(tmp_path / "short.npy", np.arange(100, dtype=np.uint16))
+    (tmp_path / "short.npy").write_bytes((tmp_path / "short.npy").read_bytes()[:-10])
+    (tmp_path / "text.npy").write_bytes(b"not an array")
+    for name, part in (("square", "shape (2, 2)"), ("floats", "'<f4', not of integers"),
+                       ("short", "not the 100 it should"), ("text", "not a .npy file")):
+        code = main(["decode", str(tmp_path / f"{name}.npy")])
+        err = capsysbinary.readouterr().err.decode()
+        assert code == 1 and err.count("\n") == 1 and f"{name}.npy: cannot read it as npy" in err, err
+        assert part in err, err
+
+
 def test_nanogpt_reads_the_bin_file_with_numpy_memmap(here, tmp_path):
     # nanoGPT's data/openwebtext/prepare.py writes each document's ids and
     # then the EOT id into one flat uint16 file; train.py reads it with
