@@ -33,6 +33,7 @@ import spmbpe
 from spmbpe._transformers5 import backend_json, generate_merges
 from spmbpe.errors import UnsupportedModelError
 
+from long_run import examples
 import transformers5_folders as golden
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -410,7 +411,7 @@ _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4
 
 @live
 @pytest.mark.parametrize("name", ["v1-model-legacy", "v3-model-nolegacy", "v1-model-absent-noprefix", "v1-model-added"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_id_lists_decode_as_live_transformers_5(folders, name, data):
     tok, ref = _live_pair(str(folders[name]))
@@ -428,7 +429,7 @@ def _live_pair(path):
 
 @live
 @pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_TEXT)
 def test_random_texts_equal_live_transformers_5(folders, name, text):
     tok, ref = _live_pair(str(folders[name]))

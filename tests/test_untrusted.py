@@ -36,6 +36,7 @@ from spmbpe._core import Plan
 from spmbpe.errors import DisallowedSpecialError
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
+from long_run import examples
 
 _SPECIAL_TYPES = (TokenType.CONTROL, TokenType.UNKNOWN)
 
@@ -131,7 +132,7 @@ def forged_texts(draw, spellings):
 
 
 # Fewer examples under tools/sanitize.sh (everything runs ~10x slower there).
-_SETTINGS = settings(max_examples=12 if os.environ.get("SPMBPE_SANITIZED") else 60, deadline=None, derandomize=True,
+_SETTINGS = settings(max_examples=examples(12 if os.environ.get("SPMBPE_SANITIZED") else 60), deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
