@@ -232,10 +232,18 @@ VARIANTS: Dict[str, dict] = {
 
 
 @functools.lru_cache(maxsize=None)
+def fixture_reader() -> "gguf.GGUFReader":
+    """The fixture as the gguf package reads it: read once per process, for
+    every test module that needs it (GGUFReader takes seconds on 32000
+    strings)."""
+    return gguf.GGUFReader(FIXTURE)
+
+
+@functools.lru_cache(maxsize=None)
 def _fixture_fields() -> Tuple[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueType | None", object], ...]:
     """(key, type, array item type, value) for every key of the fixture, in
-    order (read once: GGUFReader takes seconds on 32000 strings)."""
-    reader = gguf.GGUFReader(FIXTURE)
+    order."""
+    reader = fixture_reader()
     out = []
     for key, field in reader.fields.items():
         if key.startswith("GGUF."):

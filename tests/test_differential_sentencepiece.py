@@ -56,9 +56,11 @@ import sentencepiece
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gguf_variants
 import spm_proto
 import spmbpe
 from spmbpe import TokenType
+from long_run import examples
 
 DATA_DIR = pathlib.Path(__file__).parent / "data"
 LLAMA_SPM_GGUF = DATA_DIR / "ggml-vocab-llama-spm.gguf"
@@ -72,9 +74,10 @@ GOLDEN_ROWS = [
 ]
 
 # Hypothesis examples (derandomized: every run draws the same inputs).  Sized
-# for ~10-20 s in all; raise locally to hunt for disagreements, e.g.
-# SPMBPE_DIFF_EXAMPLES=20000.  The decode test gets a third of them.
-MAX_EXAMPLES = int(os.environ.get("SPMBPE_DIFF_EXAMPLES", "1500"))
+# for ~10-20 s in all in the long run, a tenth in the quick one; raise
+# locally to hunt for disagreements, e.g. SPMBPE_DIFF_EXAMPLES=20000.  The
+# decode test gets a third of them.
+MAX_EXAMPLES = int(os.environ.get("SPMBPE_DIFF_EXAMPLES", "0")) or examples(1500)
 
 
 def _hypothesis_settings(max_examples: int) -> settings:
@@ -100,9 +103,9 @@ class Oracle(NamedTuple):
     single_chars: frozenset  # characters that are a piece by themselves
 
 
-def _read_gguf_vocabulary(path):
-    """Pieces (bytes), scores, types and the unk/bos/eos ids, via gguf.GGUFReader."""
-    fields = gguf.GGUFReader(path).fields
+def _read_gguf_vocabulary():
+    """Pieces (bytes), scores, types and the unk/bos/eos ids of the fixture, via gguf.GGUFReader."""
+    fields = gguf_variants.fixture_reader().fields
 
     def array(key):
         field = fields[key]
@@ -124,8 +127,7 @@ def _read_gguf_vocabulary(path):
 
 @functools.lru_cache(maxsize=None)
 def _oracle() -> Oracle:
-    # GGUFReader takes a few seconds on 32000 strings: read once per process.
-    pieces, scores, types, special_ids = _read_gguf_vocabulary(LLAMA_SPM_GGUF)
+    pieces, scores, types, special_ids = _read_gguf_vocabulary()
     proto = spm_proto.bpe_model_proto(
         pieces,
         scores,
