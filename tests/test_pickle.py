@@ -370,6 +370,7 @@ _DATASETS_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long  # datasets' import and its pool of processes; the fingerprint's stability across processes is tested above
 def test_datasets_map_num_proc_has_a_stable_fingerprint(tmp_path):
     import datasets  # the test extra installs it
     datasets.disable_progress_bars()
