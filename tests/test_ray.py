@@ -27,6 +27,10 @@ import pytest
 
 import spmbpe
 
+# Ray's start and stop cost about 10 s of CPU: these checks are in the long
+# run (python -m pytest --long).
+pytestmark = pytest.mark.long
+
 ROOT = pathlib.Path(__file__).parent.parent
 DATA = pathlib.Path(__file__).parent / "data"
 GGUF = DATA / "ggml-vocab-llama-spm.gguf"
