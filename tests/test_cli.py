@@ -1,6 +1,8 @@
-"""The command line (`spmbpe encode|count|decode|info`, `python -m spmbpe`),
-run as subprocesses on real corpus files; every output format is compared
-with the API's ids."""
+"""The command line (`spmbpe encode|count|decode|info`, `python -m spmbpe`)
+on real corpus files; every output format is compared with the API's ids.
+Most runs call main() in this process (`run`); the program itself, as
+`python -m spmbpe` in a process of its own, is run where the process
+matters: its standard streams and exit status, signals, its environment."""
 
 import errno
 import io
@@ -25,7 +27,8 @@ ROOT = Path(__file__).parent.parent
 GGUF = str(DATA / "ggml-vocab-llama-spm.gguf")
 
 
-def run(args, stdin=b"", cwd=ROOT):
+def run_process(args, stdin=b"", cwd=ROOT):
+    """`python -m spmbpe ARGS` in a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "spmbpe", *map(str, args)], input=stdin, capture_output=True, cwd=cwd, timeout=300
     )
@@ -34,6 +37,31 @@ def run(args, stdin=b"", cwd=ROOT):
 class Result:
     def __init__(self, returncode, stdout, stderr):
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(args, stdin=b"", cwd=ROOT):
+    """main(ARGS) in this process (no interpreter start-up and imports each
+    time), in `cwd`, with `stdin` as its standard input: its status and
+    what it wrote to standard output and error, as run_process gives them
+    (main() changes nothing in the process that calls it)."""
+    saved = sys.stdin, sys.stdout, sys.stderr, os.getcwd()
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", write_through=True))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    os.chdir(cwd)
+    try:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:
+            code = e.code
+        for stream in streams[1:]:
+            stream.flush()
+        return Result(code, out.getvalue(), err.getvalue())
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved[:3]
+        os.chdir(saved[3])
 
 
 def run_here(args, stdin=b"", *, capsysbinary, monkeypatch):
@@ -134,7 +162,7 @@ def test_the_bundled_model_ships_its_licence_notice():
 
 
 def test_encode_stdin_prints_ids_per_line():
-    result = run(["encode"], b"Hello world\n\nHello, world!\r\n")
+    result = run_process(["encode"], b"Hello world\n\nHello, world!\r\n")
     assert result.returncode == 0, result.stderr
     # sentencepiece's ids for these lines (the second is empty).
     assert result.stdout.decode().splitlines() == ["22557 1526", "", "22557 28725 1526 28808"]
@@ -640,13 +668,13 @@ def test_a_forked_child_writes_outputs_to_disk_with_a_thread_of_its_own(tmp_path
 
 
 def test_a_missing_model_is_a_one_line_error():
-    result = run(["encode", "--model", "no/such/model.gguf"], b"x\n")
+    result = run_process(["encode", "--model", "no/such/model.gguf"], b"x\n")
     assert result.returncode == 2
     one_line_error(result, "no/such/model.gguf")
 
 
 def test_invalid_utf8_names_the_input_and_line(tmp_path, v1):
-    result = run(["encode"], b"fine\n\xff\xfe\n")
+    result = run_process(["encode"], b"fine\n\xff\xfe\n")
     assert result.returncode == 1
     one_line_error(result, "<stdin>, line 2")
     bad = tmp_path / "bad.txt"
