@@ -203,17 +203,24 @@ def _with_added(*entries):
 _ADDED_TEXTS = ["a <mytok> b <mysp> <a> <b> Hello \u2581Hello", "<a><b><a>", "x<mysp>y", "\u2581Hello"]
 
 
+# (Each a copy of the 3.5 MB file: every case in the long run, a sample in
+# the quick one.)
 @pytest.mark.parametrize(
     "edit, size",
-    [
-        (_with_added((7, "\u2581Hello")), 32000),  # a piece of the vocabulary: its id there
-        (_with_added((5, "<mytok>"), (6, "<mysp>", True)), 32002),  # new texts at a piece's id: past the vocabulary
-        (_with_added((32005, "<a>"), (32001, "<b>")), 32002),  # a gap: the next ids, in file order
-        (_with_added((32000, "<a>"), (32001, "<a>", True)), 32001),  # a text twice: one id, the later flags
-        (_with_added((32000, ""), (32001, "<b>")), 32001),  # empty content: ignored
-        (_with_added((32000, "<a>"), (32000, "<b>")), 32002),  # an id twice
-    ],
-    ids=["in-vocabulary", "piece-id", "gap", "text-twice", "empty", "id-twice"],
+    sample([
+        # a piece of the vocabulary: its id there
+        pytest.param(_with_added((7, "\u2581Hello")), 32000, id="in-vocabulary"),
+        # new texts at a piece's id: past the vocabulary
+        pytest.param(_with_added((5, "<mytok>"), (6, "<mysp>", True)), 32002, id="piece-id"),
+        # a gap: the next ids, in file order
+        pytest.param(_with_added((32005, "<a>"), (32001, "<b>")), 32002, id="gap"),
+        # a text twice: one id, the later flags
+        pytest.param(_with_added((32000, "<a>"), (32001, "<a>", True)), 32001, id="text-twice"),
+        # empty content: ignored
+        pytest.param(_with_added((32000, ""), (32001, "<b>")), 32001, id="empty"),
+        # an id twice
+        pytest.param(_with_added((32000, "<a>"), (32000, "<b>")), 32002, id="id-twice"),
+    ], 3),
 )
 def test_added_token_ids_are_the_ones_tokenizers_gives(tmp_path, edit, size):
     tok, ref = _variant(tmp_path, edit)
@@ -288,15 +295,15 @@ _CUT_TEXTS = [
 ]
 
 
+# (Every rule in the long run, a sample in the quick one.)
 @pytest.mark.parametrize(
     "edit",
-    [
-        _added_rule("<0x0A>", "<0x0A>", "<0x0A><0x0A>"),
-        _added_rule("1", "2", "12"),
-        _added_rule("a", ",", "a,"),
-        _added_rule(",", "b", ",b"),
-    ],
-    ids=["newline-bytes-merge", "digits-merge", "letter-comma", "comma-letter"],
+    sample([
+        pytest.param(_added_rule("<0x0A>", "<0x0A>", "<0x0A><0x0A>"), id="newline-bytes-merge"),
+        pytest.param(_added_rule("1", "2", "12"), id="digits-merge"),
+        pytest.param(_added_rule("a", ",", "a,"), id="letter-comma"),
+        pytest.param(_added_rule(",", "b", ",b"), id="comma-letter"),
+    ], 2),
 )
 def test_rules_across_the_cuts_equal_live_tokenizers(tmp_path, edit):
     tok, ref = _variant(tmp_path, edit)
