@@ -50,7 +50,6 @@ import os
 import pathlib
 from typing import NamedTuple, Tuple
 
-import gguf
 import pytest
 import sentencepiece
 from hypothesis import HealthCheck, given, settings
@@ -104,24 +103,14 @@ class Oracle(NamedTuple):
 
 
 def _read_gguf_vocabulary():
-    """Pieces (bytes), scores, types and the unk/bos/eos ids of the fixture, via gguf.GGUFReader."""
-    fields = gguf_variants.fixture_reader().fields
-
-    def array(key):
-        field = fields[key]
-        if gguf.GGUFValueType(field.types[1]) == gguf.GGUFValueType.STRING:
-            return [bytes(field.parts[i]) for i in field.data]
-        return [field.parts[i][0].item() for i in field.data]
-
-    def scalar(key):
-        field = fields[key]
-        return field.parts[field.data[0]][0].item()
-
+    """Pieces (bytes), scores, types and the unk/bos/eos ids of the fixture,
+    as gguf.GGUFReader reads them (gguf_variants.fixture_fields)."""
+    fields = {key: value for key, _, _, value in gguf_variants.fixture_fields()}
     return (
-        array("tokenizer.ggml.tokens"),
-        array("tokenizer.ggml.scores"),
-        array("tokenizer.ggml.token_type"),
-        {k: scalar(f"tokenizer.ggml.{k}_token_id") for k in ("unknown", "bos", "eos")},
+        list(fields["tokenizer.ggml.tokens"]),
+        list(fields["tokenizer.ggml.scores"]),
+        list(fields["tokenizer.ggml.token_type"]),
+        {k: fields[f"tokenizer.ggml.{k}_token_id"] for k in ("unknown", "bos", "eos")},
     )
 
 
