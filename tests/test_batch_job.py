@@ -66,7 +66,7 @@ def test_batch_equals_each_text_alone(name, threads):
     tok = spmbpe.load(path)  # fresh: the threads fill the cache together
     assert tok.encode_batch(texts, special=special, num_threads=threads) == want
     ids, offsets = tok.encode_batch(texts, special=special, num_threads=threads, return_numpy=True)
-    assert offsets.tolist() == [0] + [sum(len(w) for w in want[: i + 1]) for i in range(len(want))]
+    assert offsets.tolist() == list(accumulate(map(len, want), initial=0))
     assert ids.tolist() == [i for w in want for i in w]
 
 
