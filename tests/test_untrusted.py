@@ -22,6 +22,7 @@ control token's spelling as plain pieces.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -73,13 +74,15 @@ NAMES = ["gguf", "gguf-phi3", "mistral-v1.model", "mistral-v3.model", "tokenizer
          "hf-nonlegacy"]
 
 
+@functools.lru_cache(maxsize=None)
 def control_texts(tok):
-    """The spellings of every special token and control/unknown piece."""
+    """The spellings of every special token and control/unknown piece (found
+    once for each tokenizer: a walk over its whole vocabulary)."""
     texts = set(tok.special_tokens)
     for i in range(tok.vocab_size):
         if tok.token_type(i) in _SPECIAL_TYPES:
             texts.add(tok.id_to_piece(i))
-    return sorted(texts)
+    return tuple(sorted(texts))
 
 
 def assert_no_control(tok, text):
