@@ -5,8 +5,8 @@ each format, the command line, threads, errors) with a few hypothesis
 examples per property and a sample of each golden set that a live reference
 has to compute.  ``python -m pytest --long`` is the long run: it adds the
 tests marked ``long`` (packaging in fresh environments, mypy on the whole
-package, Ray, the byte-by-byte truncations...) and gives each property test
-its full number of examples and each golden check its whole set.
+package, Ray, datasets) and gives each property test its full number of
+examples and each golden check its whole set.
 
 conftest.py sets ``LONG`` from ``--long`` before any test module is
 imported, so module-level ``examples(...)`` and ``sample(...)`` calls (in
@@ -24,8 +24,9 @@ LONG = False
 
 
 def examples(n: int, quick: Optional[int] = None) -> int:
-    """Hypothesis examples for a property: `n` in the long run; in the quick
-    one `quick`, by default a tenth of `n` (at least 5)."""
+    """Examples of a property (hypothesis's, or a fuzzer's inputs): `n` in the
+    long run; in the quick one `quick`, by default a tenth of `n` (at least
+    5)."""
     if LONG:
         return n
     return quick if quick is not None else max(5, n // 10)
@@ -33,8 +34,8 @@ def examples(n: int, quick: Optional[int] = None) -> int:
 
 def sample(items: Sequence[T], n: int, kind: Optional[Callable[[T], Hashable]] = None) -> List[T]:
     """All of `items` in the long run; in the quick one about `n` of them,
-    spread evenly (the first and the last included) over each `kind` of item
-    (at least one of every kind), in their order.  The choice depends only on
+    spread evenly from the first to the last of each `kind` of item (at
+    least one of every kind), in their order.  The choice depends only on
     the items, so every quick run checks the same ones."""
     items = list(items)
     if LONG or len(items) <= n:
