@@ -132,9 +132,11 @@ if [ "${SPMBPE_SAN_REUSE:-0}" = 1 ] && ls "$WORK"/spmbpe/_core.*.so "$WORK"/spmb
 else
     build
 fi
-# pytest's settings (the `long` marker), copied after the build: setup()
-# would read its [project] table.
-cp "$ROOT/pyproject.toml" "$WORK/"
+# pytest's settings (the `long` marker) and CI's script, which
+# tests/test_development.py reads; copied after the build (setup() would
+# read pyproject.toml's [project] table).
+rm -rf "$WORK/.ci"
+cp -r "$ROOT/.ci" "$ROOT/pyproject.toml" "$WORK/"
 
 LIBASAN=$("$CC" -print-file-name=libasan.so)
 if [ ! -e "$LIBASAN" ]; then
