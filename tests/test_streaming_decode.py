@@ -113,7 +113,9 @@ def test_encoded_text_streams_back_whole_characters(toks, kind):
     @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
     @given(text=st.text(max_size=40))
     def check(text):
-        ids = tok.encode(text, add_special_tokens=True)
+        # (special="none": a drawn text may spell a special token, "<s>", which
+        # the default policy refuses; hypothesis draws the test's own strings.)
+        ids = tok.encode(text, add_special_tokens=True, special="none")
         chunks, rest = _stream(tok, ids, skip_special=True)
         assert "".join(chunks) + rest == tok.decode(ids, skip_special=True)
         # Valid UTF-8 comes out whole: no replacement character anywhere.
