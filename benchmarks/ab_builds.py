@@ -40,7 +40,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CORPUS, MODEL  # noqa: E402
@@ -149,8 +149,10 @@ def parse(argv: List[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: List[str]) -> int:
-    args = parse(argv)
+def measure(args: argparse.Namespace) -> Dict[str, Any]:
+    """The two builds in turns: per pass, each build's MB/s and AFTER over
+    BEFORE (the median over the slices of the ratio of their times, and the
+    ratio of the totals); the slices whose ids differ; each worker's cache."""
     procs = [start(args.before, args), start(args.after, args)]
     times: List[List[float]] = [[], []]
     sizes: List[int] = []
@@ -170,21 +172,32 @@ def main(argv: List[str]) -> int:
             if proc.stdin:
                 proc.stdin.close()
             proc.wait()
-    # (The cache: what each tokenizer holds, as set_cache_capacity rounds up.)
-    settings = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
-    settings += "" if args.special is None else f", special={args.special}"
-    print(f"{args.file.name}, {args.mode}{settings}, {args.slices} slices, {args.passes} pass(es); "
-          f"after / before: median over the slices (total)")
-    print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
+    passes = []
     for p in range(args.passes):
         lo, hi = p * args.slices, (p + 1) * args.slices
         nbytes = sum(sizes[lo:hi])
         before, after = times[0][lo:hi], times[1][lo:hi]
-        median = statistics.median(b / a for a, b in zip(after, before))
-        print(f"{p:>4}  {nbytes / sum(before) / 1e6:>11.1f}  {nbytes / sum(after) / 1e6:>10.1f}  "
-              f"{median:>6.3f} ({sum(before) / sum(after):.3f})")
-    if differ:
-        print(f"ids differ between the builds on slice(s) {sorted(set(differ))}")
+        passes.append({"before_mbs": nbytes / sum(before) / 1e6, "after_mbs": nbytes / sum(after) / 1e6,
+                       "median": statistics.median(b / a for a, b in zip(after, before)),
+                       "total": sum(before) / sum(after)})
+    # (The cache: what each tokenizer holds, as set_cache_capacity rounds up.)
+    return {"passes": passes, "differ": sorted(set(differ)),
+            "cache": [getattr(proc, "cache_capacity", "?") for proc in procs]}
+
+
+def main(argv: List[str]) -> int:
+    args = parse(argv)
+    result = measure(args)
+    settings = "" if args.cache is None else f", cache {result['cache'][0]}/{result['cache'][1]}"
+    settings += "" if args.special is None else f", special={args.special}"
+    print(f"{args.file.name}, {args.mode}{settings}, {args.slices} slices, {args.passes} pass(es); "
+          f"after / before: median over the slices (total)")
+    print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
+    for p, r in enumerate(result["passes"]):
+        print(f"{p:>4}  {r['before_mbs']:>11.1f}  {r['after_mbs']:>10.1f}  "
+              f"{r['median']:>6.3f} ({r['total']:.3f})")
+    if result["differ"]:
+        print(f"ids differ between the builds on slice(s) {result['differ']}")
         return 1
     return 0
 

@@ -9,17 +9,17 @@ The text comes from Debian packages, never from the large corpus of
 gettext catalogs of de, fr, es, ru, ja, zh_CN and ko, Debian changelogs).  Five
 kinds, each a share of --mb:
 
-  definitions  30%  reference works: GCIDE (Webster 1913 and later), WordNet 3.0,
+  definitions  27%  reference works: GCIDE (Webster 1913 and later), WordNet 3.0,
                     FOLDOC, the Jargon File, the Devil's Dictionary, V.E.R.A.
                     (dict-gcide, dict-wn, dict-foldoc, dict-jargon, dict-devil,
                     dict-vera; their dictd ``.dict.dz`` files, read as gzip)
-  code         20%  C headers of the kernel and glibc (linux-libc-dev,
+  code         18%  C headers of the kernel and glibc (linux-libc-dev,
                     libc6-dev) and Perl's own modules (perl-modules-5.36)
   quotations   18%  fortune cookies: short texts in English, German, Italian,
                     Spanish, Russian, Polish, Czech, Bulgarian, Esperanto,
                     Irish, Chinese (fortunes, fortunes-min, fortunes-de, -it,
                     -es, -ru, -pl, -cs, -bg, -eo, -ga, -zh)
-  wordlists    22%  one word a line: English, German, French, Spanish,
+  wordlists    27%  one word a line: English, German, French, Spanish,
                     Italian, Portuguese, Swedish, Danish, Dutch, Polish,
                     Norwegian, Catalan, Ukrainian, Bulgarian (wamerican,
                     wbritish, wngerman, wfrench, wspanish, witalian,
@@ -31,7 +31,8 @@ kinds, each a share of --mb:
 
 A kind larger than its share is sampled in blocks of about 64 KB spread evenly
 over it (every letter of a dictionary, every language of a list), a smaller one
-is taken whole.  The kinds are then interleaved, block by block, so that any
+is taken whole and what it leaves of its share goes to the others, in
+proportion to theirs.  The kinds are then interleaved, block by block, so that any
 slice of the file (benchmarks/ab_builds.py's slices, scale.py's --limit-mb)
 holds every kind in about its share.  Its only line break is "\\n": carriage
 returns, form feeds and the other characters Python's str.splitlines breaks at
@@ -74,11 +75,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import word_chunks  # noqa: E402
 
 KINDS: Dict[str, Tuple[float, Tuple[str, ...]]] = {
-    "definitions": (0.30, ("dict-gcide", "dict-wn", "dict-foldoc", "dict-jargon", "dict-devil", "dict-vera")),
-    "code": (0.20, ("linux-libc-dev", "libc6-dev", "perl-modules-5.36")),
+    "definitions": (0.27, ("dict-gcide", "dict-wn", "dict-foldoc", "dict-jargon", "dict-devil", "dict-vera")),
+    "code": (0.18, ("linux-libc-dev", "libc6-dev", "perl-modules-5.36")),
     "quotations": (0.18, ("fortunes", "fortunes-min", "fortunes-de", "fortunes-it", "fortunes-es", "fortunes-ru",
                           "fortunes-pl", "fortunes-cs", "fortunes-bg", "fortunes-eo", "fortunes-ga", "fortunes-zh")),
-    "wordlists": (0.22, ("wamerican", "wbritish", "wngerman", "wfrench", "wspanish", "witalian", "wportuguese",
+    "wordlists": (0.27, ("wamerican", "wbritish", "wngerman", "wfrench", "wspanish", "witalian", "wportuguese",
                          "wswedish", "wdanish", "wdutch", "wpolish", "wnorwegian", "wcatalan", "wukrainian",
                          "wbulgarian")),
     "names": (0.10, ("iso-codes",)),
@@ -206,6 +207,28 @@ def sample(texts: Iterable[str], budget: int) -> List[str]:
     return out
 
 
+def budgets(texts: Dict[str, List[str]], budget: int) -> List[int]:
+    """Each kind's share of `budget` in UTF-8 bytes: a kind with less text
+    than its share gets what it has, the rest is shared by the others in
+    proportion to their shares."""
+    have = {k: sum(len(t.encode("utf-8")) for t in ts) for k, ts in texts.items()}
+    out: Dict[str, int] = {}
+    open_kinds = list(texts)
+    left = budget
+    while open_kinds:
+        weight = sum(KINDS[k][0] for k in open_kinds)
+        short = [k for k in open_kinds if have[k] <= left * KINDS[k][0] / weight]
+        if not short:
+            for k in open_kinds:
+                out[k] = int(left * KINDS[k][0] / weight)
+            break
+        for k in short:
+            out[k] = have[k]
+            left -= have[k]
+            open_kinds.remove(k)
+    return [out[k] for k in texts]
+
+
 def interleave(kinds: Dict[str, List[str]]) -> str:
     """The kinds' blocks in one text: at each step the next block of the kind
     whose emitted fraction is lowest, so that every slice holds each kind in
@@ -271,14 +294,21 @@ def fetch(out: Path) -> Tuple[Path, Dict[str, str]]:
     debs.mkdir(parents=True, exist_ok=True)
     root.mkdir(exist_ok=True)
     subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True)
+    versions = fetched_versions(debs)
+    for deb in sorted(debs.glob("*.deb")):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    return root, versions
+
+
+def fetched_versions(debs: Path) -> Dict[str, str]:
     versions = {}
     for deb in sorted(debs.glob("*.deb")):
-        fields = subprocess.run(["dpkg-deb", "--show", "--showformat=${Package} ${Version}", str(deb)],
-                                capture_output=True, text=True, check=True).stdout.split()
-        if fields[0] in PACKAGES:
+        proc = subprocess.run(["dpkg-deb", "--show", "--showformat=${Package} ${Version}", str(deb)],
+                              capture_output=True, text=True)
+        fields = proc.stdout.split()
+        if proc.returncode == 0 and len(fields) == 2 and fields[0] in PACKAGES:
             versions[fields[0]] = fields[1]
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
-    return root, versions
+    return versions
 
 
 def installed_versions() -> Dict[str, str]:
@@ -306,14 +336,14 @@ def main(argv: List[str] = None) -> int:
         root, versions = fetch(args.out)
     else:
         root = args.root or (args.out / "debroot" if (args.out / "debroot").is_dir() else Path("/"))
-        versions = installed_versions() if root == Path("/") else {}
+        versions = installed_versions() if root == Path("/") else fetched_versions(args.out / "debs")
     missing = [p for p in PACKAGES if root == Path("/") and p not in versions]
     budget = int(args.mb * 1e6)
-    kinds: Dict[str, List[str]] = {}
-    for kind, (share, _) in KINDS.items():
-        texts = [clean(t) for t in SOURCES[kind](root)]
-        kinds[kind] = sample(texts, int(budget * share))
-        if not kinds[kind]:
+    texts = {kind: [clean(t) for t in SOURCES[kind](root)] for kind in KINDS}
+    shares = budgets(texts, budget)
+    kinds = {kind: sample(texts[kind], shares[i]) for i, kind in enumerate(texts)}
+    for kind, bs in kinds.items():
+        if not bs:
             print(f"{kind}: nothing found under {root} (packages {', '.join(KINDS[kind][1])})", file=sys.stderr)
     if not any(kinds.values()):
         print(f"no source text under {root}: install the packages or pass --fetch\n  packages: "
