@@ -15,9 +15,9 @@ goes; the summary at the end gives every figure with its target:
          build over BASE's (a checkout of the commit to compare with, built in
          place, e.g. ``git worktree add ../wt-base 68c0db6`` and ``python
          setup.py build_ext --inplace`` there), by benchmarks/ab_builds.py (the
-         two builds in turns on the same slices, ids compared): >= 2.5x on
-         en_man and code_stdlib; the cold text is given too.  Left out without
-         --base.
+         two builds in turns on the same slices, ids compared; the ratio of
+         their CPU times, the wall times' beside it): >= 2.5x on en_man and
+         code_stdlib; the cold text is given too.  Left out without --base.
   floor  the warm one-thread NumPy batch over benchmarks/floor.py's C floor
          (CPU time, same run): >= 0.75x on en_man, code_stdlib and the cold text.
   scale  benchmarks/scale.py on every .txt of LARGE_DIR and the cold text (fresh
@@ -150,12 +150,16 @@ def merge_section(args, files: Dict[str, Path], summary: Summary, report: Dict[s
         r = ab_builds.measure(ns)
         out[name] = r
         p = r["passes"][0]
-        print(f"# merge alone, {name}: base {p['before_mbs']:.1f} MB/s, this build {p['after_mbs']:.1f} MB/s, "
-              f"this/base {p['total']:.2f}x (median of {args.merge_slices} slices {p['median']:.2f}x)"
-              + (f"; ids differ on slices {r['differ']}" if r["differ"] else ""), flush=True)
-        summary.add("merge alone (cache 0, numpy 1t)", name, "this build / base", p["total"],
-                    T_MERGE if name in MAIN_FILES else None, paired=p["median"],
-                    note="ids DIFFER" if r["differ"] else ("" if name in MAIN_FILES else "no target"))
+        print(f"# merge alone, {name}, CPU time: base {p['cpu_before_mbs']:.1f} MB/s, this build "
+              f"{p['cpu_after_mbs']:.1f} MB/s, this/base {p['cpu_total']:.2f}x (median of {args.merge_slices} "
+              f"slices {p['cpu_median']:.2f}x); wall time: {p['before_mbs']:.1f} and {p['after_mbs']:.1f} MB/s, "
+              f"{p['total']:.2f}x" + (f"; ids differ on slices {r['differ']}" if r["differ"] else ""), flush=True)
+        note = (f"CPU time: base {p['cpu_before_mbs']:.1f} MB/s, this {p['cpu_after_mbs']:.1f}; "
+                f"wall {p['total']:.2f}x")
+        if r["differ"]:
+            note += "; ids DIFFER"
+        summary.add("merge alone (cache 0, numpy 1t)", name, "this build / base", p["cpu_total"],
+                    T_MERGE if name in MAIN_FILES else None, paired=p["cpu_median"], note=note)
 
 
 def floor_section(args, files: Dict[str, Path], summary: Summary, report: Dict[str, Any]) -> None:
