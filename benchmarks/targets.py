@@ -352,10 +352,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cold:
         files[args.cold.name] = args.cold
     started = time.strftime("%Y-%m-%d %H:%M %Z")
+    # (Read once, at the start: the figures are of the code as it was then.)
+    commit, base_commit = commit_of(ROOT), commit_of(args.base) if args.base else None
     header = {
         "date": started, "machine": machine_line(), "load_at_start": load_line(),
-        "spmbpe": f"{spmbpe.__version__} from {Path(spmbpe.__file__).parent}, commit {commit_of(ROOT)}",
-        "base": f"{args.base} at commit {commit_of(args.base)}" if args.base else None,
+        "spmbpe": f"{spmbpe.__version__} from {Path(spmbpe.__file__).parent}, commit {commit}",
+        "base": f"{args.base} at commit {base_commit}" if args.base else None,
         "threads": args.threads, "repeat": args.repeat, "limit_mb": args.limit_mb,
         "cc": cc_version(args.cc), "corpus": str(large), "cold": str(args.cold) if args.cold else None,
         "python": [sys.executable] + args.python, "pythonpath": pythonpath,
@@ -393,8 +395,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     report["header"]["load_at_end"] = load_line()
     report["summary"] = summary.rows
     print()
-    print(f"Issue 49's targets ({started}; commit {commit_of(ROOT)}"
-          + (f" against base {commit_of(args.base)}" if args.base else "") + f"; {args.threads} threads)")
+    print(f"Issue 49's targets ({started}; commit {commit}"
+          + (f" against base {base_commit}" if args.base else "") + f"; {args.threads} threads)")
     print(f"{p}{machine_line()}")
     if versions:
         print(f"{p}versions: {', '.join(versions)}; {header['cc']}")
