@@ -336,7 +336,8 @@ def main(argv: List[str] = None) -> int:
         root, versions = fetch(args.out)
     else:
         root = args.root or (args.out / "debroot" if (args.out / "debroot").is_dir() else Path("/"))
-        versions = installed_versions() if root == Path("/") else fetched_versions(args.out / "debs")
+        # (An unpacked tree's versions are those of the .deb files beside it.)
+        versions = installed_versions() if root == Path("/") else fetched_versions(root.parent / "debs")
     missing = [p for p in PACKAGES if root == Path("/") and p not in versions]
     budget = int(args.mb * 1e6)
     texts = {kind: [clean(t) for t in SOURCES[kind](root)] for kind in KINDS}
