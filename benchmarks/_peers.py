@@ -11,6 +11,8 @@ A column is one tokenizer on one vocabulary file with the calls of each mode:
   batch   the texts in one call on N threads: fn(tok, texts, n) -> list of id lists
   numpy   the same into one flat array: fn(tok, texts, n) -> (flat ids, starts),
           starts holding len(texts) + 1 offsets into ids
+  files   a file of the texts, one a line, read by the peer's own reader on N
+          threads: fn(tok, path, n) -> (flat ids, starts) (gigatoken's encode_files)
 
 Every call encodes plain text: no BOS/EOS, and a special token's spelling in the
 text is text (sentencepiece reads "</s>" as four characters).  A peer that has
@@ -344,11 +346,18 @@ def _gigatoken_column(gigatoken, model: str, np) -> Column:
         layout = t.encode_batch(xs).layout
         return layout.content.data, layout.offsets.data
 
+    def files(t, path, n):
+        # encode_files on a text file, a document per line (its separator;
+        # a bare path would be one document): gigatoken's own reader.
+        layout = t.encode_files(gigatoken.TextFileSource([path], separator="\n")).layout
+        return layout.content.data, layout.offsets.data
+
     col = Column(f"gigatoken {v}", "gigatoken", v, lambda: Tok.from_sentencepiece(model),
                  # encode returns a NumPy array per text.
                  {"line": lambda t, x: t.encode(x),
                   "batch": lambda t, xs, n: t.encode_batch_list(xs),
-                  "numpy": flat},
+                  "numpy": flat,
+                  "files": files},
                  bind=lambda t: t.encode)
     # gigatoken matches the control pieces' spellings in every call, with no
     # option to read them as text.
