@@ -294,3 +294,30 @@ def test_such_a_folder_warns_once_at_load(matrix):
         spmbpe.load(matrix["nfkc-ja-2000"].model)
         spmbpe.load(matrix["nfkc-ja-2000"].saved)
     assert len(caught) == 1 and "tokenizer.model this folder lacks" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "word", "char"])
+def test_a_model_the_trainer_makes_of_another_type_is_refused_naming_the_option_and_file(tmp_path, model_type):
+    """spmbpe implements sentencepiece's BPE: a Unigram, word or char model
+    is refused as a .model, and under the readings that run it with
+    sentencepiece (transformers 5 builds a BPE from any model's pieces, and
+    spmbpe with it)."""
+    import io
+
+    lines = (trained.DATA.parent / "corpus" / "en_botchan.txt").read_text(encoding="utf-8")[:20000].split("\n")
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=out, model_type=model_type,
+                                   vocab_size=200 if model_type != "char" else 60, minloglevel=2,
+                                   use_all_vocab=model_type != "unigram", hard_vocab_limit=False)
+    path = tmp_path / "m.model"
+    path.write_bytes(out.getvalue())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "tokenizer.model").write_bytes(out.getvalue())
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer"}))
+    for where, load in ((path, lambda: spmbpe.load(path)),
+                        (folder / "tokenizer.model", lambda: spmbpe.load(folder, reference="sentencepiece")),
+                        (folder / "tokenizer.model", lambda: spmbpe.load(folder, reference="transformers4"))):
+        with pytest.raises(spmbpe.UnsupportedModelError) as info:
+            load()
+        assert str(where) in str(info.value) and "model_type" in str(info.value), str(info.value)
