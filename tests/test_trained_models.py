@@ -149,6 +149,12 @@ def test_the_unknown_piece_decodes_as_the_models_unk_surface(matrix):
             assert tok.decode(ids) == sp.decode(ids) == _streamed(tok, ids), (name, ids)
         seen[surface] = sp.decode([unk])
     assert {"??": "??", "<?>": "<?>", "": "", None: " \u2047 "}.items() <= seen.items()
+    # transformers 5 and tokenizers know no unk_surface: the piece's text.
+    m = matrix["custom-rules-500"]
+    row = next(r for r in _golden("custom-rules-500")[1] if r.get("decode_ids") == [0])
+    ref = tokenizers.Tokenizer.from_file(str(m.tokenizer_json))
+    assert row["minimal"][0] == row["saved"][0] == ref.decode([0], skip_special_tokens=False) == "<unk>"
+    assert _load(str(m.minimal)).decode([0]) == _load(str(m.tokenizer_json)).decode([0]) == "<unk>"
 
 
 def test_transformers_4_decodes_the_unknown_piece_through_sentencepiece(matrix, tmp_path):
