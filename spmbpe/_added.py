@@ -57,8 +57,7 @@ class _Automaton(Protocol):
 
     def add_word(self, key: str, value: int, /) -> bool: ...
     def make_automaton(self) -> None: ...
-    def iter(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
-    def iter_long(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
+    def iter(self, string: str, start: int = ..., end: int = ..., /) -> Iterator[Tuple[int, int]]: ...
 
 
 class AddedTokenMatcher:
@@ -104,7 +103,7 @@ class AddedTokenMatcher:
         tokens = self.tokens
         pieces: List[Union[List[int], TokenAt]] = []  # [start, end] of text, or TokenAt
         cursor = 0
-        for end, rank in automaton.iter_long(text):
+        for end, rank in _leftmost_longest(automaton, tokens, text, 0, len(text)):
             token = tokens[rank]
             start = end - len(token.content) + 1
             if start > cursor:
@@ -156,7 +155,7 @@ class AddedTokenMatcher:
         fragments: List[Fragment] = []
         cursor = 0
         tokens = self.tokens
-        for end, rank in self._automaton.iter_long(text):
+        for end, rank in _leftmost_longest(self._automaton, tokens, text, 0, len(text)):
             token = tokens[rank]
             start = end - len(token.content) + 1
             if start > cursor:
@@ -209,6 +208,33 @@ class AddedTokenMatcher:
                 ):
                     raise DisallowedSpecialError(fragment.token.content, fragment.start)
         return fragments
+
+
+def _leftmost_longest(
+    automaton: _Automaton, tokens: Sequence[AddedToken], text: str, begin: int, end: int
+) -> List[Tuple[int, int]]:
+    """The (last index, rank) of the leftmost-longest matches in
+    text[begin:end], left to right and not overlapping: the match that
+    starts first, the longest of those, then the same after its end
+    (tokenizers' aho-corasick LeftmostLongest, transformers' Trie.split,
+    sentencepiece's PrefixMatcher).  Found from all the matches:
+    pyahocorasick's iter_long misses a shorter match that starts inside a
+    longer token's prefix it followed in vain (tokens "a b" and " " in
+    "a ba ": the last space)."""
+    longest: Dict[int, Tuple[int, int]] = {}  # start -> (last, rank)
+    for last, rank in automaton.iter(text, begin, end):
+        start = last - len(tokens[rank].content) + 1
+        found = longest.get(start)
+        if found is None or last > found[0]:
+            longest[start] = (last, rank)
+    out = []
+    cursor = begin
+    for start in sorted(longest):
+        if start >= cursor:
+            last, rank = longest[start]
+            out.append((last, rank))
+            cursor = last + 1
+    return out
 
 
 def _split(
@@ -316,7 +342,7 @@ class TokenizersMatcher(AddedTokenMatcher):
         """find_matches over text[begin:end], in offsets of `text`."""
         out: List[Fragment] = []
         cursor = begin
-        for last, rank in automaton.iter_long(text, begin, end):
+        for last, rank in _leftmost_longest(automaton, self.tokens, text, begin, end):
             token = self.tokens[rank]
             start, stop = last - len(token.content) + 1, last + 1
             if token.content in self._single_word and (

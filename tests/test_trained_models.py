@@ -30,15 +30,16 @@ import spmbpe
 import trained_models as trained
 
 NAMES = trained.names()
-# Each model's folders, by their key in the golden rows: "minimal", "saved"
-# and the variants.
-FOLDERS = [(name, key) for name in NAMES
-           for key in ("minimal", "saved", *trained.read_golden(name)[0].get("variants", {}))]
 
 
 @functools.lru_cache(maxsize=None)
 def _golden(name):
     return trained.read_golden(name)
+
+
+# Each model's folders, by their key in the golden rows: "minimal", "saved"
+# and the variants.
+FOLDERS = [(name, key) for name in NAMES for key in ("minimal", "saved", *_golden(name)[0].get("variants", {}))]
 
 
 @pytest.fixture(scope="module")

@@ -153,6 +153,11 @@ MATRIX: List[Dict[str, Any]] = [
          variants={"additional": {"from": "model", "config": {"additional_special_tokens": ["<y>", "<new>"]}},
                    "no-extra": {"from": "model", "config": {"extra_special_tokens": []}},
                    "saved-extra": {"from": "saved", "config": {"extra_special_tokens": ["<s>", "<y>", "<new>"]}}}),
+    # User-defined pieces that overlap: the leftmost-longest match must find
+    # " " after a prefix of "a b" that comes to nothing ("a ba ").
+    dict(name="overlapping-symbols-en-500", sources=[("en_botchan", 0, 300_000)],
+         options=dict(vocab_size=500, user_defined_symbols=["a b", " ", "\u2581", "qwer", "we", "zxcv", "xc"],
+                      normalization_rule_name="identity", remove_extra_whitespaces=False)),
     # UNUSED pieces (marked after training; sentencepiece's trainer writes none).
     dict(name="unused-zh-2500", sources=[("multi_zh_CN", 0, 300_000)],
          options=dict(vocab_size=2500, byte_fallback=True, character_coverage=0.995, normalization_rule_name="identity",
@@ -335,6 +340,8 @@ def golden_texts(name: str, model: bytes) -> List[str]:
     specials = [sp.id_to_piece(i) for kind in (UNKNOWN, CONTROL, USER_DEFINED) for i in by_type.get(kind, [])]
     for token in specials + ["<s>", "</s>", "<unk>"]:
         out += [a.format(t=token) for a in AROUND]
+        # A prefix of the piece that comes to nothing, at the end and inside.
+        out += [token[:-1], "x" + token[:-1], token[:-1] + "x" + token[:-1] + " "] if len(token) > 1 else []
     out += NORMALIZED + UNKNOWN_CHARACTERS
     for _ in range(40):
         parts = []
