@@ -96,12 +96,11 @@ def test_the_matrix_covers_every_trainer_option_that_changes_ids():
             ("unk_surface", t.unk_surface != " \u2047 "), ("unk_id", t.unk_id), ("bos_id", t.bos_id),
             ("eos_id", t.eos_id), ("pad_id", t.pad_id), ("special pieces", t.unk_piece != "<unk>"),
         }
-    wanted = {(key, value) for key in ("byte_fallback", "split_digits", "split_by_whitespace",
-                                       "split_by_unicode_script", "split_by_number", "treat_whitespace_as_suffix",
-                                       "add_dummy_prefix", "remove_extra_whitespaces", "allow_whitespace_only_pieces",
-                                       "max_sentencepiece_length", "character_coverage below 0.99", "user_defined", "control",
-                                       "unused", "unk_surface", "special pieces")
-              for value in (True, False)}
+    on_and_off = ("byte_fallback", "split_digits", "split_by_whitespace", "split_by_unicode_script",
+                  "split_by_number", "treat_whitespace_as_suffix", "add_dummy_prefix", "remove_extra_whitespaces",
+                  "allow_whitespace_only_pieces", "max_sentencepiece_length", "character_coverage below 0.99",
+                  "user_defined", "control", "unused", "unk_surface", "special pieces")
+    wanted = {(key, value) for key in on_and_off for value in (True, False)}
     wanted |= {("normalization", rule) for rule in ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity",
                                                      "user_defined")}
     wanted |= {("denormalization", "user_defined"), ("unk_id", 3), ("bos_id", -1), ("eos_id", -1), ("pad_id", 2)}

@@ -314,8 +314,9 @@ NORMALIZED = ["\uff21\uff22\uff43 \uff11\uff12\uff13", "\ufb01ne \ufb02ow", "\u2
               "tab\there", "\u212b \u00c5", "\u0130stanbul \u0131", "\u03a3\u03bf\u03c6\u03af\u03b1"]
 UNKNOWN_CHARACTERS = ["a\nb", "a\r\nb", "\U0001f999", "a\U0001f999b", "a \U0001f999 b", "\U0001d518\U0001d52b",
                       "\u02a9", "a \u02a9 b", "\u02a9  ", "x\u0378y", "\x00", "\x01a", "\u65e5\u672c\u8a9e",
-                      "\ud55c\uad6d\uc5b4", "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac", "\u05e2\u05d1\u05e8\u05d9\u05ea",
-                      "\u0e44\u0e17\u0e22", "x)\n y", "a\u3000b", "x\U0001f999  y", "    \U0001f999    return", "12345 67.89 0x1F 1,000,000 \u0661\u0662"]
+                      "\ud55c\uad6d\uc5b4", "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac",
+                      "\u05e2\u05d1\u05e8\u05d9\u05ea", "\u0e44\u0e17\u0e22", "x)\n y", "a\u3000b", "x\U0001f999  y",
+                      "    \U0001f999    return", "12345 67.89 0x1F 1,000,000 \u0661\u0662"]
 
 
 def golden_texts(name: str, model: bytes) -> List[str]:
