@@ -257,6 +257,35 @@ def test_a_dropped_character_before_a_space_lets_its_neighbours_merge(matrix):
     assert bad == []
 
 
+_VOCAB_REASON = (
+    "csrc/spm_vocab.h spm_vocab_probe: a text of exactly 8 bytes is taken to be the piece whose slot has the "
+    "same 8-byte head and tag (the shortcut 'up to 8 bytes ... the zero-padded head also says the length' holds "
+    "below 8 bytes only), so '\u2581posit' finds '\u2581positif' and the merger builds it; the shortcut's test "
+    "`len - 1 < 8` wants to be `len - 1 < 7`"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=_VOCAB_REASON)
+def test_an_8_byte_text_is_not_the_longer_piece_it_begins(tmp_path):
+    """Found by tools/differential.py --explore-trainer on a model trained
+    with split_by_unicode_script=False, add_dummy_prefix=False and identity
+    rules, where "a posit\U0001f999" gave \u2581positif; here the smallest
+    vocabulary that shows it, against live sentencepiece."""
+    from spm_proto import bpe_model_proto
+
+    pieces = ["<unk>", "<s>", "</s>", "\u2581", *"abcdefghijklmnopqrstuvwxyz",
+              "\u2581p", "\u2581po", "\u2581pos", "\u2581posi", "if", "\u2581positif"]
+    scores = [0.0, 0.0, 0.0] + [-float(i) for i in range(len(pieces) - 3)]
+    model = bpe_model_proto(pieces, scores, [2, 3, 3] + [1] * (len(pieces) - 3), byte_fallback=False)
+    path = tmp_path / "m.model"
+    path.write_bytes(model)
+    tok = spmbpe.load(path)
+    sp = spm.SentencePieceProcessor(model_proto=model)
+    assert sp.encode("posit", out_type=str) == ["\u2581posi", "t"]
+    assert [tok.encode(t) for t in ("posit", "a posit\U0001f999")] == [sp.encode(t) for t in ("posit", "a posit\U0001f999")]
+    assert tok.piece_to_id("\u2581posit") == sp.piece_to_id("\u2581posit") == 0
+
+
 # ---------------------------------------------------------------- issue 47's two behaviours
 
 

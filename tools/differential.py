@@ -77,7 +77,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -131,6 +131,8 @@ class Report:
     def __init__(self) -> None:
         self.counts: Dict[str, List[int]] = {}
         self.known: Dict[str, int] = {}
+        #: The first mismatches of each kind, whole: (kind, input, spmbpe's, the reference's).
+        self.examples: List[Tuple[str, Any, Any, Any]] = []
 
     def check(self, what: str, text: Any, mine: Any, theirs: Any, known: str = "") -> None:
         """Counts one comparison; `known` names the known divergence (an
@@ -148,6 +150,7 @@ class Report:
                 return
             row[1] += 1
             if row[1] <= 3:
+                self.examples.append((what, text, mine, theirs))
                 print(f"MISMATCH {what}: {text!r:.300}\n  spmbpe    {str(mine)[:300]}\n  reference {str(theirs)[:300]}",
                       flush=True)
 
@@ -318,12 +321,14 @@ def run_trained(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> Non
     print(f"trained matrix: {len(models)} models, {n} texts and id lists each", flush=True)
 
 
-def run_explore_trainer(texts: Texts, seconds: float, n: int, venv: pathlib.Path, report: Report) -> None:
+def run_explore_trainer(texts: Texts, seconds: float, n: int, venv: pathlib.Path, report: Report,
+                        keep: Optional[pathlib.Path] = None) -> None:
     """Models trained for `seconds` with random combinations of trainer
     options (make_trained_models.random_options) on random slices of the
     corpus, each in a folder with a random config and the folder
     save_pretrained writes from it, compared as the matrix is, on `n` texts
-    and id lists each.  A combination the trainer refuses is skipped."""
+    and id lists each.  A combination the trainer refuses is skipped.  With
+    `keep`, a batch of models that gave mismatches is kept there."""
     from make_transformers5_goldens import REQUIREMENTS, TRANSFORMERS5
     from make_trained_models import random_config, random_options, train
     from trained_models import Materialized
@@ -362,8 +367,26 @@ def run_explore_trainer(texts: Texts, seconds: float, n: int, venv: pathlib.Path
                     report.check("explored folder transformers refuses", (name, saved["errors"][str(m.minimal)]),
                                  _load_error(m.minimal), "refused")
                     del models[name]
+            before = len(report.examples)
             compare_trained(models, texts, n, python, tmp, report, "explored ")
+            if keep is not None and len(report.examples) > before:
+                _keep_batch(keep, models, report.examples[before:])
     print(f"explored {tried} trainer option sets ({refused} refused by the trainer)", flush=True)
+
+
+def _keep_batch(keep: pathlib.Path, models: Dict[str, Any], examples: List[Tuple[str, Any, Any, Any]]) -> None:
+    """A batch of explored models that gave mismatches, kept under `keep`
+    with the mismatches' inputs whole (the printed ones are cut)."""
+    import shutil
+
+    dest = pathlib.Path(tempfile.mkdtemp(prefix="batch-", dir=keep))
+    for k, (name, m) in enumerate(models.items()):
+        shutil.copytree(m.minimal, dest / f"m{k}")
+        if m.saved.exists():
+            shutil.copytree(m.saved, dest / f"m{k}-saved")
+        (dest / f"m{k}" / "name.txt").write_text(name, encoding="utf-8")
+    (dest / "mismatches.json").write_text(json.dumps(examples, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"kept the batch's models and mismatches in {dest}", flush=True)
 
 
 def _load_error(path: pathlib.Path) -> str:
@@ -643,6 +666,8 @@ def main() -> int:
     ap.add_argument("--explore-trainer", type=float, default=0.0, metavar="SECONDS",
                     help="train models with random trainer options for this long and compare them too")
     ap.add_argument("--explore-texts", type=int, default=200, help="texts and id lists per explored model")
+    ap.add_argument("--explore-keep", type=pathlib.Path, default=None, metavar="DIR",
+                    help="keep the explored models that gave mismatches, and the mismatches' inputs, here")
     ap.add_argument("--reference-worker", nargs=3, metavar=("KIND", "REQUEST", "ANSWER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.reference_worker:
@@ -657,7 +682,9 @@ def main() -> int:
     if args.trained_texts:
         run_trained(texts, args.trained_texts, args.venv, report)
     if args.explore_trainer:
-        run_explore_trainer(texts, args.explore_trainer, args.explore_texts, args.venv, report)
+        if args.explore_keep is not None:
+            args.explore_keep.mkdir(parents=True, exist_ok=True)
+        run_explore_trainer(texts, args.explore_trainer, args.explore_texts, args.venv, report, args.explore_keep)
     if args.transformers4_venv is not None:
         run_transformers4(texts, args.folders_texts, args.transformers4_venv, report)
     for python in args.tokenizers_python:
