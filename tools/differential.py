@@ -4,6 +4,7 @@
     python tools/differential.py [--seconds N] [--seed S] [--corpus DIR]
                                  [--folders-texts N] [--venv DIR] [--no-folders]
                                  [--trained-texts N] [--explore-trainer SECONDS] [--explore-texts N]
+                                 [--explore-keep DIR]
                                  [--tokenizers-python PATH ...] [--transformers4-venv DIR]
                                  [--llama-venv DIR] [--gguf-texts N]
 
@@ -40,7 +41,9 @@ special-token spelling of the vocabularies.
   random combinations of trainer options (tools/make_trained_models.py
   ``random_options``) on random slices of the corpus, each in a folder with
   a random config and saved by transformers 5, compared as the matrix is
-  on ``--explore-texts`` texts and id lists each;
+  on ``--explore-texts`` texts and id lists each (with ``--explore-keep
+  DIR``, a batch of models that gave mismatches is kept there with the
+  mismatches' inputs);
 * with ``--tokenizers-python PATH`` (repeatable: an interpreter whose
   environment holds another tokenizers, e.g. 1.0's release candidate), the
   tokenizer.json against that tokenizers as above, on ``--folders-texts``
