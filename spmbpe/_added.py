@@ -223,8 +223,8 @@ class _Longest:
     A regular expression of the texts' trie finds them: a group is optional
     where a text ends, so the engine tries the longer texts first and backs
     off to the longest that matched; one pass in C.  It is compiled on first
-    use (a folder's 771 control tokens take 13 ms); a trie too deep for
-    ``re`` falls back to all of an Aho-Corasick automaton's matches."""
+    use, not when a tokenizer loads; a trie too deep for ``re`` falls back
+    to all of an Aho-Corasick automaton's matches."""
 
     __slots__ = ("_tokens", "_rank", "_pattern")
 
