@@ -7,6 +7,7 @@ import gc
 import importlib
 import os
 import platform
+import re
 import sys
 import time
 from importlib import metadata
@@ -166,3 +167,16 @@ def corpus_lines(text: str) -> List[str]:
 
 def utf8_len(texts: Iterable[str]) -> int:
     return sum(len(x.encode("utf-8")) for x in texts)
+
+
+_CHUNK = re.compile(r" *[^ ]+| +")
+
+
+def word_chunks(line: str) -> List[Tuple[bool, str]]:
+    """A line's word-level chunks, as (starts the line, text): a chunk starts
+    at the line's start and at each space that follows a non-space ("a  b c"
+    -> "a", "  b", " c").  With sentencepiece's dummy prefix and its escaping
+    of spaces, a chunk's pieces are those of "▁" + its text at the line's
+    start, else of its text with its first space as the "▁": " word" is
+    "▁word" wherever it stands.  (benchmarks/floor.c cuts lines the same way.)"""
+    return [(i == 0, c) for i, c in enumerate(_CHUNK.findall(line))]

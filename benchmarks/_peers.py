@@ -11,6 +11,8 @@ A column is one tokenizer on one vocabulary file with the calls of each mode:
   batch   the texts in one call on N threads: fn(tok, texts, n) -> list of id lists
   numpy   the same into one flat array: fn(tok, texts, n) -> (flat ids, starts),
           starts holding len(texts) + 1 offsets into ids
+  files   a file of the texts, one a line, read by the peer's own reader on N
+          threads: fn(tok, path, n) -> (flat ids, starts) (gigatoken's encode_files)
 
 Every call encodes plain text: no BOS/EOS, and a special token's spelling in the
 text is text (sentencepiece reads "</s>" as four characters).  A peer that has
@@ -55,8 +57,8 @@ class Column:
     # tok -> a function of a list of texts that encodes them one by one as a
     # user's loop written for this call does, for a call that is no bound
     # method of one argument (keywords, or `.ids` to take): a function of
-    # ours around each call would add a Python frame per text, 0.1-0.2 us,
-    # which such a loop never pays.  The per-line modes run it when given;
+    # ours around each call would add a Python frame per text, which such
+    # a loop never pays.  The per-line modes run it when given;
     # `loop(tok, keep=True)`'s function returns the ids of each text (a list
     # comprehension, for compare.py's check), else it drops them.
     loop: Optional[Callable] = None
@@ -115,7 +117,7 @@ def spmbpe_column(fmt: str, call: str, path: str) -> Column:
         bind = lambda t: t.encode_ordinary  # noqa: E731
     else:
         # (functools.partial with a keyword would build a dict of keywords
-        # for every call, about 0.25 us a line, which a loop never pays.)
+        # for every call, which a loop never pays.)
         bind = lambda t: lambda x, encode=t.encode: encode(x, special="all")  # noqa: E731
 
         def loop(t, keep=False):
@@ -296,8 +298,8 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
     v = _version(tokenizers, "tokenizers")
     # tokenizers matches added tokens (<s>, </s>, <unk>) in the text even
     # with add_special_tokens=False; encode_special_tokens makes it read them
-    # as text: an attribute of the tokenizer up to 0.2x, an argument of the
-    # call from 1.0.
+    # as text: an attribute of the tokenizer before tokenizers 1.0, an
+    # argument of the call from 1.0.
     cls = tokenizers.Tokenizer
     as_attribute = hasattr(cls, "encode_special_tokens")
     kw = {"add_special_tokens": False} if as_attribute else {"add_special_tokens": False, "encode_special_tokens": True}
@@ -325,7 +327,8 @@ def _tokenizers_column(tokenizers, path: str) -> Column:
                     encode(x, add_special_tokens=False, encode_special_tokens=True).ids
         return each
 
-    # encode_batch_fast (0.21-0.2x) skips the offsets; 1.0 has only encode_batch.
+    # encode_batch_fast (tokenizers 0.21 until 1.0) skips the offsets; 1.0 has
+    # only encode_batch.
     batch_name = "encode_batch_fast" if hasattr(cls, "encode_batch_fast") else "encode_batch"
     return Column(f"tokenizers {v}", "tokenizers", v, make,
                   {"line": lambda t, x: t.encode(x, **kw).ids,
@@ -343,11 +346,18 @@ def _gigatoken_column(gigatoken, model: str, np) -> Column:
         layout = t.encode_batch(xs).layout
         return layout.content.data, layout.offsets.data
 
+    def files(t, path, n):
+        # encode_files on a text file, a document per line (its separator;
+        # a bare path would be one document): gigatoken's own reader.
+        layout = t.encode_files(gigatoken.TextFileSource([path], separator="\n")).layout
+        return layout.content.data, layout.offsets.data
+
     col = Column(f"gigatoken {v}", "gigatoken", v, lambda: Tok.from_sentencepiece(model),
                  # encode returns a NumPy array per text.
                  {"line": lambda t, x: t.encode(x),
                   "batch": lambda t, xs, n: t.encode_batch_list(xs),
-                  "numpy": flat},
+                  "numpy": flat,
+                  "files": files},
                  bind=lambda t: t.encode)
     # gigatoken matches the control pieces' spellings in every call, with no
     # option to read them as text.

@@ -24,9 +24,13 @@ cache.  With ``line``, ``batch1`` and ``doc`` both workers are pinned to one cor
 ``--cache 0`` merges every chunk at every sighting, which times the merge itself,
 what a corpus's new words cost.
 
-Alternating fresh processes seconds apart did not steady a 5% change on this
-project's 2-core VM, whose speed moved by up to 1.6x between runs of the same code;
-turns a few milliseconds apart see the same speed.  Per pass, the table gives each
+The last column gives the same ratios in CPU time of each worker's process
+(both threads' for batch2): on a machine shared with other work, wall time
+counts the waits for a core, CPU time does not.
+
+Alternating fresh processes seconds apart do not steady a change of a few percent
+on a shared VM, whose speed drifts between runs of the same code; turns a few
+milliseconds apart see the same speed.  Per pass, the table gives each
 build's MB/s and AFTER over BEFORE: the median over the slices of the ratio of
 their times, and the ratio of the totals.  The ids of every slice are compared
 (a CRC of them): a change that alters an id is reported, not timed as a speed-up.
@@ -40,7 +44,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CORPUS, MODEL  # noqa: E402
@@ -71,7 +75,7 @@ print("ready", spmbpe.__file__, tok.cache_capacity, flush=True)
 for command in sys.stdin:
     j = int(command) % slices
     part, enc = parts[j], tok.encode_ordinary if special is None else tok.encode
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     if mode == "doc":
         out = [enc(part) if special is None else enc(part, special=special)]
     elif mode == "line" and special is None:
@@ -80,12 +84,12 @@ for command in sys.stdin:
         out = [enc(x, special=special) for x in part]
     else:
         out = tok.encode_batch(part, num_threads=int(mode[-1]), return_numpy=True, special=special or "none")
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - c
     if mode in ("line", "doc"):
         crc = zlib.crc32(array("i", [i for ids in out for i in ids]).tobytes())
     else:
         crc = zlib.crc32(out[0].astype("int32").tobytes())
-    print(repr(seconds), nbytes[j], crc, flush=True)
+    print(repr(seconds), nbytes[j], crc, repr(cpu), flush=True)
 '''
 
 
@@ -110,15 +114,15 @@ def start(tree: str, args: argparse.Namespace) -> subprocess.Popen:
     return proc
 
 
-def turn(proc: subprocess.Popen, j: int) -> Tuple[float, int, int]:
+def turn(proc: subprocess.Popen, j: int) -> Tuple[float, int, int, float]:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(f"{j}\n")
     proc.stdin.flush()
     line = proc.stdout.readline()
     if not line:
         raise SystemExit(f"a worker stopped at slice {j} (its error is above)")
-    seconds, nbytes, crc = line.split()
-    return float(seconds), int(nbytes), int(crc)
+    seconds, nbytes, crc, cpu = line.split()
+    return float(seconds), int(nbytes), int(crc), float(cpu)
 
 
 def parse(argv: List[str]) -> argparse.Namespace:
@@ -149,19 +153,23 @@ def parse(argv: List[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: List[str]) -> int:
-    args = parse(argv)
+def measure(args: argparse.Namespace) -> Dict[str, Any]:
+    """The two builds in turns: per pass, each build's MB/s and AFTER over
+    BEFORE (the median over the slices of the ratio of their times, and the
+    ratio of the totals); the slices whose ids differ; each worker's cache."""
     procs = [start(args.before, args), start(args.after, args)]
     times: List[List[float]] = [[], []]
+    cpus: List[List[float]] = [[], []]
     sizes: List[int] = []
     differ: List[int] = []
     try:
         for j in range(args.slices * args.passes):
-            got = [(0.0, 0, 0), (0.0, 0, 0)]
+            got: List[Tuple] = [(), ()]
             for k in ((0, 1) if j % 2 == 0 else (1, 0)):
                 got[k] = turn(procs[k], j)
-            times[0].append(got[0][0])
-            times[1].append(got[1][0])
+            for k in (0, 1):
+                times[k].append(got[k][0])
+                cpus[k].append(got[k][3] if len(got[k]) > 3 else got[k][0])
             sizes.append(got[0][1])
             if got[0][2] != got[1][2]:
                 differ.append(j % args.slices)
@@ -170,21 +178,40 @@ def main(argv: List[str]) -> int:
             if proc.stdin:
                 proc.stdin.close()
             proc.wait()
-    # (The cache: what each tokenizer holds, as set_cache_capacity rounds up.)
-    settings = "" if args.cache is None else f", cache {procs[0].cache_capacity}/{procs[1].cache_capacity}"
-    settings += "" if args.special is None else f", special={args.special}"
-    print(f"{args.file.name}, {args.mode}{settings}, {args.slices} slices, {args.passes} pass(es); "
-          f"after / before: median over the slices (total)")
-    print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}")
+    passes = []
     for p in range(args.passes):
         lo, hi = p * args.slices, (p + 1) * args.slices
         nbytes = sum(sizes[lo:hi])
         before, after = times[0][lo:hi], times[1][lo:hi]
-        median = statistics.median(b / a for a, b in zip(after, before))
-        print(f"{p:>4}  {nbytes / sum(before) / 1e6:>11.1f}  {nbytes / sum(after) / 1e6:>10.1f}  "
-              f"{median:>6.3f} ({sum(before) / sum(after):.3f})")
-    if differ:
-        print(f"ids differ between the builds on slice(s) {sorted(set(differ))}")
+        cpu_before, cpu_after = cpus[0][lo:hi], cpus[1][lo:hi]
+        passes.append({"before_mbs": nbytes / sum(before) / 1e6, "after_mbs": nbytes / sum(after) / 1e6,
+                       "median": statistics.median(b / a for a, b in zip(after, before)),
+                       "total": sum(before) / sum(after),
+                       # The same in CPU time of each worker's process: steadier where
+                       # other processes take turns on the cores (wall time counts
+                       # the waits); for batch2, both threads' time.
+                       "cpu_before_mbs": nbytes / max(sum(cpu_before), 1e-9) / 1e6,
+                       "cpu_after_mbs": nbytes / max(sum(cpu_after), 1e-9) / 1e6,
+                       "cpu_median": statistics.median(b / max(a, 1e-9) for a, b in zip(cpu_after, cpu_before)),
+                       "cpu_total": sum(cpu_before) / max(sum(cpu_after), 1e-9)})
+    # (The cache: what each tokenizer holds, as set_cache_capacity rounds up.)
+    return {"passes": passes, "differ": sorted(set(differ)),
+            "cache": [getattr(proc, "cache_capacity", "?") for proc in procs]}
+
+
+def main(argv: List[str]) -> int:
+    args = parse(argv)
+    result = measure(args)
+    settings = "" if args.cache is None else f", cache {result['cache'][0]}/{result['cache'][1]}"
+    settings += "" if args.special is None else f", special={args.special}"
+    print(f"{args.file.name}, {args.mode}{settings}, {args.slices} slices, {args.passes} pass(es); "
+          f"after / before: median over the slices (total)")
+    print(f"{'pass':>4}  {'before MB/s':>11}  {'after MB/s':>10}  {'after/before':>14}  {'in CPU time':>14}")
+    for p, r in enumerate(result["passes"]):
+        print(f"{p:>4}  {r['before_mbs']:>11.1f}  {r['after_mbs']:>10.1f}  "
+              f"{r['median']:>6.3f} ({r['total']:.3f})  {r['cpu_median']:>6.3f} ({r['cpu_total']:.3f})")
+    if result["differ"]:
+        print(f"ids differ between the builds on slice(s) {result['differ']}")
         return 1
     return 0
 

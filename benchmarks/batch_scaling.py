@@ -7,15 +7,14 @@ every file's lines together as one batch of several MB.
 mistral-v1's `.model`, a fresh tokenizer for every timed call (the chunk
 cache starts empty, as in compare.py).  Each round times the one-thread and
 the N-thread call in turn (the order swapped every other round), each after
-`--settle` seconds of sleep (compare.py used to wait 0.05 s before each
-batch run, for Rayon's threads to go idle; it now waits only after a run of
-tokenizers or splintr-rs).  Prints, per batch, the best times, their
-ratio, and the median and range of the ratios within the rounds ("paired"),
-for lists of ids and for return_numpy=True (when NumPy is installed).  The
-fixed costs of a call (waking the helper thread, which on an idle VM takes a
-good part of a millisecond, and building the Python lists, which only the
-calling thread can do) weigh on a batch of a few milliseconds and fade on a
-large one.
+`--settle` seconds of sleep (compare.py waits only after a run of
+tokenizers or splintr-rs, for Rayon's threads to go idle).  Prints, per
+batch, the best times, their ratio, and the median and range of the ratios
+within the rounds ("paired"), for lists of ids and for return_numpy=True
+(when NumPy is installed).  The fixed costs of a call (waking the helper
+thread, slow from an idle core, and building the Python lists, which only
+the calling thread can do) weigh on a batch of a few milliseconds and fade
+on a large one.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ single-thread modes, against the project's targets, and the batch scaling of
 spmbpe (.model) with --threads threads over its own one-thread encode_batch
 (timed in turn with the row's columns).  Each ratio is given twice: of the
 best runs (the table's MB/s), and as the median over the rounds of the ratio
-within each round ("paired").  On a shared VM whose speed moves by half
+within each round ("paired").  On a shared VM whose speed drifts
 within a minute, the best runs of two columns may come from different
 spells; a round's runs are seconds apart, so the paired median is the
 steadier figure from run to run.
@@ -319,15 +319,15 @@ def seconds_in_turn(entries: Sequence[Tuple[Column, Callable]], data, repeat: in
     round times every entry once (in reverse order every other round), so
     that a slow spell of the machine falls on all of them alike and a ratio
     between them (spmbpe over a reference, batch scaling) compares runs made
-    under the same conditions.  On a shared VM whose speed moves by half
+    under the same conditions.  On a shared VM whose speed drifts
     between minutes, timing one column's runs back to back and then the
     next's made the same-run ratios swing as much.  `settle`: seconds to
     wait after a run of a column that `spins`, so that its worker threads
     (Rayon's spin before they sleep) are idle when the next run starts.
-    Only there: a sleep before every run left both cores idle long enough
-    that waking a second thread took a good part of a millisecond, which
-    took most of the gain of spmbpe's second thread on the corpus files
-    (benchmarks/batch_scaling.py --settle 0.05 against --settle 0)."""
+    Only there: a sleep before every run leaves both cores idle long enough
+    that waking a second thread is slow, which takes most of the gain of
+    spmbpe's second thread on the corpus files (compare
+    benchmarks/batch_scaling.py --settle 0.05 with --settle 0)."""
     times: List[List[float]] = [[] for _ in entries]
     order = list(range(len(entries)))
     for r in range(repeat):

@@ -25,8 +25,15 @@ Modes (MB/s of UTF-8 input, best of --repeat runs):
           (a document's speed per MB against a small one's)
   warm    spmbpe: per line on the file's first 256 KB, encoded again and
           again by one tokenizer (the small-text speed the cache gives)
+  files   a peer's call that reads the lines from a file itself, on --threads
+          threads (gigatoken's encode_files, a document per line), the lines
+          written to a file first, untimed
   cli     spmbpe: `python -m spmbpe encode --model M -o OUT.bin` on the lines,
           end to end in its own process (start-up, reading, writing)
+  inproc  spmbpe: the CLI's job in the worker's process: that file read, its
+          lines in one encode_batch(return_numpy=True) on --threads threads,
+          the .bin the CLI writes (the same bytes: the ids as Megatron's
+          dtype) and the documents' sizes written
 
 Columns: spmbpe on mistral-v1 in each format it reads -- the .model, a GGUF
 of the same vocabulary (written here with the gguf package), the
@@ -91,10 +98,13 @@ sys.path.insert(0, str(HERE))
 from _common import corpus_lines, load_line, machine_line, timed, usable_cores, utf8_len  # noqa: E402
 import _peers  # noqa: E402
 
-MODES = ("line", "batch", "batch1", "numpy", "doc", "pieces", "warm", "cli")
+MODES = ("line", "batch", "batch1", "numpy", "files", "doc", "pieces", "warm", "cli", "inproc")
 TITLES = {"line": "per line", "batch": "batch {n}t", "batch1": "batch 1t", "numpy": "numpy {n}t",
-          "doc": "document", "pieces": "10 KB docs", "warm": "warm", "cli": "CLI .bin"}
-SPMBPE_ONLY = {"batch1", "doc", "pieces", "warm", "cli"}
+          "files": "files {n}t", "doc": "document", "pieces": "10 KB docs", "warm": "warm", "cli": "CLI .bin",
+          "inproc": "read+numpy+write"}
+SPMBPE_ONLY = {"batch1", "doc", "pieces", "warm", "cli", "inproc"}
+# Modes whose call reads the lines from a file (written first, untimed).
+FILE_MODES = {"files", "cli", "inproc"}
 PIECE_BYTES = 10_000
 WARM_BYTES = 256_000
 DOC_SAMPLE_BYTES = 256_000
@@ -266,6 +276,10 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
                     mine = [col.modes["line"](tok, doc)]
                 elif mode == "cli":
                     mine = [_cli_check(spec, sample)]
+                elif mode == "inproc":
+                    mine = [_inproc_check(tok, sample, n)]
+                elif mode == "files":
+                    mine = _as_rows("numpy", _files_call(col, tok, sample, n))
                 elif mode == "batch1":
                     mine = _as_rows("batch", col.modes["batch"](tok, sample, 1))
                 else:
@@ -277,8 +291,8 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
                 continue
             if mode == "doc":
                 texts, expect = [doc], [ref["doc"]]
-            elif mode == "cli":
-                texts, expect = ["the sample's lines, through the CLI"], [[i for row in ref["line"] for i in row]]
+            elif mode in ("cli", "inproc"):
+                texts, expect = [f"the sample's lines, {mode}"], [[i for row in ref["line"] for i in row]]
             else:
                 texts, expect = sample, ref["line"]
             differing, left_out, example = _first_difference(texts, mine, expect, skip)
@@ -289,6 +303,8 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     mode = spec["mode"]
     if mode == "cli":
         return _cli_time(spec, lines)
+    if mode in ("files", "inproc"):
+        return _file_time(spec, col, mode, lines)
     data: Any = text if mode == "doc" else lines
     size = len(text.encode("utf-8")) if mode == "doc" else utf8_len(lines)
     if mode == "pieces":
@@ -388,6 +404,83 @@ def _cli_time(spec: Dict[str, Any], lines: List[str]) -> Dict[str, Any]:
             raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.strip()[-500:]}")
         return {"seconds": seconds, "bytes": utf8_len(lines), "loaded": None, "after": None,
                 "peak": usage.ru_maxrss * 1024}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_lines(path: str, lines: List[str]) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _files_call(col, tok, lines: List[str], n: int):
+    """A peer's file call on the lines, written to a file: (flat ids, offsets)."""
+    with tempfile.TemporaryDirectory(prefix="spmbpe-scale-") as tmp:
+        src = os.path.join(tmp, "in.txt")
+        _write_lines(src, lines)
+        return col.modes["files"](tok, src, n)
+
+
+def _bin_dtype(vocab_size: int):
+    # What `spmbpe encode --format bin` writes: Megatron's optimal dtype,
+    # uint16 below 65,500 ids, else int32.
+    import numpy as np
+
+    return np.uint16 if vocab_size < 65500 else np.int32
+
+
+def inproc_job(tok, src: str, out: str, n: int) -> None:
+    """The command line's job in this process: the file read, its lines in
+    one NumPy batch, the ids written as the CLI's .bin and the documents'
+    sizes (int32) beside them, as its .idx holds them."""
+    import numpy as np
+
+    with open(src, "rb") as f:
+        text = f.read().decode("utf-8")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    del text
+    ids, starts = tok.encode_batch(lines, num_threads=n, return_numpy=True, special="none")
+    ids.astype(_bin_dtype(tok.vocab_size)).tofile(out)
+    np.diff(starts).astype(np.int32).tofile(out + ".sizes")
+
+
+def _inproc_check(tok, sample: List[str], n: int) -> List[int]:
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="spmbpe-scale-") as tmp:
+        src, out = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.bin")
+        _write_lines(src, sample)
+        inproc_job(tok, src, out, n)
+        return [int(x) for x in np.fromfile(out, dtype=_bin_dtype(tok.vocab_size))]
+
+
+def _file_time(spec: Dict[str, Any], col, mode: str, lines: List[str]) -> Dict[str, Any]:
+    """One run of a call that reads the lines from a file (written first,
+    outside the timing): a peer's `files` call, or spmbpe's in-process job."""
+    _peers._import("numpy")
+    tmp = tempfile.mkdtemp(prefix="spmbpe-scale-")
+    try:
+        src, out = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.bin")
+        _write_lines(src, lines)
+        size = utf8_len(lines)
+        del lines
+        _trim()
+        _reset_hwm()
+        base = _rss()
+        tok = col.make()
+        loaded = _rss() - base
+        if mode == "files":
+            fn = col.modes["files"]
+            run = lambda: fn(tok, src, spec["threads"])  # noqa: E731
+        else:
+            run = lambda: inproc_job(tok, src, out, spec["threads"])  # noqa: E731
+        seconds, result = timed(run)
+        peak = _hwm() - base
+        del result
+        _trim()
+        return {"seconds": seconds, "bytes": size, "loaded": loaded, "after": _rss() - base, "peak": peak}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -739,7 +832,7 @@ def _summary(args, report, keys, modes) -> None:
         if "doc" in modes and "pieces" in modes:
             add("one document / the same text as 10 KB documents (spmbpe model)",
                 _ratio(fr, ("spmbpe model", "doc"), [("spmbpe model", "pieces")]), TARGET_DOC)
-        peer_batches = [(k, m) for k in peers for m in ("batch", "numpy") if m in modes]
+        peer_batches = [(k, m) for k in peers for m in ("batch", "numpy", "files") if m in modes]
         for m in ("batch", "numpy"):
             if m in modes:
                 add(f"{m}: spmbpe model / fastest agreeing peer batch",

@@ -19,7 +19,7 @@ fresh tokenizer per timed run.  "exp" is log(t4x / t1x) / log 4: about 1.0-1.1
 for n log n, 2 for quadratic; above 1.35 the row is flagged (unless the 4x
 time is under 0.1 s, too short to judge).
 
---quick divides every size by 10 and takes the best of 3 (about 20 s);
+--quick divides every size by 10 and takes the best of 3 (a quick check);
 --scale multiplies the sizes.  Exit status 1 when a row is flagged.
 --references also times sentencepiece and splintr-rs (mistral-v1) on the same
 inputs, and checks their ids against spmbpe's (slow: they are not built for

@@ -9,10 +9,15 @@ not leftmost-longest matching: in ``"abcd"`` with tokens ``ab`` and ``bcd``,
 One Aho-Corasick pass finds every occurrence of every candidate; the
 priority-ordered splitting then runs over those positions only, so a text
 without added tokens costs one automaton scan.
+
+The other references match leftmost-longest (``_Longest``): tokenizers and
+transformers split added tokens out that way, sentencepiece its
+user-defined pieces.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from bisect import bisect_left
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple, Union
@@ -57,8 +62,7 @@ class _Automaton(Protocol):
 
     def add_word(self, key: str, value: int, /) -> bool: ...
     def make_automaton(self) -> None: ...
-    def iter(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
-    def iter_long(self, string: str, /) -> Iterator[Tuple[int, int]]: ...
+    def iter(self, string: str, start: int = ..., end: int = ..., /) -> Iterator[Tuple[int, int]]: ...
 
 
 class AddedTokenMatcher:
@@ -79,6 +83,7 @@ class AddedTokenMatcher:
             t.content for t in self.tokens if t.special
         )
         self.has_plain = any(not t.special for t in self.tokens)
+        self._longest_by: Dict[bool, Optional[_Longest]] = {}
         self._automaton: Optional[_Automaton] = None
         if self.tokens:
             automaton: _Automaton = ahocorasick.Automaton()
@@ -98,13 +103,13 @@ class AddedTokenMatcher:
         rstrip/lstrip removes the whitespace (str.lstrip/rstrip: any Unicode
         whitespace) at the start/end of the text next to it; text fragments
         left empty are dropped."""
-        automaton = self._automaton if include_special else self._plain_automaton()
-        if automaton is None:
+        longest = self._longest(include_special)
+        if longest is None:
             return [(0, len(text))] if text else []
         tokens = self.tokens
         pieces: List[Union[List[int], TokenAt]] = []  # [start, end] of text, or TokenAt
         cursor = 0
-        for end, rank in automaton.iter_long(text):
+        for end, rank in longest.matches(text, 0, len(text)):
             token = tokens[rank]
             start = end - len(token.content) + 1
             if start > cursor:
@@ -134,18 +139,13 @@ class AddedTokenMatcher:
             if isinstance(p, TokenAt) or p[1] > p[0]
         ]
 
-    def _plain_automaton(self) -> Optional[_Automaton]:
-        """An automaton of the special=False tokens only (built on demand)."""
-        if not hasattr(self, "_plain"):
-            plain = [(rank, t) for rank, t in enumerate(self.tokens) if not t.special]
-            automaton: Optional[_Automaton] = None
-            if plain:
-                automaton = ahocorasick.Automaton()
-                for rank, token in plain:
-                    automaton.add_word(token.content, rank)
-                automaton.make_automaton()
-            self._plain = automaton
-        return self._plain
+    def _longest(self, include_special: bool) -> Optional["_Longest"]:
+        """Leftmost-longest matching of every token, or of the special=False
+        ones only (made on first use)."""
+        if include_special not in self._longest_by:
+            ranks = [rank for rank, t in enumerate(self.tokens) if include_special or not t.special]
+            self._longest_by[include_special] = _Longest(self.tokens, ranks) if ranks else None
+        return self._longest_by[include_special]
 
     def partition_longest(self, text: str) -> Optional[List[Fragment]]:
         """The fragments of `text` under leftmost-longest matching (at each
@@ -156,7 +156,7 @@ class AddedTokenMatcher:
         fragments: List[Fragment] = []
         cursor = 0
         tokens = self.tokens
-        for end, rank in self._automaton.iter_long(text):
+        for end, rank in self._longest(True).matches(text, 0, len(text)):  # type: ignore[union-attr]
             token = tokens[rank]
             start = end - len(token.content) + 1
             if start > cursor:
@@ -209,6 +209,93 @@ class AddedTokenMatcher:
                 ):
                     raise DisallowedSpecialError(fragment.token.content, fragment.start)
         return fragments
+
+
+class _Longest:
+    """The leftmost-longest matches of some tokens' texts, left to right and
+    not overlapping: the match that starts first, the longest of those, then
+    the same after its end (tokenizers' aho-corasick LeftmostLongest,
+    sentencepiece's PrefixMatcher; transformers 4's Trie.split, but for its
+    own quirks).  pyahocorasick's iter_long is not that: it misses a shorter
+    match that starts inside a longer token's prefix it followed in vain
+    (tokens "a b" and " " in "a ba ": the last space).
+
+    A regular expression of the texts' trie finds them: a group is optional
+    where a text ends, so the engine tries the longer texts first and backs
+    off to the longest that matched; one pass in C.  It is compiled on first
+    use, not when a tokenizer loads; a trie too deep for ``re`` falls back
+    to all of an Aho-Corasick automaton's matches."""
+
+    __slots__ = ("_tokens", "_rank", "_pattern")
+
+    def __init__(self, tokens: Sequence[AddedToken], ranks: Iterable[int]) -> None:
+        self._tokens = tokens
+        # (A text given twice: the later rank, as Automaton.add_word keeps.)
+        self._rank: Dict[str, int] = {tokens[rank].content: rank for rank in ranks}
+        self._pattern: Any = None
+
+    def matches(self, text: str, begin: int, end: int) -> List[Tuple[int, int]]:
+        """(index of the last character, rank) of each match in text[begin:end]."""
+        pattern = self._pattern
+        if pattern is None:
+            pattern = self._pattern = self._compile()
+        rank = self._rank
+        if not isinstance(pattern, re.Pattern):
+            return _all_matches_longest(pattern, self._tokens, text, begin, end)
+        return [(m.end() - 1, rank[m.group()]) for m in pattern.finditer(text, begin, end)]
+
+    def _compile(self) -> Any:
+        trie: Dict[str, Any] = {}
+        for content in self._rank:
+            node = trie
+            for ch in content:
+                node = node.setdefault(ch, {})
+            node[""] = {}
+        try:
+            return re.compile(_trie_expression(trie))
+        except (RecursionError, re.error, OverflowError):
+            automaton = ahocorasick.Automaton()
+            for content, rank in self._rank.items():
+                automaton.add_word(content, rank)
+            automaton.make_automaton()
+            return automaton
+
+
+def _trie_expression(node: Dict[str, Any]) -> str:
+    """The regular expression of the texts below a trie node ("" marks a
+    text's end): each branch a literal run, optional where a text ends."""
+    branches = []
+    for ch in sorted(k for k in node if k):
+        child, run = node[ch], [ch]
+        while len(child) == 1 and "" not in child:
+            ((ch, child),) = child.items()
+            run.append(ch)
+        branches.append(re.escape("".join(run)) + _trie_expression(child))
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    return "(?:" + body + ")?" if "" in node else body
+
+
+def _all_matches_longest(
+    automaton: _Automaton, tokens: Sequence[AddedToken], text: str, begin: int, end: int
+) -> List[Tuple[int, int]]:
+    """_Longest.matches from every match the automaton finds: the longest
+    at each start, taken left to right without overlap."""
+    longest: Dict[int, Tuple[int, int]] = {}  # start -> (last, rank)
+    for last, rank in automaton.iter(text, begin, end):
+        start = last - len(tokens[rank].content) + 1
+        found = longest.get(start)
+        if found is None or last > found[0]:
+            longest[start] = (last, rank)
+    out = []
+    cursor = begin
+    for start in sorted(longest):
+        if start >= cursor:
+            last, rank = longest[start]
+            out.append((last, rank))
+            cursor = last + 1
+    return out
 
 
 def _split(
@@ -275,22 +362,19 @@ class TokenizersMatcher(AddedTokenMatcher):
         super().__init__(tokens)
         self._single_word = frozenset(single_word)
         self._normalized = frozenset(normalized)
-        self._passes: Dict[bool, List[Any]] = {}
+        self._passes: Dict[bool, List[_Longest]] = {}
 
-    def _pass_automata(self, include_special: bool) -> List[Any]:
+    def _passes_of(self, include_special: bool) -> List["_Longest"]:
         found = self._passes.get(include_special)
         if found is None:
             found = []
             for normalized in (False, True):
-                automaton = ahocorasick.Automaton()
-                words = 0
-                for rank, token in enumerate(self.tokens):
-                    if (token.content in self._normalized) == normalized and (include_special or not token.special):
-                        automaton.add_word(token.content, rank)
-                        words += 1
-                if words:
-                    automaton.make_automaton()
-                    found.append(automaton)
+                ranks = [
+                    rank for rank, token in enumerate(self.tokens)
+                    if (token.content in self._normalized) == normalized and (include_special or not token.special)
+                ]
+                if ranks:
+                    found.append(_Longest(self.tokens, ranks))
             self._passes[include_special] = found
         return found
 
@@ -298,13 +382,13 @@ class TokenizersMatcher(AddedTokenMatcher):
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
     ) -> List[Fragment]:
         pieces: List[Fragment] = [(0, len(text))] if text else []
-        for automaton in self._pass_automata(include_special):
+        for longest in self._passes_of(include_special):
             out: List[Fragment] = []
             for piece in pieces:
                 if isinstance(piece, TokenAt):
                     out.append(piece)
                 else:
-                    out.extend(self._find(text, piece[0], piece[1], automaton))
+                    out.extend(self._find(text, piece[0], piece[1], longest))
             pieces = out
         if allowed is not None:
             for piece in pieces:
@@ -312,11 +396,11 @@ class TokenizersMatcher(AddedTokenMatcher):
                     raise DisallowedSpecialError(piece.token.content, piece.start)
         return pieces
 
-    def _find(self, text: str, begin: int, end: int, automaton: Any) -> List[Fragment]:
+    def _find(self, text: str, begin: int, end: int, longest: "_Longest") -> List[Fragment]:
         """find_matches over text[begin:end], in offsets of `text`."""
         out: List[Fragment] = []
         cursor = begin
-        for last, rank in automaton.iter_long(text, begin, end):
+        for last, rank in longest.matches(text, begin, end):
             token = self.tokens[rank]
             start, stop = last - len(token.content) + 1, last + 1
             if token.content in self._single_word and (

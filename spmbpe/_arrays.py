@@ -44,14 +44,18 @@ file is complete leaves the earlier output as it was.
 
 from __future__ import annotations
 
+import array
+import ast
 import bisect
 import json
+import mmap
 import os
 import re
 import struct
+import sys
 from typing import IO, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ._atomic import AtomicFile, OutputError, write_json_atomically
+from ._atomic import AtomicFile, OutputError, make_folder, write_json_atomically
 from ._core import counting_le64, ends_le64, ids_le, lengths_le32, megatron_pointers
 from ._signals import signals_held
 
@@ -69,6 +73,8 @@ __all__ = [
     "read_megatron_index",
     "read_npy_header",
     "write_megatron_index",
+    "IntFile",
+    "LITTLE_ENDIAN",
     "MEGATRON_DTYPE_CODES",
     "NPY_HEADER_BYTES",
 ]
@@ -109,8 +115,9 @@ MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 
 # Items per step when copying a spooled array: arrays of several MB made
-# afresh each step cost the page faults of new memory (NumPy asked for huge
-# pages past 4 MB), 50-100 ms of a 40 MB file's close.
+# afresh each step cost the page faults of new memory (NumPy asks for huge
+# pages past 4 MB, which the kernel zeroes), a large part of a big output's
+# close.
 _STEP = 1 << 16
 
 # An output's ids go to disk in the background every this many bytes
@@ -255,17 +262,88 @@ def npy_header(descr: str, n: int) -> bytes:
 
 
 def read_npy_header(f: IO[bytes]) -> Tuple[str, int, int]:
-    """(descr, length, data offset) of a 1-d .npy file (any header size)."""
-    import numpy as np
+    """(descr, length, data offset) of a 1-d .npy file of integers (any
+    header version), read as NumPy's format.py documents it, without NumPy:
+    the magic string, the version, the header's length (2 bytes in 1.0, 4
+    in 2.0 and 3.0) and the header, a Python dict literal."""
+    if f.read(6) != b"\x93NUMPY":
+        raise ValueError("not a .npy file")
+    version = f.read(2)
+    if len(version) < 2 or version[0] not in (1, 2, 3):
+        raise ValueError(f"unknown .npy version {tuple(version)}")
+    size_format = "<H" if version[0] == 1 else "<I"
+    size = f.read(struct.calcsize(size_format))
+    if len(size) < struct.calcsize(size_format):
+        raise ValueError("truncated .npy header")
+    raw = f.read(struct.unpack(size_format, size)[0])
+    try:
+        header = ast.literal_eval(raw.decode("utf-8" if version[0] == 3 else "latin1"))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or not {"descr", "fortran_order", "shape"} <= set(header):
+        raise ValueError("its .npy header is not the dict of descr, fortran_order and shape")
+    shape, descr = header["shape"], header["descr"]
+    if not isinstance(shape, tuple) or len(shape) != 1 or not isinstance(shape[0], int) or shape[0] < 0:
+        raise ValueError(f"an array of shape {shape!r}, not a flat array of ids")
+    if not isinstance(descr, str) or _INT_DESCR.fullmatch(descr) is None:
+        raise ValueError(f"an array of {descr!r}, not of integers")
+    return descr, shape[0], f.tell()
 
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-    else:
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-    if len(shape) != 1:
-        raise ValueError(f"a {len(shape)}-d array, not a flat array of ids")
-    return dtype.str, shape[0], f.tell()
+
+#: A NumPy descr of an integer type: byte order, kind, size.
+_INT_DESCR = re.compile(r"([<>|=]?)([iu])([1248])")
+
+#: The little-endian descr of each integer type name (the metadata's dtype,
+#: Megatron's dtype codes).
+LITTLE_ENDIAN = {
+    "uint8": "|u1", "int8": "|i1", "uint16": "<u2", "int16": "<i2",
+    "uint32": "<u4", "int32": "<i4", "uint64": "<u8", "int64": "<i8",
+}
+
+
+class IntFile:
+    """The integers a file holds from `offset` on, `count` of them (default:
+    to its end) in the NumPy `descr` given, read through a memory map,
+    without NumPy: ``ints(a, b)`` is the list of items a to b.  Items in
+    the machine's byte order are seen in place (memoryview.cast); the
+    others (a big-endian machine reading the little-endian outputs) are
+    copied and swapped a slice at a time."""
+
+    def __init__(self, path: str, descr: str, offset: int = 0, count: Optional[int] = None) -> None:
+        parts = _INT_DESCR.fullmatch(descr)
+        if parts is None:
+            raise ValueError(f"not an integer type: {descr!r}")
+        order, kind, size = parts.group(1), parts.group(2), int(parts.group(3))
+        self.itemsize = size
+        self._code = next(c for c in ("bhilq" if kind == "i" else "BHILQ") if array.array(c).itemsize == size)
+        little = {"<": True, ">": False}.get(order, sys.byteorder == "little")
+        self._swap = size > 1 and little != (sys.byteorder == "little")
+        room = os.path.getsize(path) - offset
+        n = max(room, 0) // size if count is None else count
+        if n * size > room:
+            raise ValueError(f"it holds {max(room, 0) // size} items of {size} bytes, not the {n} it should")
+        self._bytes = memoryview(b"")
+        if n:
+            with open(path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self._bytes = memoryview(self._map)[offset : offset + n * size]
+        self._items: Optional[memoryview] = None
+        if not self._swap:  # (a typecode of "bhilqBHILQ", which mypy cannot see)
+            self._items = self._bytes.cast(self._code)  # type: ignore[call-overload, unused-ignore]
+        self.length = n
+
+    def __len__(self) -> int:
+        return self.length
+
+    def ints(self, start: int = 0, end: Optional[int] = None) -> List[int]:
+        end = self.length if end is None else end
+        if self._items is not None:
+            got: List[int] = self._items[start:end].tolist()
+            return got
+        items = array.array(self._code)
+        items.frombytes(self._bytes[start * self.itemsize : end * self.itemsize])
+        items.byteswap()
+        return items.tolist()
 
 
 def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype: IdType) -> None:
@@ -292,26 +370,28 @@ def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype: IdTyp
 
 
 def read_megatron_index(path: str) -> Dict[str, Any]:
-    """The parts of a Megatron .idx file: dtype name, sequence lengths,
-    pointers and document index (NumPy arrays)."""
-    import numpy as np
-
+    """The parts of a Megatron .idx file (layout: see MEGATRON_MAGIC): its
+    dtype name, and the sequence lengths, pointers and document index as
+    lists of ints (read without NumPy)."""
     with open(path, "rb") as f:
         head = f.read(_MEGATRON_HEADER.size)
-        if len(head) < _MEGATRON_HEADER.size:
-            raise ValueError("too short for a Megatron index")
-        magic, version, code, s, d = _MEGATRON_HEADER.unpack(head)
-        if magic != MEGATRON_MAGIC or version != 1:
-            raise ValueError("not a Megatron MMIDIDX index (version 1)")
-        names = {v: k for k, v in MEGATRON_DTYPE_CODES.items()}
-        if code not in names:
-            raise ValueError(f"unknown dtype code {code}")
-        lengths = np.fromfile(f, dtype="<i4", count=s)
-        pointers = np.fromfile(f, dtype="<i8", count=s)
-        doc_idx = np.fromfile(f, dtype="<i8", count=d)
-        if len(doc_idx) != d or f.read(1):
-            raise ValueError("the index's length does not match its counts")
-    return {"dtype": names[code], "lengths": lengths, "pointers": pointers, "document_index": doc_idx}
+    if len(head) < _MEGATRON_HEADER.size:
+        raise ValueError("too short for a Megatron index")
+    magic, version, code, s, d = _MEGATRON_HEADER.unpack(head)
+    if magic != MEGATRON_MAGIC or version != 1:
+        raise ValueError("not a Megatron MMIDIDX index (version 1)")
+    names = {v: k for k, v in MEGATRON_DTYPE_CODES.items()}
+    if code not in names:
+        raise ValueError(f"unknown dtype code {code}")
+    if os.path.getsize(path) != _MEGATRON_HEADER.size + 12 * s + 8 * d:
+        raise ValueError("the index's length does not match its counts")
+    at = _MEGATRON_HEADER.size
+    return {
+        "dtype": names[code],
+        "lengths": IntFile(path, "<i4", at, s).ints(),
+        "pointers": IntFile(path, "<i8", at + 4 * s, s).ints(),
+        "document_index": IntFile(path, "<i8", at + 12 * s, d).ints(),
+    }
 
 
 class _Shard:
@@ -423,6 +503,7 @@ class ArrayOutput:
         self.shards: List[Dict[str, Any]] = list(resume["shards"]) if resume else []
         self.current: Optional[_Shard] = None
         self.meta_path = meta_path(output, fmt)
+        make_folder(output)  # now: a path that cannot be made fails before any encoding
         kept = [os.path.basename(self.meta_path)] if resume else []
         for shard in self.shards:
             kept += [shard["ids"], shard["index"]]

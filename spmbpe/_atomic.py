@@ -1,6 +1,8 @@
 """Files that appear complete or not at all: each is written under a
 temporary name in its own folder and renamed (``os.replace``) into place
-once complete, with SIGINT/SIGTERM held off while the names change."""
+once complete, with SIGINT/SIGTERM held off while the names change.  A
+missing folder is created (``-o data/train.bin``), and removed again, if
+still empty, when the run fails."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Iterator, List, Optional
 
 from ._signals import signals_held
 
-__all__ = ["OutputError", "AtomicFile", "atomic_output", "discard_all", "write_json_atomically"]
+__all__ = ["OutputError", "AtomicFile", "atomic_output", "discard_all", "make_folder", "write_json_atomically"]
 
 
 class OutputError(Exception):
@@ -28,6 +30,7 @@ class AtomicFile:
 
     def __init__(self, path: str, mode: str = "wb") -> None:
         self.path = path
+        make_folder(path)
         folder, name = os.path.split(os.path.abspath(path))
         self.tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         try:
@@ -42,10 +45,9 @@ class AtomicFile:
         """Has a background thread write what the file holds so far to disk
         (fdatasync) once `every` more bytes are there, unless one is still
         at it.  A large output then goes to disk while the rest of it is
-        made, and finish()'s fsync has only the last part left: on a 40 MB
-        input that fsync took 17-22 ms of the command's close, the disk
-        idle until then.  An error of the background write is raised by
-        the next call or by finish()."""
+        made, and finish()'s fsync has only the last part left instead of
+        the whole file, the disk idle until then.  An error of the
+        background write is raised by the next call or by finish()."""
         pending = self._writeback
         if pending is not None:
             if not pending.done():
@@ -100,8 +102,47 @@ class AtomicFile:
 
 
 _live: "set[AtomicFile]" = set()
+_made: List[str] = []  # folders created for outputs, outermost first
 _writer: Optional[ThreadPoolExecutor] = None
 _writer_lock = threading.Lock()
+
+
+def make_folder(path: str) -> None:
+    """Creates the folder that the file `path` goes into, with its parents,
+    unless it exists; OutputError, naming the path, if it cannot be made
+    (then none of the folders it needed is left behind)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    missing: List[str] = []
+    while not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise OutputError(f"cannot write {path}: {folder} is not a folder")
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    made: List[str] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                if os.path.isdir(folder):
+                    continue  # another process made it meanwhile
+                raise
+            made.append(folder)
+    except OSError as e:
+        _remove_empty(made)
+        raise OutputError(f"cannot create the folder {folder} for {path}: {e.strerror or e}") from None
+    _made.extend(made)
+
+
+def _remove_empty(folders: List[str]) -> None:
+    for folder in reversed(folders):
+        try:
+            os.rmdir(folder)  # only if empty: a folder that received files stays
+        except OSError:
+            pass
 
 
 def _sync_data(fd: int) -> None:
@@ -132,9 +173,11 @@ if hasattr(os, "register_at_fork"):
 
 def discard_all() -> None:
     """Removes every temporary file not yet committed (on any error or
-    interruption)."""
+    interruption), and the folders made for outputs that stayed empty."""
     for f in list(_live):
         f.discard()
+    _remove_empty(_made)
+    _made.clear()
 
 
 @contextmanager

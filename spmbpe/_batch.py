@@ -38,8 +38,7 @@ _UNITS_PER_THREAD = 16
 
 # The thread pools, one per thread count asked for, shared by every
 # tokenizer: a pool per tokenizer started new threads for each freshly
-# loaded one (about a millisecond), and several tokenizers' batches may run
-# on the same threads.  None is shut down while the process lives (another
+# loaded one, and several tokenizers' batches may run on the same threads.  None is shut down while the process lives (another
 # thread may be using it).  A forked child inherits the pools but not their
 # threads, nor a usable lock: it starts afresh.
 def run_batch(

@@ -1,12 +1,12 @@
 """What the command line's modules share: the one-line error, loading the
-model, the optional NumPy."""
+model, a line of information."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-__all__ = ["CliError", "load_model", "need_numpy", "note"]
+__all__ = ["CliError", "load_model", "note"]
 
 
 class CliError(Exception):
@@ -28,14 +28,6 @@ def load_model(model: str) -> Any:
         raise CliError(f"cannot load the model: {e}", 2) from None
     except (OSError, spmbpe.SpmbpeError, NotImplementedError, ValueError) as e:
         raise CliError(f"cannot load the model {model}: {e}", 2) from None
-
-
-def need_numpy(why: str) -> Any:
-    try:
-        import numpy
-    except ImportError:
-        raise CliError(f"{why} needs NumPy (pip install numpy)", 2) from None
-    return numpy
 
 
 def note(message: str) -> None:

@@ -1,4 +1,4 @@
-"""``spmbpe decode``: token ids (txt, jsonl, npy, bin) back to text."""
+"""``spmbpe decode``: token ids (txt, jsonl, npy, bin, ds) back to text, without NumPy."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ._cli_common import CliError, load_model, need_numpy
+from ._cli_common import CliError, load_model
 from ._cli_read import InputStream, gzip_named
-from ._arrays import ARRAY_FORMATS, array_dtype, read_megatron_index, read_npy_header
+from ._arrays import ARRAY_FORMATS, LITTLE_ENDIAN, IntFile, array_dtype, read_megatron_index, read_npy_header
 from ._atomic import atomic_output
 
 __all__ = ["cmd_decode"]
@@ -135,8 +135,8 @@ def _array_documents(
 ) -> Iterator[Tuple[str, List[int]]]:
     """The documents of one array file and the index beside it (npy:
     OUT.docs.npy, else one document; bin: Megatron's .idx, else nanoGPT's
-    flat file, one document; ds: datatrove's .ds.index)."""
-    np = need_numpy(f"decoding {fmt}")
+    flat file, one document; ds: datatrove's .ds.index), read without
+    NumPy."""
     if path == "-":
         raise CliError(f"{fmt} input must be a file, not standard input", 2)
     suffix = "." + fmt
@@ -146,18 +146,27 @@ def _array_documents(
         if fmt == "npy":
             with open(path, "rb") as f:
                 descr, n, offset = read_npy_header(f)
-            ids = np.memmap(path, dtype=np.dtype(descr), mode="r", offset=offset, shape=(n,)) if n else np.zeros(0, np.uint32)
+            ids = IntFile(path, descr, offset, n)
             starts_path = stem + ".docs.npy"
-            starts = np.load(starts_path, mmap_mode="r") if os.path.isfile(starts_path) else np.array([0, n])
-            bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+            if os.path.isfile(starts_path):
+                with open(starts_path, "rb") as f:
+                    descr, n, offset = read_npy_header(f)
+                starts = IntFile(starts_path, descr, offset, n).ints()
+            else:
+                starts = [0, len(ids)]
+            bounds = list(zip(starts[:-1], starts[1:]))
         elif fmt == "bin":
             index_path = stem + ".idx"
             if os.path.isfile(index_path):
                 index = read_megatron_index(index_path)
-                dtype = np.dtype(index["dtype"]).newbyteorder("<")
-                seq_starts = (index["pointers"] // dtype.itemsize).tolist()
-                seq_ends = [a + int(n) for a, n in zip(seq_starts, index["lengths"].tolist())]
-                doc_idx = index["document_index"].tolist()
+                ids = IntFile(path, LITTLE_ENDIAN[index["dtype"]])
+                seq_starts = []
+                for pointer in index["pointers"]:
+                    if pointer % ids.itemsize:
+                        raise ValueError(f"a sequence starts at byte {pointer}, inside an id")
+                    seq_starts.append(pointer // ids.itemsize)
+                seq_ends = [a + n for a, n in zip(seq_starts, index["lengths"])]
+                doc_idx = index["document_index"]
                 # A document is the sequences from its entry to the next
                 # (one each, as spmbpe and preprocess_data write them).
                 bounds = []
@@ -172,24 +181,25 @@ def _array_documents(
                     bounds.append((seq_starts[a], seq_ends[b - 1]))
             else:
                 # A bare nanoGPT-style .bin: one document.
-                dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "bin").name).newbyteorder("<")
-                bounds = None
-            size = os.path.getsize(path) // dtype.itemsize
-            ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
-            if bounds is None:
-                bounds = [(0, size)]
+                ids = IntFile(path, _descr(dtype_name or array_dtype(tok.vocab_size, "bin").name))
+                bounds = [(0, len(ids))]
         else:
-            dtype = np.dtype(dtype_name or array_dtype(tok.vocab_size, "ds").name).newbyteorder("<")
-            size = os.path.getsize(path) // dtype.itemsize
-            ids = np.memmap(path, dtype=dtype, mode="r") if size else np.zeros(0, dtype)
+            ids = IntFile(path, _descr(dtype_name or array_dtype(tok.vocab_size, "ds").name))
             index_path = path + ".index"
-            ends = np.fromfile(index_path, dtype="<u8").tolist() if os.path.isfile(index_path) else [size]
+            ends = IntFile(index_path, "<u8").ints() if os.path.isfile(index_path) else [len(ids)]
             bounds = list(zip([0] + ends[:-1], ends))
     except (OSError, ValueError) as e:
         raise CliError(f"{name}: cannot read it as {fmt}: {e}") from None
-    assert bounds is not None
     for a, b in bounds:
         if not 0 <= a <= b <= len(ids):
             raise CliError(f"{name}: its document boundaries run past its {len(ids)} ids")
     for i, (a, b) in enumerate(bounds):
-        yield f"document {i + 1}", ids[a:b].tolist()
+        yield f"document {i + 1}", ids.ints(a, b)
+
+
+def _descr(dtype_name: str) -> str:
+    """The little-endian descr of an array output's dtype (its metadata's)."""
+    try:
+        return LITTLE_ENDIAN[dtype_name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown dtype {dtype_name!r}") from None

@@ -84,7 +84,8 @@ class Encoder:
     ids (native uint32) and the int64 start of each document plus the end,
     as memoryviews: lines of text go from the bytes read to the merge,
     other documents (JSONL fields, paragraphs) through encode_batch's flat
-    result, and nothing needs NumPy (its import was 40-60 ms of a run).
+    result, and nothing needs NumPy (its import is a noticeable part of a
+    short run's start-up).
 
     BOS before and EOS after each document: as the model says with
     ``--add-special-tokens`` (encode(add_special_tokens=True)), BOS with

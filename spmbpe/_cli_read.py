@@ -632,8 +632,8 @@ class DocumentReader:
 
         Each block is read into a buffer of its own that becomes the block:
         its lines go on to the merge without being copied out of it (a copy
-        per block, and one more to join a batch's blocks, were a fifth of
-        the reader's time and a page fault per 4 KiB of text each).  A read
+        per block, and one more to join a batch's blocks, each cost a pass
+        over the text and a page fault per 4 KiB of it).  A read
         takes a batch's worth and a little more, so that a batch is mostly
         one block."""
         carry: List[Any] = []  # the parts of a line longer than a block

@@ -15,11 +15,12 @@ set of rules; this module says which rules each reference follows:
   (``drops_ends``).
 * **sentencepiece** (``.model``), ``DecodeSentencePiece`` in
   ``sentencepiece_processor.cc``: control pieces as nothing, unknown ones as
-  `` ⁇ `` (its ``unk_surface``), user-defined and unused pieces as normal
-  ones; while nothing has been decoded, a piece's leading ``▁`` comes off
-  (with ``add_dummy_prefix`` or ``remove_extra_whitespaces``; a byte piece is
-  never stripped); a run of byte pieces is decoded on its own, every byte of
-  an invalid sequence becoming U+FFFD.
+  the model's ``unk_surface`` (`` ⁇ `` unless trained with another),
+  user-defined and unused pieces as normal ones; while nothing has been
+  decoded, a piece's leading ``▁`` comes off (with ``add_dummy_prefix`` or
+  ``remove_extra_whitespaces``; a byte piece is never stripped); a run of
+  byte pieces is decoded on its own, every byte of an invalid sequence
+  becoming U+FFFD.
 * **tokenizers** (``tokenizer.json``), the Llama decoder ``Sequence[Replace
   ▁ -> " ", ByteFallback, Fuse, Strip(" ", 1, 0)]``: every token's ``▁`` is a
   space, a run of byte tokens that is not valid UTF-8 is U+FFFD per byte, and
@@ -62,9 +63,6 @@ class TextTransform(Protocol):
     """What decode applies to its whole text: a denormalizer, TextCleanup."""
 
     def normalize(self, text: str) -> str: ...
-
-#: sentencepiece's default TrainerSpec.unk_surface (" \u2047 ").
-UNK_SURFACE = " \u2047 ".encode("utf-8")
 
 
 class DecodeRules(NamedTuple):
@@ -155,12 +153,19 @@ def _rules(decoder: str, spec: "TokenizerSpec", special_as_text: bool, remove_ex
             control, unknown, normal, normal, strip, _C["BYTES_EACH"],
             remove_extra_whitespaces=remove_extra_whitespaces,
         )
-        return DecodeRules(packed, UNK_SURFACE)
+        return DecodeRules(packed, _unk_surface(spec))
     if decoder == "tokenizers":
         strip = _C["STRIP_OUTPUT"] if strip_prefix else _C["STRIP_NONE"]
         packed = _pack(text, text, normal, text, strip, _C["BYTES_RUN"], marker_in_special=True)
         return DecodeRules(packed, b"")
     raise ValueError(f"no decode rules named {decoder!r}")
+
+
+def _unk_surface(spec: "TokenizerSpec") -> bytes:
+    """The model's TrainerSpec.unk_surface, which sentencepiece's decode
+    writes for the unknown piece (transformers 4's slow decode gets it from
+    sentencepiece too)."""
+    return spec.unk_surface.encode("utf-8")
 
 
 def _transformers4_rules(spec: "TokenizerSpec", remove_extra_whitespaces: bool) -> Dict[bool, DecodeRules]:
@@ -183,7 +188,7 @@ def _transformers4_rules(spec: "TokenizerSpec", remove_extra_whitespaces: bool) 
             remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
             first_strip=bool(first_strip), join_spaces=True,
         )
-        out[as_text] = DecodeRules(packed, UNK_SURFACE, roles=roles, skip=skip, spelling=spelling)
+        out[as_text] = DecodeRules(packed, _unk_surface(spec), roles=roles, skip=skip, spelling=spelling)
     return out
 
 

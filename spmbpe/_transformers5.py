@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
+import warnings
 from array import array
+from types import FrameType
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._hf_json import read_json_object
@@ -56,6 +59,8 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
             f"{folder}: the tokenizer.json decoder is not LlamaTokenizer's (Replace, ByteFallback, Fuse"
             f"{', Strip' if spec.add_prefix_space else ''}); load with reference='tokenizers' to read it as a file"
         )
+    if _drops_characters(spec):
+        _warn_dropped(folder)
     config_path = os.path.join(folder, "tokenizer_config.json")
     if not os.path.isfile(config_path):
         return spec
@@ -67,6 +72,42 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
     ):
         spec = dataclasses.replace(spec, hf_clean_up_spaces=True)
     return _with_named_ids(spec, config, folder)
+
+
+# The bytes a character's UTF-8 can hold (not C0, C1, F5..FF).
+_UTF8_BYTES = [*range(0xC0), *range(0xC2, 0xF5)]
+
+
+def _drops_characters(spec: TokenizerSpec) -> bool:
+    """Whether the pipeline drops a character that is no piece: tokenizers'
+    BPE (models/bpe merge_word) makes it its <0xNN> pieces when byte_fallback
+    finds every one of them, else the unknown token, and else nothing."""
+    if spec.unk_id is not None:
+        return False
+    if not spec.byte_fallback:
+        return True
+    return any(spec.table.find(f"<0x{b:02X}>".encode("ascii")) < 0 for b in _UTF8_BYTES)
+
+
+def _warn_dropped(folder: str) -> None:
+    """Tells the user, once per load, what transformers 5 does to characters
+    outside the vocabulary."""
+    how = "load with reference='sentencepiece' to keep them as the unknown id"
+    if not os.path.isfile(os.path.join(folder, "tokenizer.model")):
+        how += " (from the tokenizer.model this folder lacks)"
+    # The caller's line, outside spmbpe, so that the default filter shows it
+    # once per place that loads.
+    level = 2  # (stacklevel 2 is the frame that called this one)
+    caller: Optional[FrameType] = sys._getframe(1)
+    package = os.path.dirname(os.path.abspath(__file__))
+    while caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(package + os.sep):
+        caller, level = caller.f_back, level + 1
+    warnings.warn(
+        f"{folder}: characters outside this vocabulary are dropped, as transformers 5 drops them (its BPE "
+        f"model has no unknown token, and the vocabulary no byte pieces for them), and their neighbours may "
+        f"merge across the gap; {how}",
+        UserWarning, stacklevel=level,
+    )
 
 
 def _with_named_ids(spec: TokenizerSpec, config: Dict[str, Any], folder: str) -> TokenizerSpec:
@@ -84,9 +125,13 @@ def _with_named_ids(spec: TokenizerSpec, config: Dict[str, Any], folder: str) ->
 
     bos, eos = named_id("bos_token", spec.bos_id), named_id("eos_token", spec.eos_id)
     unk, pad = named_id("unk_token", spec.unk_id), named_id("pad_token", spec.pad_id)
-    if (bos, eos, unk, pad) == (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id):
+    # The unknown token is a name only: LlamaTokenizer's BPE model has no
+    # unk_token (backend_json), so a character that is neither a piece nor
+    # byte pieces is dropped, not made this id.
+    named_unk = unk if unk != spec.unk_id else None
+    if (bos, eos, named_unk, pad) == (spec.bos_id, spec.eos_id, None, spec.pad_id):
         return spec
-    return dataclasses.replace(spec, bos_id=bos, eos_id=eos, unk_id=unk, pad_id=pad)
+    return dataclasses.replace(spec, bos_id=bos, eos_id=eos, named_unk_id=named_unk, pad_id=pad)
 
 
 def _decoder(strip: bool) -> Dict[str, Any]:
@@ -128,8 +173,8 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     """The ``tokenizer.json`` object of the pipeline transformers 5 builds
     for `folder` (``tokenizer.backend_tokenizer.to_str()``).  Unless
     `spell`, the merges it derives from a ``tokenizer.model`` are a
-    DerivedMerges (spec_from_json derives them as ids in compiled code:
-    6 ms where generate_merges spells them in 55), and a tokenizer.json's
+    DerivedMerges (spec_from_json derives them as ids in compiled code,
+    far quicker than generate_merges spells them), and a tokenizer.json's
     merges and vocabulary are left in the file (read_tokenizer_json)."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
@@ -189,7 +234,7 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
         # ... and every CONTROL and USER_DEFINED piece becomes an added
         # token (special for CONTROL), matched on the raw text.
         # (The kinds as a set of ints, looked up once: an enum member's
-        # lookup and comparison per piece took 12 ms.)
+        # lookup and comparison per piece is slow over 32,000 pieces.)
         added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
         model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
     else:
@@ -205,7 +250,7 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     # tu_base _get_prepend_scheme.
     scheme = ("always" if legacy else "first") if add_prefix_space else "never"
 
-    file_added = file_data.get("added_tokens") if from_json else None
+    file_added = (file_data.get("added_tokens") or []) if from_json else None
     added = _added_tokens(folder, config, vocab, model_pieces, file_added, json_path)
     named = _named_tokens(config, folder)
     if post_processor is None:
@@ -302,12 +347,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
         # token of the config or in its extra_special_tokens.
         named = _named_tokens(config, folder)
         specials = {e["content"] for e in named.values() if e is not None}
-        for key in ("extra_special_tokens", "additional_special_tokens"):
-            extra = config.get(key)
-            if key == "additional_special_tokens" and config.get("extra_special_tokens"):
-                continue
-            if isinstance(extra, list):
-                specials.update(str(t["content"] if isinstance(t, dict) else t) for t in extra)
+        specials.update(_extra_special_texts(config))
         tokens_path = os.path.join(folder, "added_tokens.json")
         if os.path.isfile(tokens_path):
             for text, token_id in read_json_object(tokens_path).items():
@@ -327,9 +367,18 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
     seen: Dict[str, Dict[str, Any]] = {}
     next_id = len(vocab)
 
-    def add(entry: Dict[str, Any]) -> None:
+    def add(entry: Dict[str, Any], special_again: bool = False) -> None:
         nonlocal next_id
-        if not entry["content"] or entry["content"] in seen:
+        if not entry["content"]:
+            return
+        if entry["content"] in seen:
+            if special_again:
+                # TokenizersBackend._post_init gives the named and extra
+                # special tokens to tokenizers' add_special_tokens: a text
+                # already added (a USER_DEFINED piece, say) becomes special,
+                # its flags unchanged (AddedVocabulary.add_special_tokens
+                # marks the text, then ignores a token of the same text).
+                seen[entry["content"]]["special"] = True
             return
         token_id = vocab.get(entry["content"])
         if token_id is None:
@@ -342,14 +391,41 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
         seen[entry["content"]] = entry
         out.append(entry)
 
+    # The model's CONTROL and USER_DEFINED pieces are the extra special
+    # tokens (convert SentencePieceExtractor.extract), unless the config
+    # lists its own (tu_base __init__): then only those are added.
+    extra = _extra_special_entries(config, where)
     for _, entry in explicit:
         add(entry)
-    for piece, kind in model_pieces:
-        add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False))
+    if extra is None:
+        for piece, kind in model_pieces:
+            add(_entry(piece, special=kind == TokenType.CONTROL, normalized=False))
     for named_entry in _named_tokens(config, folder).values():
         if named_entry is not None:
-            add(dict(named_entry, special=True))
+            add(dict(named_entry, special=True), special_again=True)
+    for entry in extra or ():
+        # (With a tokenizer.json, transformers 5.25 leaves a text the file
+        # already has as it is.)
+        add(entry, special_again=file_added is None)
     return sorted(out, key=lambda e: e["id"])
+
+
+def _extra_special_entries(config: Dict[str, Any], where: str) -> Optional[List[Dict[str, Any]]]:
+    """The config's extra special tokens (tu_base: extra_special_tokens, or
+    the older additional_special_tokens; a dict's values), special; None
+    when it names none."""
+    key = "extra_special_tokens" if "extra_special_tokens" in config else "additional_special_tokens"
+    extra = config.get(key)
+    if isinstance(extra, dict):
+        extra = list(extra.values())
+    if not isinstance(extra, list):
+        return None
+    return [dict(_token_entry(t, where, True), special=True) for t in extra if t]
+
+
+def _extra_special_texts(config: Dict[str, Any]) -> List[str]:
+    """The texts of the config's extra special tokens."""
+    return [e["content"] for e in _extra_special_entries(config, "tokenizer_config.json") or ()]
 
 
 def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],

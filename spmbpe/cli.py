@@ -1,5 +1,5 @@
-"""The spmbpe command line (also ``python -m spmbpe``); docs/cli.md is its
-reference.
+"""The spmbpe command line (its program, console script and ``python -m
+spmbpe``, is spmbpe/__main__.py); docs/cli.md is its reference.
 
     spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin, ds)
     spmbpe count [INPUT ...]      token totals per input and overall
@@ -27,7 +27,6 @@ _atomic, with _signals deciding where an interrupt takes effect.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from typing import List, Optional
@@ -41,25 +40,7 @@ from ._cli_info import cmd_info
 from ._cli_read import DOCUMENT_MODES
 from ._signals import Interrupted, handling_signals
 
-__all__ = ["console_main", "main"]
-
-
-
-def console_main() -> int:
-    """The ``spmbpe`` program and ``python -m spmbpe``: main() in a process
-    of its own, set up for it.  (main() itself changes nothing in the
-    process that calls it.)"""
-    # NumPy's OpenBLAS starts a thread per core when NumPy is imported, and
-    # that thread spins for a while (about 0.1 s of CPU here): on a
-    # two-core machine it took a core from the merging threads.  The
-    # command line does no linear algebra.  A value the user set wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    status = main()
-    # The process ends next: its objects need no cycle collection.  Frozen,
-    # they are left out of the collections that Python's shutdown runs over
-    # every module's objects (20-25 ms of a 0.4 s run, NumPy imported).
-    gc.freeze()
-    return status
+__all__ = ["main"]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -150,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", metavar="PATH",
         help="output file (txt/jsonl: default standard output; npy/bin/ds: required). Its extension "
         "names the format unless --format is given; another extension is an error. Written under a "
-        "temporary name and renamed when complete",
+        "temporary name and renamed when complete; missing folders are created",
     )
     encode.add_argument(
         "--shard-size", type=_size, metavar="TOKENS",
@@ -206,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
         "texts with newlines)",
     )
     decode.add_argument("--field", default="text", help="jsonl output: the field name (default: text)")
-    decode.add_argument("--output", "-o", metavar="PATH", help="output file (default: standard output)")
+    decode.add_argument("--output", "-o", metavar="PATH", help="output file (default: standard output; missing folders are created)")
     decode.add_argument("--skip-special", action="store_true", help="leave out control and unknown ids")
     decode.set_defaults(run=cmd_decode)
 

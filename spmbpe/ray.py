@@ -4,9 +4,11 @@ spmbpe[ray]``).
     import ray, spmbpe, spmbpe.ray
 
     tok = spmbpe.load("tokenizer.model")                  # read once, on the driver
-    ds = ray.data.read_text("s3://bucket/corpus/")        # a row per line, column "text"
-    spmbpe.ray.write_arrays(ds, tok, "corpus.npy", concurrency=8)  # as `spmbpe encode --format npy`
+    ds = ray.data.read_text("corpus/")                    # a row per line, column "text"
+    spmbpe.ray.write_arrays(ds, tok, "corpus.npy")        # as `spmbpe encode --format npy`
     ids = spmbpe.ray.tokenize(ds, tok)                    # or a Dataset with a column "input_ids"
+
+(docs/api.md, "Ray Data", has the example that tests/test_ray.py runs.)
 
 The tokenizer travels to the workers as its pickle (the vocabulary's bytes,
 never a path), once per worker: each worker of the ``map_batches`` actor
@@ -24,6 +26,7 @@ any Ray writer takes (``write_parquet`` to shared storage, ...).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from .tokenizer import SpecialPolicy, SpmTokenizer
@@ -88,20 +91,18 @@ def tokenize(
     on the driver: the workers need not see the file).  `special` and
     `add_special_tokens` as ``encode`` (the defaults are the command line's:
     text stays text, no BOS/EOS).  `concurrency`: workers in the actor pool
-    (an int, or ``(min, max)`` to autoscale; default: Ray's); each uses
-    `num_threads` encoding threads and reserves as many CPUs, so leave CPUs
-    for the tasks that read `ds` (a pool that takes every CPU of a
-    one-machine cluster waits for input forever).
+    (an int, or ``(min, max)`` to autoscale); each uses `num_threads`
+    encoding threads and reserves as many CPUs.  The pool leaves a CPU to
+    the tasks that read `ds` (a pool that holds every CPU waits for input
+    forever), so it is fitted to the cluster's CPUs (Ray is started with
+    ``ray.init()`` first if it is not running, as Ray Data would): by
+    default from 1 worker up to as many as fit; a larger `concurrency` (an
+    int, or a pair's minimum: the workers started up front) is fitted with
+    a RuntimeWarning naming both numbers; a `num_threads` that leaves no
+    room for one worker raises ValueError at once.
     """
     tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
-    from ray.data import ActorPoolStrategy
-
-    options: Dict[str, Any] = {}
-    if isinstance(concurrency, int):
-        options["compute"] = ActorPoolStrategy(size=concurrency)
-    elif concurrency is not None:
-        low, high = concurrency
-        options["compute"] = ActorPoolStrategy(min_size=low, max_size=high)
+    compute = _actor_pool(concurrency, num_threads)
     out = ds.map_batches(
         _Encode,
         fn_constructor_kwargs=dict(
@@ -111,7 +112,7 @@ def tokenize(
         batch_format="pyarrow",
         batch_size=batch_size,
         num_cpus=num_threads,
-        **options,
+        compute=compute,
     )
     # Rows come out in the order of `ds` (the arrays' order is the input's).
     out.context.execution_options.preserve_order = True
@@ -197,6 +198,64 @@ def write_arrays(
     finally:
         writer.discard()
     return {"documents": writer.documents, "tokens": writer.tokens}
+
+
+#: CPUs a pool leaves free: the read tasks (and those of a Ray writer after
+#: ``tokenize``) run there.  A pool whose workers hold every CPU starves
+#: them, and Ray Data waits for input forever, saying nothing
+#: ("backpressured:tasks (ResourceBudget)" in its log).
+_FREE_CPUS = 1
+
+
+def _actor_pool(concurrency: Union[int, Tuple[int, int], None], num_threads: int) -> Any:
+    """The ActorPoolStrategy of ``tokenize``'s workers, fitted to the
+    cluster's CPUs so that `_FREE_CPUS` stay for the read tasks."""
+    import ray
+    from ray.data import ActorPoolStrategy
+
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
+    bounds: Tuple[Any, ...] = concurrency if isinstance(concurrency, tuple) else (concurrency, concurrency)
+    if concurrency is not None and not (
+        len(bounds) == 2 and all(type(b) is int for b in bounds) and 1 <= bounds[0] <= bounds[1]
+    ):
+        raise ValueError(f"concurrency must be a positive int or a pair (min, max) of them, not {concurrency!r}")
+    if not ray.is_initialized():
+        ray.init()  # as Ray Data does when a dataset first runs (RAY_ADDRESS, else a local instance)
+    resources: Dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call, unused-ignore]
+    cpus = int(resources.get("CPU", 0))
+    fits = (cpus - _FREE_CPUS) // num_threads  # workers beside the read tasks
+    if fits < 1:
+        raise ValueError(
+            f"num_threads={num_threads}: a worker reserves {_cpus(num_threads)}, and the cluster's "
+            f"{_cpus(cpus)} leave {max(cpus - _FREE_CPUS, 0)} beside the {_cpus(_FREE_CPUS)} left for reading "
+            f"(give fewer num_threads, or a cluster with more CPUs)"
+        )
+    if concurrency is None:
+        return ActorPoolStrategy(min_size=1, max_size=fits)
+    low: int = bounds[0]
+    high: int = bounds[1]
+    if low > fits:
+        # Ray starts a pool's minimum before any read: more workers than fit
+        # would hold every CPU and wait forever.
+        warnings.warn(
+            f"spmbpe.ray: concurrency={concurrency!r} starts {low} workers of {_cpus(num_threads)} up front, but "
+            f"the cluster's {_cpus(cpus)} run {fits} beside the {_cpus(_FREE_CPUS)} left for reading: "
+            f"starting {fits}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        low = fits
+        high = fits if isinstance(concurrency, int) else high
+    if low == high:
+        return ActorPoolStrategy(size=low)
+    # Ray Data grows an autoscaling pool only within the CPUs its other
+    # operators leave it (its default pool is 1 to unbounded).
+    return ActorPoolStrategy(min_size=low, max_size=high)
+
+
+def _cpus(n: int) -> str:
+    return f"{n} CPU" if n == 1 else f"{n} CPUs"
 
 
 def _load(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:

@@ -96,11 +96,21 @@ def spec_from_model_proto(
             lambda message: ModelFormatError(path, None, message),
         )
 
+    def control_id(value: int, name: str, piece: str) -> Optional[int]:
+        # sentencepiece's bos_id()/eos_id()/pad_id() (sentencepiece_processor.cc):
+        # the id of the trainer spec's piece text when that piece is a
+        # control piece, whatever id the trainer spec gives (a model trained
+        # with bos_id=-1 and control_symbols=["<s>"] has a BOS).  An id
+        # outside the vocabulary is still a corrupt file.
+        special_id(value, name)
+        found = table.find(piece.encode("utf-8"))
+        return found if 0 <= found < model_pieces and proto.types[found] == TokenType.CONTROL else None
+
     settings: Dict[str, object] = dict(
-        bos_id=special_id(trainer.bos_id, "bos_id"),
-        eos_id=special_id(trainer.eos_id, "eos_id"),
+        bos_id=control_id(trainer.bos_id, "bos_id", trainer.bos_piece),
+        eos_id=control_id(trainer.eos_id, "eos_id", trainer.eos_piece),
         unk_id=special_id(trainer.unk_id, "unk_id"),
-        pad_id=special_id(trainer.pad_id, "pad_id"),
+        pad_id=control_id(trainer.pad_id, "pad_id", trainer.pad_piece),
         add_prefix_space=bool(normalizer.add_dummy_prefix),
         prefix_scheme="once",
         reference="sentencepiece",
@@ -110,6 +120,8 @@ def spec_from_model_proto(
         # treat_whitespace_as_suffix changes only normalization (the marker
         # goes after words); sentencepiece decodes such ids as any others.
         escape_spaces=bool(normalizer.escape_whitespaces),
+        # What sentencepiece decodes the unknown piece to (DecodeSentencePiece).
+        unk_surface=str(trainer.unk_surface),
     )
     # sentencepiece adds BOS/EOS only when asked; for add_special_tokens=True
     # a bare model follows the Llama/Mistral convention: BOS, no EOS.

@@ -44,6 +44,8 @@ _LATER_SETTINGS: Dict[str, Any] = {
     "hf_add_prefix_space": None,
     "hf_additional_special_tokens": (),
     "hf_clean_up_spaces": False,
+    "named_unk_id": None,
+    "unk_surface": " \u2047 ",
 }
 
 
@@ -77,11 +79,13 @@ class TokenizerSpec:
     hf_special_tokens: Tuple[str, ...]
     hf_unk_token: str
     mergeable_limit: Optional[int]
+    named_unk_id: Optional[int]
     normalizers: Optional[Dict[bool, "Normalizer"]]
     pad_id: Optional[int]
     prefix_scheme: str
     reference: str
     unk_id: Optional[int]
+    unk_surface: str
 
     @classmethod
     def build(
@@ -112,13 +116,22 @@ class TokenizerSpec:
         normalizers: Optional[Dict[bool, "Normalizer"]] = None,
         denormalizer: Optional["Normalizer"] = None,
         escape_spaces: bool = True,
+        unk_surface: str = " \u2047 ",
+        named_unk_id: Optional[int] = None,
     ) -> "TokenizerSpec":
         """The checked spec.  `scores` None (or empty) means id order is the
         merge order; `token_types` None means NORMAL pieces and ``<0xNN>``
         byte pieces.  The settings are kept as given (they are what the
         pickle and fingerprint record); an iterator of added tokens is read
         once.  The reference is checked where it is used, when a tokenizer
-        is built (planners.planner_class)."""
+        is built (planners.planner_class).
+
+        `unk_id` is the id unknown characters become when encoding (None:
+        they are dropped, or become byte pieces); `named_unk_id`, when
+        given, is the id ``tok.unk_id`` reports instead (transformers 5
+        names an unknown token its BPE model does not use).  `unk_surface`
+        is the text sentencepiece decodes the unknown piece to
+        (TrainerSpec.unk_surface)."""
         added = _added_tuple(added_tokens)
         n = len(table)
         bad = table.first_invalid_utf8()
@@ -131,7 +144,8 @@ class TokenizerSpec:
                 f"prefix_scheme must be one of {', '.join(map(repr, PREFIX_SCHEMES))}, "
                 f"not {prefix_scheme!r}"
             )
-        for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("unk_id", unk_id), ("pad_id", pad_id)):
+        for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("unk_id", unk_id), ("pad_id", pad_id),
+                            ("named_unk_id", named_unk_id)):
             checked_id(name, value, n)
         if add_bos and bos_id is None:
             raise VocabularyError("add_bos=True needs a bos_id")
@@ -146,9 +160,9 @@ class TokenizerSpec:
             front_end=front_end, hf_add_prefix_space=hf_add_prefix_space,
             hf_additional_special_tokens=tuple(hf_additional_special_tokens),
             hf_clean_up_spaces=hf_clean_up_spaces, hf_special_tokens=tuple(hf_special_tokens),
-            hf_unk_token=hf_unk_token, mergeable_limit=mergeable_limit,
+            hf_unk_token=hf_unk_token, mergeable_limit=mergeable_limit, named_unk_id=named_unk_id,
             normalizers=normalizers, pad_id=pad_id, prefix_scheme=prefix_scheme,
-            reference=reference, unk_id=unk_id,
+            reference=reference, unk_id=unk_id, unk_surface=str(unk_surface),
         )
 
     @property

@@ -139,6 +139,11 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         # (Checked by TokenizerSpec.build; ints here.)
         self._bos_id = None if spec.bos_id is None else int(spec.bos_id)
         self._eos_id = None if spec.eos_id is None else int(spec.eos_id)
+        # The id unknown characters become, and the one unk_id reports (a
+        # name the encoder does not use: transformers 5's folders).
+        encode_unk = -1 if unk_id is None else int(unk_id)
+        if spec.named_unk_id is not None:
+            unk_id = spec.named_unk_id
         self._unk_id = None if unk_id is None else int(unk_id)
         self._pad_id = None if spec.pad_id is None else int(spec.pad_id)
 
@@ -148,8 +153,7 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             # never built by merges.
             flags = flags[: spec.mergeable_limit] + bytes(n - spec.mergeable_limit)
         self._core = core = SpmCore(
-            table, spec.rank, flags, types, -1 if self._unk_id is None else self._unk_id,
-            planner_cls.collapse_unknown, spec.byte_fallback,
+            table, spec.rank, flags, types, encode_unk, planner_cls.collapse_unknown, spec.byte_fallback,
         )
         self._merge_settings: Optional[Tuple[bool, bool]] = None
         if spec.ranked_merges is not None:

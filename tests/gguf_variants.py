@@ -232,9 +232,12 @@ VARIANTS: Dict[str, dict] = {
 
 
 @functools.lru_cache(maxsize=None)
-def _fixture_fields() -> Tuple[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueType | None", object], ...]:
+def fixture_fields() -> Tuple[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueType | None", object], ...]:
     """(key, type, array item type, value) for every key of the fixture, in
-    order (read once: GGUFReader takes seconds on 32000 strings)."""
+    order, as the gguf package reads them: read once per process, for every
+    test module that needs them (GGUFReader takes about 2 s of CPU on 32000
+    strings; the reader itself is not kept, its quarter of a million objects
+    would slow down every full garbage collection of the session)."""
     reader = gguf.GGUFReader(FIXTURE)
     out = []
     for key, field in reader.fields.items():
@@ -258,7 +261,7 @@ def _fixture_fields() -> Tuple[Tuple[str, "gguf.GGUFValueType", "gguf.GGUFValueT
 def variant_fields(name: str):
     """The variant's key/value list: (key, type, array item type, value)."""
     spec = VARIANTS[name]
-    fields = {key: [vtype, sub, copy.copy(value)] for key, vtype, sub, value in _fixture_fields()}
+    fields = {key: [vtype, sub, copy.copy(value)] for key, vtype, sub, value in fixture_fields()}
     tokens = fields["tokenizer.ggml.tokens"][2]
     assert len(tokens) == _N_FIXTURE
     for text, ttype, score in spec.get("append", ()):

@@ -38,7 +38,7 @@ the output is what a protobuf serializer produces for the same message.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 __all__ = [
     "MODEL_TYPE_UNIGRAM",
@@ -125,8 +125,10 @@ def trainer_spec(
     bos_id: int = 1,
     eos_id: int = 2,
     pad_id: int = -1,
+    unk_surface: Optional[str] = None,
 ) -> bytes:
-    """The ``TrainerSpec`` fields that matter when encoding (unframed)."""
+    """The ``TrainerSpec`` fields that matter when encoding (unframed);
+    ``unk_surface`` (decoding) only when given."""
     return (
         _int(3, model_type)
         + _int(4, vocab_size)
@@ -135,6 +137,7 @@ def trainer_spec(
         + _int(41, bos_id)
         + _int(42, eos_id)
         + _int(43, pad_id)
+        + (b"" if unk_surface is None else _bytes(44, unk_surface))
     )
 
 
@@ -194,6 +197,7 @@ def bpe_model_proto(
     remove_extra_whitespaces: bool = False,
     escape_whitespaces: bool = True,
     normalizer_name: str = "identity",
+    unk_surface: Optional[str] = None,
 ) -> bytes:
     """A sentencepiece BPE model with Llama 2's settings by default."""
     types = list(types)
@@ -209,6 +213,7 @@ def bpe_model_proto(
             bos_id=bos_id,
             eos_id=eos_id,
             pad_id=pad_id,
+            unk_surface=unk_surface,
         ),
         normalizer=normalizer_spec(
             name=normalizer_name,

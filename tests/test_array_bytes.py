@@ -23,6 +23,8 @@ from spmbpe._core import (
     counting_le64, ends_le64, format_ids, ids_around, ids_le, join_flat, lengths_le32, megatron_pointers,
 )
 
+from long_run import examples
+
 ids_st = st.lists(st.integers(0, (1 << 32) - 1), max_size=200)
 
 
@@ -33,7 +35,7 @@ def _offsets(draw_lengths):
     return offsets
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(ids=ids_st, wide=st.booleans())
 def test_ids_as_little_endian_integers_of_the_output_type(ids, wide):
     itemsize, limit, code = (4, (1 << 32) - 1, "I") if wide else (2, (1 << 16) - 1, "H")
@@ -50,7 +52,7 @@ def test_ids_as_little_endian_integers_of_the_output_type(ids, wide):
         assert e.value.args == (over[0],)  # the first that does not fit
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lengths=st.lists(st.integers(0, 5000), max_size=100), base=st.integers(0, 1 << 40),
        skip=st.integers(0, 3))
 def test_document_lengths_and_ends(lengths, base, skip):
@@ -61,7 +63,7 @@ def test_document_lengths_and_ends(lengths, base, skip):
     assert bytes(ends_le64(part, base)) == struct.pack(f"<{n}q", *[part[i + 1] - part[0] + base for i in range(n)])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lengths=st.lists(st.integers(0, (1 << 31) - 1), max_size=100), itemsize=st.sampled_from([2, 4]),
        pointer=st.integers(0, 1 << 40))
 def test_megatron_pointers_run_on_from_the_pointer_given(lengths, itemsize, pointer):
@@ -76,7 +78,7 @@ def test_megatron_document_index_counts_up():
     assert bytes(counting_le64(0, 0)) == b""
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(docs=st.lists(st.lists(st.integers(0, 1 << 20), max_size=8), max_size=30),
        bos=st.sampled_from([-1, 1]), eos=st.sampled_from([-1, 2]))
 def test_bos_and_eos_around_each_document(docs, bos, eos):
@@ -117,7 +119,7 @@ def _batch_results(draw):
     return docs, results, None if whole else owners
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(batch=_batch_results(), bos=st.sampled_from([-1, 1]), eos=st.sampled_from([-1, 2]))
 def test_a_batch_joined_from_its_groups(batch, bos, eos):
     # encode_batch's flat result: each text's units, in order, whatever
@@ -190,7 +192,7 @@ def test_a_document_past_megatrons_int32_lengths_is_an_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(docs=st.lists(st.lists(st.integers(0, (1 << 32) - 1), max_size=8), max_size=30), skip=st.integers(0, 3))
 def test_text_lines_of_decimal_ids(docs, skip):
     # What the txt and jsonl outputs wrote with str() and join, a line a document.

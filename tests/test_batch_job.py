@@ -30,6 +30,7 @@ from spmbpe import _testing
 from spmbpe._core import BatchJob, batch_shape, batch_slices
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
+from long_run import combinations, examples
 
 MODEL = DATA_DIR / "mistral-v1.model"
 
@@ -51,19 +52,21 @@ def expected_ids(path, texts, **kw):
     return [ref.encode(t, **kw) for t in texts]
 
 
-@pytest.mark.parametrize(
-    "path, special",
-    [(MODEL, "none"), (MODEL, "all"), (LLAMA_SPM_GGUF, "none"), (DATA_DIR / "mistral-v1.tokenizer.json", "none")],
-    ids=["model", "model-all", "gguf", "json"],
-)
-@pytest.mark.parametrize("threads", [1, 2, 3, 5])
-def test_batch_equals_each_text_alone(path, special, threads):
+_FILES = {"model": (MODEL, "none"), "model-all": (MODEL, "all"), "gguf": (LLAMA_SPM_GGUF, "none"),
+          "json": (DATA_DIR / "mistral-v1.tokenizer.json", "none")}
+
+
+# (Each file with each number of threads in the long run; in the quick one
+# each file and each number once.)
+@pytest.mark.parametrize("name, threads", combinations(list(_FILES), [1, 2, 3, 5]))
+def test_batch_equals_each_text_alone(name, threads):
+    path, special = _FILES[name]
     texts = LINES + ["", " ", "a", "x" * 3000]
     want = expected_ids(path, texts, special=special)
     tok = spmbpe.load(path)  # fresh: the threads fill the cache together
     assert tok.encode_batch(texts, special=special, num_threads=threads) == want
     ids, offsets = tok.encode_batch(texts, special=special, num_threads=threads, return_numpy=True)
-    assert offsets.tolist() == [0] + [sum(len(w) for w in want[: i + 1]) for i in range(len(want))]
+    assert offsets.tolist() == list(accumulate(map(len, want), initial=0))
     assert ids.tolist() == [i for w in want for i in w]
 
 
@@ -75,9 +78,9 @@ _STORAGES = ["plain ascii", "caf\u00e9 cr\u00e8me", "\u65e5\u672c\u8a9e \u3067\u
              " lead", "\u2581lead", "\u00e9", "\U0001f600", "", "tail\u00ff"]
 
 
-@pytest.mark.parametrize("path", [MODEL, LLAMA_SPM_GGUF, DATA_DIR / "mistral-v1.tokenizer.json"],
-                         ids=["model", "gguf", "json"])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path, threads", combinations([MODEL, LLAMA_SPM_GGUF, DATA_DIR / "mistral-v1.tokenizer.json"],
+                                                      [1, 2]),
+                         ids=lambda v: v.name if hasattr(v, "name") else str(v))
 def test_a_job_reads_every_str_storage_and_leaves_no_utf8_on_the_texts(path, threads):
     texts = [t + f" {i}" if t else t for i in range(300) for t in _STORAGES] + LINES
     want = expected_ids(path, texts, special="none")
@@ -104,7 +107,7 @@ def test_a_job_reads_every_str_storage_and_leaves_no_utf8_on_the_texts(path, thr
     assert ids.tolist() == [i for w in want for i in w] and offsets.tolist() == list(accumulate(map(len, want), initial=0))
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(texts=st.lists(st.text(alphabet="ab \u00e9\u3042\U0001f999\u2581", max_size=90), max_size=12),
        flat=st.booleans())
 def test_a_job_over_strs_converts_them_as_python_does(texts, flat):
@@ -529,7 +532,7 @@ def test_cache_capacity_bounds_the_cache_and_changes_no_id(path):
     assert tok.cache_capacity == 0
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     lengths=st.lists(st.integers(0, 40), max_size=30),
     parts=st.integers(1, 9),

@@ -18,6 +18,7 @@ cuts on synthetic vocabularies with multi-character CJK, emoji, Cyrillic
 and punctuation pieces, and live sentencepiece on Mistral v1.
 """
 
+import functools
 import gc
 import json
 import sys
@@ -29,6 +30,8 @@ from hypothesis import strategies as st
 
 import spmbpe
 from spmbpe import _testing
+
+from long_run import combinations, examples, sample
 
 DATA = Path(__file__).parent / "data"
 FILES = ["ggml-vocab-llama-spm.gguf", "mistral-v1.model", "mistral-v3.model", "mistral-v1.tokenizer.json"]
@@ -55,13 +58,19 @@ def _encode_in_parts(core, text, parts):
     return joined
 
 
-@pytest.fixture(scope="module", params=FILES)
-def pair(request):
-    fast, slow = _pair(DATA / request.param)
+@functools.lru_cache(maxsize=None)
+def _file_pair(name):
+    fast, slow = _pair(DATA / name)
     assert fast._core.chunked and not slow._core.chunked
     return fast, slow
 
 
+@pytest.fixture(scope="module", params=FILES)
+def pair(request):
+    return _file_pair(request.param)
+
+
+@functools.lru_cache(maxsize=None)
 def _texts():
     texts = []
     for name in ("llama-spm.gguf.jsonl", "mistral-v1.model.jsonl", "mistral-v3.model.jsonl"):
@@ -69,12 +78,12 @@ def _texts():
             texts += [json.loads(line)["text"] for line in f]
     for path in sorted((DATA / "corpus").glob("*.txt")):
         texts += [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()][:150]
-    return texts
+    return tuple(texts)
 
 
 def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
     fast, slow = pair
-    texts = _texts()
+    texts = list(_texts())
     # Twice: the second pass is served from the cache.
     for _ in range(2):
         assert fast.encode_batch(texts, num_threads=1, special="all") == slow.encode_batch(texts, num_threads=1, special="all")
@@ -87,7 +96,7 @@ def test_goldens_and_corpus_agree_with_whole_segment_merging(pair):
 _WORDS = st.sampled_from(["the", " the", "  ", "▁", "a", "ab", "abc", " x", "日本", "🦙", "\n", "\t", "é", "<s>", "</s>", "q "])
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=st.lists(_WORDS, max_size=30).map("".join) | st.text(max_size=60).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)))
 def test_hypothesis_on_real_vocabularies(text):
     for fast, slow in _PAIRS:
@@ -109,7 +118,7 @@ def _synthetic(violators):
     [[], [">▁</", "c▁a"], ["a▁", "b▁", "c▁b", "x▁x", ">▁", "▁a▁b"] + [f"{ch}▁{d}" for ch in "abcx<>/" for d in "abcx<>/"]],
     ids=["none-but-one", "a-few", "everywhere"],
 )
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(["a", "b", "c", "x", " ", "  ", ">", "<", "/", "▁"]), max_size=40).map("".join))
 def test_synthetic_vocabularies_that_break_the_property(violators, text):
     fast, slow = _pair(_synthetic(violators))
@@ -155,13 +164,15 @@ def _long_document(junction, lead=""):
     return body + " " + tail[:70000] + junction + cjk[:50000] + junction + tail[-30000:]
 
 
-@pytest.mark.parametrize("junction", _JUNCTIONS, ids=range(len(_JUNCTIONS)))
-def test_long_texts_merged_block_by_block_give_the_ids_of_the_whole(pair, junction):
-    fast, slow = pair
-    for lead in ("", " ", "\u2581"):  # (the tokenizer.json's prefix rule reads the first character)
-        doc = _long_document(junction, lead)
-        assert len(doc.encode("utf-8")) > 2 * _BLOCK
-        assert fast.encode(doc, special="all") == slow.encode(doc, special="all")
+# (Every file, junction and lead in the long run; in the quick one each
+# junction once, each file twice, each lead two or three times.)
+@pytest.mark.parametrize("name, junction, lead", combinations(FILES, range(len(_JUNCTIONS)), ["", " ", "\u2581"]))
+def test_long_texts_merged_block_by_block_give_the_ids_of_the_whole(name, junction, lead):
+    # (The lead: the tokenizer.json's prefix rule reads the first character.)
+    fast, slow = _file_pair(name)
+    doc = _long_document(_JUNCTIONS[junction], lead)
+    assert len(doc.encode("utf-8")) > 2 * _BLOCK
+    assert fast.encode(doc, special="all") == slow.encode(doc, special="all")
 
 
 def test_long_texts_block_by_block_equal_sentencepiece_and_keep_their_offsets():
@@ -169,7 +180,7 @@ def test_long_texts_block_by_block_equal_sentencepiece_and_keep_their_offsets():
 
     tok = spmbpe.load(DATA / "mistral-v1.model")
     sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "mistral-v1.model"))
-    for junction in _JUNCTIONS:
+    for junction in sample(_JUNCTIONS, 4):  # (every one in the long run)
         doc = _long_document(junction)
         assert tok.encode(doc, special="none") == sp.encode(doc)
     # Offsets merge the whole text (their spans are positions in it): the
@@ -215,10 +226,12 @@ def _long_str(kind_char, junction, lead=""):
     return lead + kind_char + "x" * (block - 2 - len(lead) - len(kind_char)) + rest
 
 
-@pytest.mark.parametrize("junction", _JUNCTIONS, ids=range(len(_JUNCTIONS)))
-@pytest.mark.parametrize("kind", list(_KINDS))
-def test_long_strs_read_block_by_block_give_the_ids_of_the_whole(pair, kind, junction):
-    fast, slow = pair
+# (Every file, storage and junction in the long run; in the quick one each
+# junction once, each file and storage twice.)
+@pytest.mark.parametrize("name, kind, junction", combinations(FILES, list(_KINDS), range(len(_JUNCTIONS))))
+def test_long_strs_read_block_by_block_give_the_ids_of_the_whole(name, kind, junction):
+    fast, slow = _file_pair(name)
+    junction = _JUNCTIONS[junction]
     # (A "▁" lead makes any str two bytes a character.)
     for lead in ("", " ", "\u2581") if kind.startswith("ucs") else ("", " "):
         doc = _long_str(_KINDS[kind], junction, lead)
@@ -310,7 +323,7 @@ def test_a_long_str_past_the_segment_limit_in_utf8_bytes_is_refused():
 
 
 @pytest.mark.parametrize("violators", [[">▁</"], ["a▁b", "b▁▁a"]])
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(["a", "b", " ", "  ", ">", "</", "▁", "ab"]), min_size=1, max_size=80).map("".join),
        parts=st.integers(2, 9))
 def test_cut_points_are_exact_with_pieces_that_cross_boundaries(violators, text, parts):
@@ -319,7 +332,7 @@ def test_cut_points_are_exact_with_pieces_that_cross_boundaries(violators, text,
     assert _encode_in_parts(tok._core, text, parts) == tok._core.encode(text, True)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(["a", "b", "c", " ", "ab", "bc", "▁"]), max_size=60).map("".join))
 def test_ties_go_to_the_leftmost_pair_on_every_path(text):
     # All scores equal: only the position decides (leftmost first, as in
@@ -378,7 +391,7 @@ def _cjk_vocabulary(**options):
     [({}, True), ({"reference": "sentencepiece"}, False)],
     ids=["llama.cpp", "sentencepiece-collapses-unknown"],
 )
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(_CJK_CHARS), max_size=50).map("".join))
 def test_cuts_between_characters_give_the_ids_of_whole_segments(options, cuts, text):
     # "文" and "x" are unknown; sentencepiece turns a run of unknown
@@ -443,7 +456,7 @@ def test_isolated_bytes_of_mistral_v1_are_those_no_piece_holds():
 _PUNCT_PAIRS = [_pair(DATA / name) for name in ("mistral-v1.model", "mistral-v1.tokenizer.json")]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=st.lists(_PUNCT, max_size=30).map("".join))
 def test_punctuation_digits_and_newlines_on_real_vocabularies(text):
     import sentencepiece
@@ -482,7 +495,7 @@ _TWO_BYTE = st.sampled_from([
              max_size=8)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=st.lists(_TWO_BYTE | _PUNCT, max_size=20).map("".join))
 def test_two_byte_words_equal_sentencepiece_and_tokenizers(text):
     model, json_tok = _PUNCT_PAIRS[0][0], _PUNCT_PAIRS[1][0]
@@ -492,7 +505,7 @@ def test_two_byte_words_equal_sentencepiece_and_tokenizers(text):
 
 def test_russian_lines_and_document_equal_sentencepiece_and_tokenizers():
     doc = (DATA / "corpus" / "multi_ru.txt").read_text(encoding="utf-8")
-    lines = [x for x in doc.splitlines() if x.strip()]
+    lines = sample([x for x in doc.splitlines() if x.strip()], 1000)  # (every line in the long run)
     model, json_tok = _PUNCT_PAIRS[0][0], _PUNCT_PAIRS[1][0]
     # Twice: the second pass is served from the cache.
     for _ in range(2):
@@ -524,7 +537,7 @@ def _pair_vocabulary(byte_fallback):
 
 
 @pytest.mark.parametrize("byte_fallback", [False, True], ids=["unknown", "byte-fallback"])
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=st.lists(st.sampled_from(["a", "b", ",", ".", "1", "2", "3", "\n", "\t", " ", "é", "я", "б", "(", ")", "ü"]),
                      max_size=50).map("".join))
 def test_cuts_beside_ascii_and_two_byte_characters_give_the_ids_of_whole_segments(byte_fallback, text):
@@ -564,7 +577,7 @@ _ANY = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(text=_ASCII | _ANY, prefix=st.booleans())
 def test_every_chunk_the_kernel_cuts_merges_to_the_ids_of_the_whole(text, prefix):
     # The chunks the kernel cuts a segment into (before a "▁" after other

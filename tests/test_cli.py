@@ -1,12 +1,13 @@
-"""The command line (`spmbpe encode|count|decode|info`, `python -m spmbpe`),
-run as subprocesses on real corpus files; every output format is compared
-with the API's ids."""
+"""The command line (`spmbpe encode|count|decode|info`, `python -m spmbpe`)
+on real corpus files; every output format is compared with the API's ids.
+Most runs call main() in this process (`run`); the program itself, as
+`python -m spmbpe` in a process of its own, is run where the process
+matters: its standard streams and exit status, signals, its environment."""
 
 import errno
 import io
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -26,7 +27,8 @@ ROOT = Path(__file__).parent.parent
 GGUF = str(DATA / "ggml-vocab-llama-spm.gguf")
 
 
-def run(args, stdin=b"", cwd=ROOT):
+def run_process(args, stdin=b"", cwd=ROOT):
+    """`python -m spmbpe ARGS` in a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "spmbpe", *map(str, args)], input=stdin, capture_output=True, cwd=cwd, timeout=300
     )
@@ -35,6 +37,31 @@ def run(args, stdin=b"", cwd=ROOT):
 class Result:
     def __init__(self, returncode, stdout, stderr):
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(args, stdin=b"", cwd=ROOT):
+    """main(ARGS) in this process (no interpreter start-up and imports each
+    time), in `cwd`, with `stdin` as its standard input: its status and
+    what it wrote to standard output and error, as run_process gives them
+    (main() changes nothing in the process that calls it)."""
+    saved = sys.stdin, sys.stdout, sys.stderr, os.getcwd()
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", write_through=True))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    os.chdir(cwd)
+    try:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:
+            code = e.code
+        for stream in streams[1:]:
+            stream.flush()
+        return Result(code, out.getvalue(), err.getvalue())
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved[:3]
+        os.chdir(saved[3])
 
 
 def run_here(args, stdin=b"", *, capsysbinary, monkeypatch):
@@ -135,17 +162,17 @@ def test_the_bundled_model_ships_its_licence_notice():
 
 
 def test_encode_stdin_prints_ids_per_line():
-    result = run(["encode"], b"Hello world\n\nHello, world!\r\n")
+    result = run_process(["encode"], b"Hello world\n\nHello, world!\r\n")
     assert result.returncode == 0, result.stderr
     # sentencepiece's ids for these lines (the second is empty).
     assert result.stdout.decode().splitlines() == ["22557 1526", "", "22557 28725 1526 28808"]
     assert result.stderr == b""  # no progress line unless stderr is a terminal
 
 
-def test_console_script_matches_python_m():
-    script = shutil.which("spmbpe")
-    assert script is not None, "the spmbpe console script is not installed"
-    result = subprocess.run([script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300)
+def test_console_script_matches_python_m(console_script):
+    # The script beside this interpreter (conftest.py), not one on PATH.
+    result = subprocess.run([console_script, "encode"], input=b"Hello world\n", capture_output=True, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k != "PATH"})
     assert result.returncode == 0 and result.stdout == b"22557 1526\n"
 
 
@@ -178,7 +205,7 @@ def test_the_console_script_is_console_main_and_main_leaves_the_environment(monk
     from importlib.metadata import entry_points
 
     scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name == "spmbpe"}
-    assert scripts == {"spmbpe": "spmbpe.cli:console_main"}
+    assert scripts == {"spmbpe": "spmbpe.__main__:console_main"}
     # main() is also called from Python programs, whose NumPy it must not
     # set up.
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
@@ -641,13 +668,13 @@ def test_a_forked_child_writes_outputs_to_disk_with_a_thread_of_its_own(tmp_path
 
 
 def test_a_missing_model_is_a_one_line_error():
-    result = run(["encode", "--model", "no/such/model.gguf"], b"x\n")
+    result = run_process(["encode", "--model", "no/such/model.gguf"], b"x\n")
     assert result.returncode == 2
     one_line_error(result, "no/such/model.gguf")
 
 
 def test_invalid_utf8_names_the_input_and_line(tmp_path, v1):
-    result = run(["encode"], b"fine\n\xff\xfe\n")
+    result = run_process(["encode"], b"fine\n\xff\xfe\n")
     assert result.returncode == 1
     one_line_error(result, "<stdin>, line 2")
     bad = tmp_path / "bad.txt"
@@ -722,6 +749,62 @@ def test_an_unknown_output_extension_is_an_error(tmp_path, capsysbinary, monkeyp
     # --format says what to write whatever the name.
     result = here(["encode", "--format", "txt", "-o", tmp_path / "out.npz"])
     assert result.returncode == 0 and (tmp_path / "out.npz").read_bytes() == b"1318\n"
+
+
+def test_output_folders_are_created_as_needed(tmp_path, v1, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lines = ["Hello world", "", "The quick brown fox"]
+    Path("docs.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    Path("docs.jsonl").write_text("".join(json.dumps({"text": t, "title": t[::-1]}) + "\n" for t in lines),
+                                  encoding="utf-8")
+
+    def here(args):
+        result = run_here(args, capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        assert result.returncode == 0, result.stderr.decode()
+        return result
+
+    # The README's line, data/ not there yet.
+    here(["encode", "-o", "data/train.bin", "--shard-size", "100M", "docs.txt"])
+    assert sorted(p.name for p in Path("data").iterdir()) == ["train-00000.bin", "train-00000.idx", "train.bin.meta.json"]
+    # Every other format and output, folders several deep.
+    for fmt in ("txt", "jsonl", "npy", "bin", "ds"):
+        here(["encode", "-o", f"out/{fmt}/deep/docs.{fmt}", "docs.txt"])
+        assert Path(f"out/{fmt}/deep/docs.{fmt}").is_file()
+        decoded = here(["decode", "--input-format", fmt, "-o", f"text/{fmt}/docs.txt", f"out/{fmt}/deep/docs.{fmt}"])
+        assert decoded.stdout == b"" and Path(f"text/{fmt}/docs.txt").read_text(encoding="utf-8").splitlines() == lines
+    here(["encode", "--json-keys", "text,title", "-o", "keys/corpus.npy", "docs.jsonl"])
+    assert {p.name for p in Path("keys").iterdir()} >= {"corpus_text.npy", "corpus_title.npy"}
+    assert np.load("keys/corpus_title.npy").tolist() == [i for t in lines for i in v1.encode(t[::-1])]
+
+
+def test_an_output_folder_that_cannot_be_created_is_a_one_line_error(tmp_path, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("docs.txt").write_text("Hello world\n", encoding="utf-8")
+    Path("taken").write_text("a file, not a folder")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    long_name = "x" * 300  # longer than a file name may be
+    cases = [
+        (["encode", "-o", "taken/train.bin", "docs.txt"], "cannot write taken/train.bin", "is not a folder"),
+        (["encode", "-o", "taken/a/b/docs.txt", "docs.txt"], "cannot write taken/a/b/docs.txt", "is not a folder"),
+        (["decode", "-o", "taken/x/docs.txt"], "cannot write taken/x/docs.txt", "is not a folder"),
+        # new/ could be made, new/xxx... not: neither is left behind.
+        (["encode", "-o", f"new/{long_name}/train.npy", "docs.txt"], "cannot create the folder", "new"),
+    ]
+    for args, *parts in cases:
+        result = run_here(args, b"22557 1526\n", capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        assert result.returncode == 1, args
+        one_line_error(result, *parts)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+
+
+def test_a_failed_run_leaves_no_folder_it_made(tmp_path, capsysbinary, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("bad.txt").write_bytes(b"fine\nbad \xff here\n")
+    for out in ("new/deep/out.npy", "new/deep/out.txt", "new/shards/out.bin"):
+        result = run_here(["encode", "--shard-size", "10", "-o", out, "bad.txt"] if "shards" in out else
+                          ["encode", "-o", out, "bad.txt"], capsysbinary=capsysbinary, monkeypatch=monkeypatch)
+        one_line_error(result, "bad.txt, line 2")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"], out
 
 
 # ------------------------------------------------------------------ count, decode, info

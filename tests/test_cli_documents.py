@@ -21,6 +21,8 @@ from spmbpe._cli_common import CliError
 from spmbpe._core import jsonl_field_lines, jsonl_fields
 from spmbpe.cli import main
 
+from long_run import examples
+
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "corpus"
 
@@ -435,7 +437,7 @@ def _reference_docs(reader, name, raw_lines):
     return docs
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(lines=st.lists(_jsonl_line(), min_size=1, max_size=6), errors=st.sampled_from(["strict", "replace", "skip"]),
        fields=st.sampled_from([None, ["text", "meta"], ["meta"]]),
        bad=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 60),
@@ -495,7 +497,7 @@ def _plain_jsonl_line(draw):
     return draw(space) + line + draw(space)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(lines=st.lists(_plain_jsonl_line(), min_size=1, max_size=8), blank=st.integers(0, 8),
        fields=st.sampled_from([["text"], ["text", "meta"], ["meta"]]))
 def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(lines, blank, fields):
@@ -518,7 +520,7 @@ def test_plain_jsonl_lines_are_read_by_compiled_code_as_json_loads_reads_them(li
 _STOPS = ['"', "\\", "\n", "\x01", "\x1f", "/", "\u00e9", "\u2581", "\U0001f600", "\x7f", " "]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(runs=st.lists(st.tuples(st.integers(0, 17), st.sampled_from(_STOPS)), max_size=8),
        tail=st.integers(0, 17), ascii_only=st.booleans(), slash=st.booleans(), key=st.integers(0, 17))
 def test_strings_read_8_bytes_at_a_time_are_the_json_loads_strings(runs, tail, ascii_only, slash, key):
@@ -562,7 +564,7 @@ def test_the_compiled_jsonl_reader_takes_a_number_where_json_loads_does(number):
     assert (jsonl_fields(line + b"\n", [b"text"], 0) == ([["x"]], [0], [])) is valid
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lines=st.lists(_plain_jsonl_line(), min_size=1, max_size=8),
        fields=st.sampled_from([["text"], ["text", "meta"], ["meta"]]))
 def test_plain_jsonl_lines_as_lines_of_their_texts(lines, fields):
@@ -608,7 +610,7 @@ def _jsonl_file_line(draw):
     return line
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lines=st.lists(_jsonl_file_line(), min_size=1, max_size=30), batch_bytes=st.integers(16, 400),
        fields=st.sampled_from([None, ["text", "meta"]]))
 def test_a_jsonl_file_read_in_batches_gives_json_loads_documents(lines, batch_bytes, fields):

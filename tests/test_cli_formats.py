@@ -110,15 +110,36 @@ def test_the_megatron_index_is_the_same_when_written_in_many_steps(here, models,
         assert (tmp_path / f"{name}.idx").read_bytes() == (FORMATS / f"{name}.idx").read_bytes(), name
 
 
-# The command line in a process where NumPy cannot be imported.
-_WITHOUT_NUMPY = "import sys; sys.modules['numpy'] = None; from spmbpe.cli import main; sys.exit(main(sys.argv[1:]))"
+# Runs of the command line, one after the other in one fresh process (a
+# process each would cost more than the runs), with NumPy importable or not.
+# Each run's standard output goes to a file of its own (file descriptor 1,
+# as a shell would redirect it); after each, whether NumPy was imported.
+_RUNS = r"""
+import json, os, sys
+if sys.argv[1] == "without-numpy":
+    sys.modules["numpy"] = None  # import numpy raises ImportError
+from spmbpe.cli import main
+report = os.fdopen(os.dup(1), "w")
+for args, stdout in json.loads(sys.argv[2]):
+    sys.stdout.flush()
+    with open(stdout, "wb") as f:
+        os.dup2(f.fileno(), 1)
+    code = main(args)
+    sys.stdout.flush()
+    print(json.dumps([code, sys.modules.get("numpy") is not None]), file=report, flush=True)
+"""
 
 
-def _run_without_numpy(args):
-    result = subprocess.run([sys.executable, "-c", _WITHOUT_NUMPY, *map(str, args)], capture_output=True,
-                            cwd=ROOT, timeout=300)
+def _runs_in_one_process(tmp_path, runs, numpy=False):
+    """[(standard output, NumPy imported)] of each argument list of `runs`."""
+    outs = [tmp_path / f"stdout.{i}" for i in range(len(runs))]
+    plan = json.dumps([([str(a) for a in args], str(out)) for args, out in zip(runs, outs)])
+    result = subprocess.run([sys.executable, "-c", _RUNS, "with-numpy" if numpy else "without-numpy", plan],
+                            capture_output=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr.decode()
-    return result
+    reports = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [code for code, _ in reports] == [0] * len(runs), result.stderr.decode()
+    return [(out.read_bytes(), imported) for out, (_, imported) in zip(outs, reports)]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -133,17 +154,23 @@ def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
     jsonl = tmp_path / "input.jsonl"
     jsonl.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines), encoding="utf-8")
     here(["encode", "--model", models[name], *case["flags"], "-o", tmp_path / "with.npy", FORMATS / case["input"]])
-    for source in (FORMATS / case["input"], jsonl):
-        for fmt, suffixes in (("bin", (".bin", ".idx")), ("ds", (".ds", ".ds.index")), ("npy", (".npy", ".docs.npy"))):
-            _run_without_numpy(["encode", "--model", models[name], *case["flags"], "-o", tmp_path / f"out.{fmt}", source])
+    arrays = (("bin", (".bin", ".idx")), ("ds", (".ds", ".ds.index")), ("npy", (".npy", ".docs.npy")))
+    runs = []
+    for k, source in enumerate((FORMATS / case["input"], jsonl)):
+        runs += [["encode", "--model", models[name], *case["flags"], "-o", tmp_path / f"out{k}.{fmt}", source]
+                 for fmt, _ in arrays]
+        runs += [["encode", "--model", models[name], *case["flags"], "--format", fmt, source] for fmt in ("txt", "jsonl")]
+    outs = iter(_runs_in_one_process(tmp_path, runs))
+    tok, docs = _documents(name, models[name])
+    for k, source in enumerate((FORMATS / case["input"], jsonl)):
+        for fmt, suffixes in arrays:
+            next(outs)
             for suffix in suffixes:
                 expected = FORMATS / f"{name}{suffix}" if fmt != "npy" else tmp_path / f"with{suffix}"
-                assert (tmp_path / f"out{suffix}").read_bytes() == expected.read_bytes(), (source.name, suffix)
+                assert (tmp_path / f"out{k}{suffix}").read_bytes() == expected.read_bytes(), (source.name, suffix)
         # The text outputs: a line of ids per document, as the API gives them.
-        tok, docs = _documents(name, models[name])
         for fmt in ("txt", "jsonl"):
-            out = _run_without_numpy(["encode", "--model", models[name], *case["flags"], "--format", fmt, source]).stdout
-            lines = out.decode("ascii").splitlines()
+            lines = next(outs)[0].decode("ascii").splitlines()
             if fmt == "txt":
                 assert [[int(i) for i in line.split()] for line in lines] == docs, source.name
             else:
@@ -152,26 +179,82 @@ def test_outputs_are_written_without_numpy(here, models, tmp_path, name):
 
 def test_encoding_does_not_import_numpy(tmp_path):
     # NumPy's import was 40-60 ms of a command-line run over a 40 MB file.
-    probe = ("import sys; from spmbpe.cli import main; code = main(sys.argv[1:]); "
-             "print('numpy' in sys.modules, file=sys.stderr); sys.exit(code)")
     lines = (FORMATS / "botchan.txt").read_text(encoding="utf-8").split("\n")[:-1]
     jsonl = tmp_path / "botchan.jsonl"
     jsonl.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines), encoding="utf-8")
-    for source in (FORMATS / "botchan.txt", jsonl):
-        for fmt in ("bin", "npy", "ds", "txt", "jsonl"):
-            result = subprocess.run([sys.executable, "-c", probe, "encode", "--append-eod", "-o", tmp_path / f"o.{fmt}",
-                                     source], capture_output=True, cwd=ROOT, timeout=300)
-            assert result.returncode == 0, result.stderr.decode()
-            assert result.stderr.decode().split()[-1] == "False", (source.name, fmt)
+    runs = [(source, fmt) for source in (FORMATS / "botchan.txt", jsonl) for fmt in ("bin", "npy", "ds", "txt", "jsonl")]
+    # (In one process: the first run that imports NumPy is the one named.)
+    imported = _runs_in_one_process(tmp_path, [["encode", "--append-eod", "-o", tmp_path / f"o.{fmt}", source]
+                                               for source, fmt in runs], numpy=True)
+    for (source, fmt), (_, numpy_imported) in zip(runs, imported):
+        assert not numpy_imported, (source.name, fmt)
 
 
-def test_a_count_needs_no_numpy():
+def test_a_count_needs_no_numpy(tmp_path):
     tok = spmbpe.load("mistral-v1")
     lines = (FORMATS / "botchan.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    out = _run_without_numpy(["count", "--json", FORMATS / "botchan.txt"]).stdout
+    [(out, _)] = _runs_in_one_process(tmp_path, [["count", "--json", FORMATS / "botchan.txt"]])
     total = json.loads(out)["total"]
     assert total["tokens"] == sum(len(tok.encode(line)) for line in lines)
     assert total["documents"] == len(lines)
+
+
+def test_decode_reads_every_array_format_without_numpy(here, models, tmp_path):
+    # npy, bin/idx and ds are simple formats: decode reads them in a process
+    # where NumPy cannot be imported, the training tools' own files
+    # (megatron-core's .bin/.idx, datatrove's .ds/.ds.index) as much as
+    # spmbpe's, 2- and 4-byte ids, and .npy files NumPy wrote in another
+    # byte order or header version.
+    expected = {}
+    for name in ("eod", "wide"):
+        tok, docs = _documents(name, models[name])
+        texts = [tok.decode(d) for d in docs]
+        expected[name] = {FORMATS / f"{name}.bin": texts, FORMATS / f"{name}.ds": texts}
+    tok, docs = _documents("eod", models["eod"])
+    texts = [tok.decode(d) for d in docs]
+    flat = [i for d in docs for i in d]
+    flags = CASES["eod"]["flags"]
+    here(["encode", "--model", models["eod"], *flags, "-o", tmp_path / "own.npy", FORMATS / "botchan.txt"])
+    here(["encode", "--model", models["eod"], *flags, "--shard-size", "60", "-o", tmp_path / "shards.npy",
+          FORMATS / "botchan.txt"])
+    (tmp_path / "flat.bin").write_bytes((FORMATS / "eod.bin").read_bytes())  # nanoGPT's: no index
+    (tmp_path / "solo.npy").write_bytes((tmp_path / "own.npy").read_bytes())  # no .docs.npy: one document
+    starts = np.cumsum([0] + [len(d) for d in docs])
+    np.save(tmp_path / "big.npy", np.array(flat, dtype=">u2"))
+    np.save(tmp_path / "big.docs.npy", starts.astype(">i8"))
+    with open(tmp_path / "v2.npy", "wb") as f:
+        np.lib.format.write_array(f, np.array(flat, dtype="<u4"), version=(2, 0))
+    with open(tmp_path / "v2.docs.npy", "wb") as f:
+        np.lib.format.write_array(f, starts.astype("<u8"), version=(2, 0))
+    expected["eod"].update({
+        tmp_path / "own.npy": texts,
+        tmp_path / "shards.npy": texts,  # by the name it was written under
+        tmp_path / "shards.npy.meta.json": texts,
+        tmp_path / "flat.bin": [tok.decode(flat)],
+        tmp_path / "solo.npy": [tok.decode(flat)],
+        tmp_path / "big.npy": texts,
+        tmp_path / "v2.npy": texts,
+    })
+    assert len(json.loads((tmp_path / "shards.npy.meta.json").read_text())["shards"]) > 3
+    outs = _runs_in_one_process(tmp_path, [["decode", "--model", models[name], "--format", "jsonl", *files]
+                                           for name, files in expected.items()])
+    for (name, files), (out, _) in zip(expected.items(), outs):
+        got = [json.loads(line)["text"] for line in out.decode("utf-8").splitlines()]
+        assert got == [t for texts in files.values() for t in texts], name
+
+
+def test_an_npy_file_that_is_no_flat_array_of_ids_is_a_one_line_error(capsysbinary, tmp_path):
+    np.save(tmp_path / "square.npy", np.zeros((2, 2), dtype=np.uint16))
+    np.save(tmp_path / "floats.npy", np.zeros(3, dtype=np.float32))
+    np.save(tmp_path / "short.npy", np.arange(100, dtype=np.uint16))
+    (tmp_path / "short.npy").write_bytes((tmp_path / "short.npy").read_bytes()[:-10])
+    (tmp_path / "text.npy").write_bytes(b"not an array")
+    for name, part in (("square", "shape (2, 2)"), ("floats", "'<f4', not of integers"),
+                       ("short", "not the 100 it should"), ("text", "not a .npy file")):
+        code = main(["decode", str(tmp_path / f"{name}.npy")])
+        err = capsysbinary.readouterr().err.decode()
+        assert code == 1 and err.count("\n") == 1 and f"{name}.npy: cannot read it as npy" in err, err
+        assert part in err, err
 
 
 def test_nanogpt_reads_the_bin_file_with_numpy_memmap(here, tmp_path):

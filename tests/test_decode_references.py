@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 import spm_proto
 import spmbpe
 from spmbpe import TokenType
+from long_run import examples
 
 DATA = pathlib.Path(__file__).parent / "data"
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _stream(tok, ids, **options):
@@ -123,7 +124,7 @@ def test_model_decode_by_normalizer_flags(tmp_path, add_dummy_prefix, remove_ext
         assert tok.decode(ids) == sp.decode(ids), ids
         assert _stream(tok, ids) == sp.decode(ids), ids
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(ids=st.lists(st.integers(0, len(pieces) - 1), max_size=8))
     def check(ids):
         assert tok.decode(ids) == sp.decode(ids)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import re
 
 import pytest
 
@@ -52,22 +51,16 @@ def _read_llama_cpp_vectors():
 
 INP_TEXTS, OUT_IDS = _read_llama_cpp_vectors()
 
-GOLDEN_ROWS = [
-    json.loads(line)
-    # split on "\n" only: str.splitlines would also cut at U+2028, U+0085, ...
-    for line in (DATA_DIR / "llama-spm.gguf.jsonl").read_bytes().decode("utf-8").split("\n")
+GOLDEN_FILE = DATA_DIR / "llama-spm.gguf.jsonl"
+# (line number, row); split on "\n" only: str.splitlines would also cut at
+# U+2028, U+0085, ...
+GOLDEN_LINES = [
+    (number, json.loads(line))
+    for number, line in enumerate(GOLDEN_FILE.read_bytes().decode("utf-8").split("\n"), start=1)
     if line.strip()
 ]
+GOLDEN_ROWS = [row for _, row in GOLDEN_LINES]
 GOLDEN_TEXTS = [row["text"] for row in GOLDEN_ROWS]
-
-
-def _readable_id(prefix: str, index: int, text: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:24]
-    return f"{prefix}{index:02d}" + (f"-{slug}" if slug else "")
-
-
-INP_IDS = [_readable_id("inp", i, t) for i, t in enumerate(INP_TEXTS)]
-ROW_IDS = [f"row{i}" for i in range(len(GOLDEN_ROWS))]
 
 
 def test_llama_cpp_vector_files_have_one_output_line_per_input():
@@ -79,41 +72,44 @@ def test_golden_file_has_every_row():
     assert len(GOLDEN_ROWS) == 883
 
 
-@pytest.mark.parametrize(("text", "expected"), list(zip(INP_TEXTS, OUT_IDS)), ids=INP_IDS)
-def test_llama_cpp_test_vectors(llama_spm, text, expected):
-    assert llama_spm.encode(text, special="none") == expected
+# Each golden set is checked whole by one test, which stops at the first
+# text that differs and names it (a case per text costs more in pytest than
+# the encoding itself).
 
 
-@pytest.mark.parametrize("row", GOLDEN_ROWS, ids=ROW_IDS)
-def test_golden_row(llama_spm, row):
-    text = row["text"]
-    assert llama_spm.encode(text, special="none") == row["ids"]
-    assert llama_spm.encode(text, special="all") == row["ids_special"]
-    assert (
-        llama_spm.encode(text, special="all", add_special_tokens=True)
-        == row["ids_bos_special"]
-    )
+def test_llama_cpp_test_vectors(llama_spm):
+    for number, (text, expected) in enumerate(zip(INP_TEXTS, OUT_IDS)):
+        assert llama_spm.encode(text, special="none") == expected, f"input {number} of the .inp file: {text!r}"
 
 
-@pytest.mark.parametrize(
-    "text",
-    INP_TEXTS + GOLDEN_TEXTS,
-    ids=INP_IDS + ROW_IDS,
-)
-def test_decode_inverts_encode_ordinary(llama_spm, text):
-    ids = llama_spm.encode_ordinary(text)
-    # The vocabulary has all 256 byte pieces, so no text needs <unk> (none of
-    # the reference ids contain it); a text that did could not round-trip.
-    assert llama_spm.unk_id not in ids
-    decoded = llama_spm.decode(ids)
-    if BOUNDARY in text:
-        # A literal U+2581 is the marker spaces are escaped to, so encoding
-        # cannot tell it from a space and decoding gives a space back (as
-        # sentencepiece's and llama.cpp's decoders do). Pin exactly that.
-        assert decoded == text.replace(BOUNDARY, " ")
-        assert llama_spm.encode_ordinary(decoded) == ids
-    else:
-        assert decoded == text
+def test_golden_rows(llama_spm):
+    for number, row in GOLDEN_LINES:
+        text = row["text"]
+        got = (
+            llama_spm.encode(text, special="none"),
+            llama_spm.encode(text, special="all"),
+            llama_spm.encode(text, special="all", add_special_tokens=True),
+        )
+        assert got == (row["ids"], row["ids_special"], row["ids_bos_special"]), f"{GOLDEN_FILE.name}:{number}: {text!r}"
+
+
+def test_decode_inverts_encode_ordinary(llama_spm):
+    where = [f"input {i} of the .inp file" for i in range(len(INP_TEXTS))]
+    where += [f"{GOLDEN_FILE.name}:{number}" for number, _ in GOLDEN_LINES]
+    for text, place in zip(INP_TEXTS + GOLDEN_TEXTS, where):
+        ids = llama_spm.encode_ordinary(text)
+        # The vocabulary has all 256 byte pieces, so no text needs <unk> (none
+        # of the reference ids contain it); a text that did could not round-trip.
+        assert llama_spm.unk_id not in ids, place
+        decoded = llama_spm.decode(ids)
+        if BOUNDARY in text:
+            # A literal U+2581 is the marker spaces are escaped to, so encoding
+            # cannot tell it from a space and decoding gives a space back (as
+            # sentencepiece's and llama.cpp's decoders do). Pin exactly that.
+            assert decoded == text.replace(BOUNDARY, " "), f"{place}: {text!r}"
+            assert llama_spm.encode_ordinary(decoded) == ids, f"{place}: {text!r}"
+        else:
+            assert decoded == text, f"{place}: {text!r}"
 
 
 @pytest.mark.parametrize("num_threads", [1, 2])

@@ -35,6 +35,8 @@ from hypothesis import strategies as st
 
 import spmbpe
 
+from long_run import examples
+
 DATA = pathlib.Path(__file__).parent / "data"
 MODELS = ["mistral-v1", "mistral-v3"]
 # The fixtures README: Mistral 7B v0.1 ships legacy: true; v3 is made with false.
@@ -291,7 +293,7 @@ def texts(specials: Iterable[str]) -> st.SearchStrategy[str]:
 
 def _settings(n: int):
     return settings(
-        max_examples=n,
+        max_examples=examples(n),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import subprocess
 import sys
@@ -128,13 +129,52 @@ def test_no_module_imports_private_names_of_another():
     assert sorted(set(private) - KNOWN_PRIVATE_IMPORTS) == []
 
 
-@pytest.mark.parametrize("module", [m for m in _modules() if m not in ("__init__", "__main__")])
-def test_each_module_imports_in_a_fresh_interpreter(module):
-    result = subprocess.run(
-        [sys.executable, "-c", f"import spmbpe.{module}"],
-        cwd=PACKAGE.parent, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr
+_MODULES = [m for m in _modules() if m not in ("__init__", "__main__")]
+
+# Each module imported by a child forked from an interpreter that has
+# imported nothing of spmbpe (no interpreter start-up per module); its
+# traceback, if any, in a file of its own.
+_IMPORT_EACH = r"""
+import os, sys, traceback
+folder, modules = sys.argv[1], sys.argv[2:]
+for module in modules:
+    pid = os.fork()
+    if pid == 0:
+        with open(os.path.join(folder, module), "w") as err:
+            os.dup2(err.fileno(), 2)
+        try:
+            __import__("spmbpe." + module)
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def imported_alone(tmp_path_factory):
+    """module -> its traceback when imported alone ("" when it imports)."""
+    folder = tmp_path_factory.mktemp("imports")
+    if hasattr(os, "fork"):
+        runs = [[sys.executable, "-c", _IMPORT_EACH, str(folder), *_MODULES]]
+    else:  # a fresh interpreter for each
+        runs = [[sys.executable, "-c", f"import spmbpe.{m}"] for m in _MODULES]
+    errors = {}
+    for run in runs:
+        result = subprocess.run(run, cwd=PACKAGE.parent, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0 or len(runs) > 1, result.stderr
+        if len(runs) > 1:
+            errors[run[-1].split(".")[-1]] = result.stderr if result.returncode else ""
+    if len(runs) == 1:
+        errors = {m: (folder / m).read_text() if (folder / m).exists() else "not run" for m in _MODULES}
+    return errors
+
+
+@pytest.mark.parametrize("module", _MODULES)
+def test_each_module_imports_in_a_fresh_interpreter(imported_alone, module):
+    assert imported_alone[module] == "", imported_alone[module]
 
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"

@@ -27,6 +27,7 @@ from spmbpe._core import count_newlines, read_buffer, utf8_valid_prefix
 from spmbpe.cli import main
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
+from long_run import examples
 
 MODEL = DATA_DIR / "mistral-v1.model"
 JSON = DATA_DIR / "mistral-v1.tokenizer.json"
@@ -92,7 +93,7 @@ EDGES = [
 ), max_size=12).map(b"".join))
 @example(b"abcdefg\xe2\x96\x81")
 @example(b"abcdefgh\xed\xa0\x80")
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 def test_utf8_check_agrees_with_pythons_decoder(data):
     """What is valid, and where the first fault starts, as bytes.decode
     says: the reader sends a block the check passes to the merge."""
@@ -113,7 +114,7 @@ _RUNS = ["a", "abcdefgh", "plain ASCII text ", "\u0436\u0438\u0437\u043d\u044c "
 ), max_size=40).map(b"".join))
 @example(("\u65e5" * 30).encode("utf-8") + b"\xed\xa0\x80")
 @example(("\u65e5" * 21).encode("utf-8") + b"\xe6\x97")
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 def test_utf8_check_of_long_text_agrees_with_pythons_decoder(data):
     assert utf8_valid_prefix(data) == python_valid_prefix(data)
 
@@ -226,7 +227,7 @@ LINE = st.lists(
     special=st.sampled_from(["none", "all", "raise"]),
     threads=st.sampled_from([1, 2]),
 )
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_block_gives_encode_batchs_ids_or_goes_its_way(toks, lines, crlf, ended, name, special, threads):
     """Empty lines, "\\r" inside and before a line end, a space or "▁"
     first (the tokenizer.json's prefix rule): the ids of encode_batch over

@@ -18,9 +18,16 @@ import pytest
 import spmbpe
 from spmbpe import _testing
 
+import long_run
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
 
 FULL = os.environ.get("SPMBPE_MEMORY_FULL") == "1"
+
+
+def _count(full, long, quick):
+    """Repetitions: SPMBPE_MEMORY_FULL=1's, the long run's or the quick run's."""
+    return full if FULL else long if long_run.LONG else quick
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
 # Under tools/sanitize.sh, ASan's quarantine keeps freed memory resident.
 rss_test = pytest.mark.skipif(bool(os.environ.get("SPMBPE_SANITIZED")), reason="RSS means nothing under ASan")
@@ -45,7 +52,7 @@ def corpus_lines(n=2000):
 def test_encodes_keep_rss_flat():
     tok = spmbpe.load(LLAMA_SPM_GGUF)
     lines = corpus_lines()
-    total = 1_000_000 if FULL else 200_000
+    total = _count(1_000_000, 200_000, 100_000)
     warm = total // 10
 
     def run(count, start=0):
@@ -73,7 +80,7 @@ def test_encodes_keep_rss_flat():
 @rss_test
 @pytest.mark.parametrize("path", [LLAMA_SPM_GGUF, DATA_DIR / "mistral-v1.model"], ids=["gguf", "model"])
 def test_loads_keep_rss_flat(path):
-    loads = 5000 if FULL else 120
+    loads = _count(5000, 120, 50)
     warm = loads // 10
 
     def run(count):
@@ -110,7 +117,7 @@ def test_failed_loads_keep_rss_flat(tmp_path):
     data = LLAMA_SPM_GGUF.read_bytes()
     bad = tmp_path / "cut.gguf"
     bad.write_bytes(data[: len(data) // 2])
-    count = 2000 if FULL else 60
+    count = _count(2000, 60, 30)
 
     def run(n):
         for _ in range(n):

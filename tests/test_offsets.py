@@ -21,6 +21,8 @@ from tokenizers import Tokenizer
 
 import spmbpe
 
+from long_run import examples
+
 DATA = Path(__file__).parent / "data"
 CORPUS = sorted((DATA / "corpus").glob("*.txt"))
 EDGE = ["", " ", "  a", "a ", "日本語 abc", "é🦙x", "a\u0301", "[INST] hi", "x\x00y", "tab\tend ", "説明", "\U0010ffffz"]
@@ -79,7 +81,7 @@ def test_model_spans_equal_sentencepiece(model_pair):
     assert bad == []
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
 def test_model_spans_equal_sentencepiece_hypothesis(model_pair, text):
     tok, sp, byte_ids = model_pair

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.long  # builds an sdist and installs it in fresh environments
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # What a fresh clone would not have: build artefacts, caches, generated C.

@@ -37,6 +37,7 @@ from spmbpe._spm_model import (
     read_model_proto,
 )
 from spmbpe.errors import ModelFormatError
+from long_run import examples
 from spm_proto import _key, _varint  # the test suite's ModelProto writer
 
 DATA_DIR = pathlib.Path(__file__).parent / "data"
@@ -763,7 +764,7 @@ def _python_first_invalid(pieces):
     return -1
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(_PIECE_BYTES, min_size=1, max_size=8))
 def test_piece_utf8_check_equals_pythons_decoder(pieces):
     # The reader's and the table's checks pass "▁" + ASCII (most pieces)
@@ -816,7 +817,7 @@ def _model_of(pieces, general):
     return data, at
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.tuples(_PIECE_BYTES, st.booleans()), min_size=1, max_size=8))
 def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
     # The reader checks each piece while it copies it, run by run (the
@@ -839,7 +840,7 @@ def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
         assert err.offset == at[expected] + exc.start
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pieces=st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=6), max_size=40),
        bad=st.one_of(st.none(), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe3\x81"])),
        at=st.integers(0, 40))

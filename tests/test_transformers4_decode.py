@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import spmbpe
 from spmbpe import TokenType
 
+from long_run import examples
 from test_hf_folder import hf_slow
 from transformers4_folders import FOLDERS, build_folders
 
@@ -165,7 +166,7 @@ def _interesting(tok):
 
 def _settings(n: int):
     return settings(
-        max_examples=n, deadline=None, derandomize=True,
+        max_examples=examples(n), deadline=None, derandomize=True,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
 

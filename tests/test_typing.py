@@ -22,26 +22,36 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "typing_example.py"
 
 
-def _mypy(tmp_path, *files):
+@pytest.fixture(scope="module")
+def mypy_cache(request, tmp_path_factory):
+    """One mypy cache for the runs of this module, kept in pytest's cache
+    directory from one session to the next (mypy checks each entry against
+    its file): the standard library's stubs are not read again each time."""
+    cache = getattr(request.config, "cache", None)  # (None with -p no:cacheprovider)
+    return cache.mkdir("mypy") if cache is not None else tmp_path_factory.mktemp("mypy-cache")
+
+
+def _mypy(tmp_path, cache, *files):
     """mypy --strict as a user runs it on their code: errors inside spmbpe
     itself are not reported (as for an installed package), only how the
     code uses spmbpe's types."""
     env = dict(os.environ, MYPYPATH=str(ROOT))
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary",
-         "--cache-dir", str(tmp_path / "mypy-cache"), *map(str, files)],
+         "--cache-dir", str(cache), *map(str, files)],
         capture_output=True, text=True, env=env, cwd=tmp_path,
     )
 
 
-def test_the_example_type_checks_and_runs(tmp_path):
-    result = _mypy(tmp_path, EXAMPLE)
+def test_the_example_type_checks_and_runs(tmp_path, mypy_cache):
+    result = _mypy(tmp_path, mypy_cache, EXAMPLE)
     assert result.returncode == 0, result.stdout + result.stderr
     ran = subprocess.run([sys.executable, str(EXAMPLE), str(ROOT / "tests/data/ggml-vocab-llama-spm.gguf")],
                          capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
 
 
+@pytest.mark.long  # mypy on the whole package: the public API's types are checked above
 def test_package_passes_mypy_strict(tmp_path):
     """spmbpe's own code passes ``mypy --strict``, wherever it is installed
     (this source tree, or site-packages from an sdist: the package is found
@@ -73,7 +83,7 @@ def test_model_proto_specs_declare_every_field():
             assert type(value).__name__ == expected[name].split("[")[0].lower(), name
 
 
-def test_wrong_usage_is_reported(tmp_path):
+def test_wrong_usage_is_reported(tmp_path, mypy_cache):
     wrong = tmp_path / "wrong.py"
     lines = {
         "tok.encode(123)": "arg-type",
@@ -87,7 +97,7 @@ def test_wrong_usage_is_reported(tmp_path):
     }
     body = "import spmbpe\ntok = spmbpe.load('mistral-v1')\n" + "\n".join(lines) + "\n"
     wrong.write_text(body)
-    result = _mypy(tmp_path, wrong)
+    result = _mypy(tmp_path, mypy_cache, wrong)
     assert result.returncode == 1
     reported = {}
     for line in result.stdout.splitlines():

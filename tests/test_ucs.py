@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from spmbpe import _testing
 
+from long_run import examples
+
 # Characters of each storage kind: a str takes the widest kind of any of
 # its characters.
 _ASCII = "abc XYZ.\n\t~0"
@@ -71,7 +73,7 @@ def test_an_ascii_run_of_each_length_beside_another_character(run, other):
             assert _testing.str_to_utf8(text, start, len(text)) == _expected(text, start, len(text)), text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=()), max_size=80), st.data())
 def test_any_text_converts_as_python_encodes(text, data):
     start = data.draw(st.integers(0, len(text)))

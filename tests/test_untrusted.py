@@ -22,6 +22,7 @@ control token's spelling as plain pieces.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ from spmbpe._core import Plan
 from spmbpe.errors import DisallowedSpecialError
 
 from conftest import DATA_DIR, LLAMA_SPM_GGUF
+from long_run import examples
 
 _SPECIAL_TYPES = (TokenType.CONTROL, TokenType.UNKNOWN)
 
@@ -72,13 +74,15 @@ NAMES = ["gguf", "gguf-phi3", "mistral-v1.model", "mistral-v3.model", "tokenizer
          "hf-nonlegacy"]
 
 
+@functools.lru_cache(maxsize=None)
 def control_texts(tok):
-    """The spellings of every special token and control/unknown piece."""
+    """The spellings of every special token and control/unknown piece (found
+    once for each tokenizer: a walk over its whole vocabulary)."""
     texts = set(tok.special_tokens)
     for i in range(tok.vocab_size):
         if tok.token_type(i) in _SPECIAL_TYPES:
             texts.add(tok.id_to_piece(i))
-    return sorted(texts)
+    return tuple(sorted(texts))
 
 
 def assert_no_control(tok, text):
@@ -131,7 +135,7 @@ def forged_texts(draw, spellings):
 
 
 # Fewer examples under tools/sanitize.sh (everything runs ~10x slower there).
-_SETTINGS = settings(max_examples=12 if os.environ.get("SPMBPE_SANITIZED") else 60, deadline=None, derandomize=True,
+_SETTINGS = settings(max_examples=examples(12 if os.environ.get("SPMBPE_SANITIZED") else 60), deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -78,9 +78,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # ------------------------------------------------------------ the environment
 
 
-def ensure_environment(venv: pathlib.Path) -> Optional[int]:
-    """None when this Python has transformers 5; else the exit code of this
-    script run again inside `venv` (created and filled when missing)."""
+def ensure_environment(venv: pathlib.Path, script: str = __file__) -> Optional[int]:
+    """None when this Python has transformers 5; else the exit code of
+    `script` (this one) run again inside `venv` (created and filled when
+    missing) with this process's arguments."""
     try:
         import transformers
 
@@ -92,7 +93,7 @@ def ensure_environment(venv: pathlib.Path) -> Optional[int]:
         sys.exit(f"{venv}: transformers 5 is still not importable there")
     python = reference_python(venv, REQUIREMENTS, TRANSFORMERS5)
     env = dict(os.environ, SPMBPE_TF5_INSIDE="1")
-    return subprocess.run([python, __file__, *sys.argv[1:]], env=env).returncode
+    return subprocess.run([python, script, *sys.argv[1:]], env=env).returncode
 
 
 # ------------------------------------------------------------ the folders

@@ -77,7 +77,7 @@ trap cleanup EXIT
 build() {
     echo "== sanitizer build in $WORK"
     mkdir -p "$WORK"
-    rm -rf "$WORK/spmbpe" "$WORK/csrc" "$WORK/tests" "$WORK/tools" "$WORK/docs" "$WORK/build_backend"
+    rm -rf "$WORK/spmbpe" "$WORK/csrc" "$WORK/tests" "$WORK/tools" "$WORK/docs" "$WORK/build_backend" "$WORK/pyproject.toml"
     cp -r "$ROOT/spmbpe" "$ROOT/csrc" "$ROOT/tests" "$ROOT/tools" "$ROOT/docs" "$ROOT/build_backend" "$ROOT/README.md" "$WORK/"
     find "$WORK" -name '*.so' -delete
     find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
@@ -132,6 +132,11 @@ if [ "${SPMBPE_SAN_REUSE:-0}" = 1 ] && ls "$WORK"/spmbpe/_core.*.so "$WORK"/spmb
 else
     build
 fi
+# pytest's settings (the `long` marker) and CI's script, which
+# tests/test_development.py reads; copied after the build (setup() would
+# read pyproject.toml's [project] table).
+rm -rf "$WORK/.ci"
+cp -r "$ROOT/.ci" "$ROOT/pyproject.toml" "$WORK/"
 
 LIBASAN=$("$CC" -print-file-name=libasan.so)
 if [ ! -e "$LIBASAN" ]; then
@@ -169,9 +174,11 @@ else
     tests+=("${EXCLUDE[@]}")
 fi
 # (--capture=sys: a sanitizer writes its report to file descriptor 2, which
-# pytest's default capture would swallow as the process exits.)
+# pytest's default capture would swallow as the process exits.  --long: the
+# suite's long run, every hypothesis example and golden case, as the
+# sanitizers need the most inputs they can get.)
 "${SAN_ENV[@]}" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1" \
-    SPMBPE_SANITIZED=1 "$PYTHON" -m pytest -q -p no:cacheprovider -x --capture=sys --durations=10 "${tests[@]}" || status=$?
+    SPMBPE_SANITIZED=1 "$PYTHON" -m pytest -q -p no:cacheprovider -x --capture=sys --durations=10 --long "${tests[@]}" || status=$?
 echo "== tests under sanitizers: status $status, $(( $(date +%s) - start )) s"
 
 if [ $status -eq 0 ] && [ $LEAKS -eq 1 ]; then
