@@ -96,9 +96,10 @@ static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const ch
             const spm_vocab_slot *slot = &v->slots[i];
             if (slot->head == head) {
                 int32_t id;
-                /* Up to 8 bytes not ending with NUL, the zero-padded head
-                 * also says the length (no piece ends with NUL either). */
-                if (len - 1 < 8 && !v->nul_tails && s[len - 1] != 0) return slot;
+                /* Up to 7 bytes not ending with NUL, the zero-padded head
+                 * also says the length (no piece ends with NUL either); 8
+                 * bytes fill the head, which then says nothing of it. */
+                if (len - 1 < 7 && !v->nul_tails && s[len - 1] != 0) return slot;
                 id = slot->id & SPM_ID_MASK;
                 int32_t a = v->offsets[id];
                 if ((size_t)(v->offsets[id + 1] - a) == len &&

@@ -187,8 +187,7 @@ def test_transformers_4_decodes_the_unknown_piece_through_sentencepiece(matrix, 
 @functools.lru_cache(maxsize=None)
 def _before_a_space(name):
     """Whether a text has a character the transformers 5 reading drops
-    right before a space: where the compiled core's chunk rules still cut
-    (the xfail below)."""
+    right before a space (a "▁" that then meets what came before it)."""
     return trained.dropped_before_a_space(trained.model_bytes(name))
 
 
@@ -198,12 +197,9 @@ def test_the_folders_equal_transformers_5(matrix, name, folder):
     meta, rows = _golden(name)
     assert tok.reference == "transformers"
     assert [tok.bos_id, tok.eos_id, tok.unk_id, tok.pad_id] == meta["named"][folder]
-    gap = _before_a_space(name)
     bad = []
     for row in rows:
         if "text" in row:
-            if gap(row["text"]):
-                continue
             want = row[folder]  # ids, ids with special tokens, and the decodes of the latter
             text = row["text"]
             got = [tok.encode(text, special="all"), tok.encode(text, special="all", add_special_tokens=True)]
@@ -222,27 +218,18 @@ def test_the_saved_tokenizer_json_equals_tokenizers(matrix, name):
     tok = _load(str(matrix[name].tokenizer_json))
     ref = tokenizers.Tokenizer.from_file(str(matrix[name].tokenizer_json))
     assert tok.reference == "tokenizers"
-    gap = _before_a_space(name)
-    texts = [t for t in _texts(name) if not gap(t)]
+    texts = _texts(name)
     expected = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
     assert [t for t, ids in zip(texts, expected) if tok.encode(t, special="all") != ids] == []
     lists = expected[::3] + _id_lists(name, ref.get_vocab_size())
     assert [ids for ids in lists if tok.decode(ids) != ref.decode(ids, skip_special_tokens=False)] == []
 
 
-# A divergence in the compiled core (spmbpe/core/chunking.pyx, derive_chunk_rules),
-# which this issue does not touch: see the reason.
-_KERNEL_REASON = (
-    "chunk rules: where tokenizers drops a character (no piece, no byte pieces, no unknown token), the "
-    "character before a '\u2581' is gone and that '\u2581' meets what came before it; the core still cuts "
-    "before it as before a '\u2581' that follows other text, so '\u2581\u2581' and 'x\u2581' pieces are not "
-    "built across the gap (identity-code-600's saved tokenizer.json: '\u02a9  ' gives [\u2581, \u2581\u2581], "
-    "tokenizers [\u2581\u2581, \u2581])"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_KERNEL_REASON)
 def test_a_dropped_character_before_a_space_lets_its_neighbours_merge(matrix):
+    """Where tokenizers drops a character (no piece, no byte pieces, no
+    unknown token), the "▁" after it meets what came before it: "▁▁" and
+    "x▁" pieces are built across the gap (identity-code-600's saved
+    tokenizer.json: "\u02a9  " is [▁▁, ▁]), so no chunk is cut there."""
     bad = []
     for name in NAMES:
         gap = _before_a_space(name)
@@ -257,17 +244,10 @@ def test_a_dropped_character_before_a_space_lets_its_neighbours_merge(matrix):
     assert bad == []
 
 
-_VOCAB_REASON = (
-    "csrc/spm_vocab.h spm_vocab_probe: a text of exactly 8 bytes is taken to be the piece whose slot has the "
-    "same 8-byte head and tag (the shortcut 'up to 8 bytes ... the zero-padded head also says the length' holds "
-    "below 8 bytes only), so '\u2581posit' finds '\u2581positif' and the merger builds it; the shortcut's test "
-    "`len - 1 < 8` wants to be `len - 1 < 7`"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_VOCAB_REASON)
 def test_an_8_byte_text_is_not_the_longer_piece_it_begins(tmp_path):
-    """Found by tools/differential.py --explore-trainer on a model trained
+    """A text of exactly 8 bytes fills the vocabulary table's 8-byte head,
+    which then says nothing of its length: "▁posit" is not "▁positif".
+    Found by tools/differential.py --explore-trainer on a model trained
     with split_by_unicode_script=False, add_dummy_prefix=False and identity
     rules, where "a posit\U0001f999" gave \u2581positif; here the smallest
     vocabulary that shows it, against live sentencepiece."""

@@ -133,24 +133,14 @@ def _corpus(folder: pathlib.Path) -> List[str]:
 class Report:
     def __init__(self) -> None:
         self.counts: Dict[str, List[int]] = {}
-        self.known: Dict[str, int] = {}
         #: The first mismatches of each kind, whole: (kind, input, spmbpe's, the reference's).
         self.examples: List[Tuple[str, Any, Any, Any]] = []
 
-    def check(self, what: str, text: Any, mine: Any, theirs: Any, known: str = "") -> None:
-        """Counts one comparison; `known` names the known divergence (an
-        xfail of the suite) that the input falls under: where it differs
-        there, it is counted apart, not as a comparison."""
+    def check(self, what: str, text: Any, mine: Any, theirs: Any) -> None:
+        """Counts one comparison."""
         row = self.counts.setdefault(what, [0, 0])
         row[0] += 1
         if mine != theirs:
-            if known:
-                row[0] -= 1
-                self.known[known] = self.known.get(known, 0) + 1
-                if self.known[known] <= 3:
-                    print(f"KNOWN ({known}) {what}: {text!r:.300}\n  spmbpe    {str(mine)[:300]}\n"
-                          f"  reference {str(theirs)[:300]}", flush=True)
-                return
             row[1] += 1
             if row[1] <= 3:
                 self.examples.append((what, text, mine, theirs))
@@ -161,13 +151,11 @@ class Report:
         return sum(bad for _, bad in self.counts.values())
 
     def summary(self) -> str:
-        """The totals, each comparison that differed, and the known divergences."""
+        """The totals, and each comparison that differed."""
         checks = sum(n for n, _ in self.counts.values())
         differed = "; ".join(f"{what}: {bad} of {n}" for what, (n, bad) in self.counts.items() if bad)
-        known = "; ".join(f"{what}: {n}" for what, n in self.known.items())
         return f"{self.failed():,} mismatches in {checks:,} comparisons of {len(self.counts)} kinds" + (
-            f" ({differed})" if differed else "") + (
-            f"; besides, differing under a known divergence (not counted): {known}" if known else "")
+            f" ({differed})" if differed else "")
 
 
 def run_libraries(texts: Texts, seconds: float, report: Report) -> None:
@@ -304,12 +292,6 @@ def _compare_folders(python: str, folders: Dict[str, str], texts: Texts, n: int,
 
 # ------------------------------------------------------------ trained models
 
-#: The known divergence of the compiled core (tests/test_trained_models.py's
-#: xfail): where tokenizers drops a character right before a space, the core
-#: still cuts a chunk there.
-KNOWN_GAP = "dropped character before a space"
-
-
 def run_trained(texts: Texts, n: int, venv: pathlib.Path, report: Report) -> None:
     """The matrix of tests/data/trained (tests/trained_models.py), `n`
     texts and `n` id lists per model, against every reference that reads
@@ -437,10 +419,7 @@ def compare_trained(models: Dict[str, Any], texts: Texts, n: int, python: str, t
 
     import spmbpe
 
-    from trained_models import dropped_before_a_space
-
     rng = texts.rng
-    gaps: Dict[str, Any] = {}
     folders: Dict[str, str] = {}
     batches: Dict[str, List[str]] = {}
     toks: Dict[str, Any] = {}
@@ -451,7 +430,6 @@ def compare_trained(models: Dict[str, Any], texts: Texts, n: int, python: str, t
                     if sp.is_control(i) or sp.is_unknown(i) or sp.id_to_piece(i) != sp.decode([i])]
         own = Texts(rng, texts.corpus, specials[:40] + ["<s>", "</s>", "<unk>", "a\nb", "\u3000", "\U0001f999"])
         batch = [own() for _ in range(n)]
-        gap = gaps[name] = dropped_before_a_space(m.model.read_bytes())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (the dropped-characters warning)
             try:
@@ -476,8 +454,7 @@ def compare_trained(models: Dict[str, Any], texts: Texts, n: int, python: str, t
                 ref = tokenizers.Tokenizer.from_file(str(m.tokenizer_json))
                 for text in batch:
                     ids = ref.encode(text, add_special_tokens=False).ids
-                    report.check(f"{label}tokenizer.json encode", (name, text), json_tok.encode(text, special="all"), ids,
-                                 KNOWN_GAP if gap(text) else "")
+                    report.check(f"{label}tokenizer.json encode", (name, text), json_tok.encode(text, special="all"), ids)
                     report.check(f"{label}tokenizer.json decode", (name, ids), json_tok.decode(ids),
                                  ref.decode(ids, skip_special_tokens=False))
                 for ids in _matrix_id_lists(rng, n, json_tok):
@@ -504,12 +481,10 @@ def compare_trained(models: Dict[str, Any], texts: Texts, n: int, python: str, t
             continue
         report.check(f"{label}{kind} folder named ids", key, [tok.bos_id, tok.eos_id, tok.unk_id, tok.pad_id],
                      theirs["named"][key])
-        gap = gaps[key.rsplit(" ", 1)[0]]
         for text, (ids, ids_special, decoded, decoded_skip) in zip(batches[key], theirs["rows"][key]):
-            known = KNOWN_GAP if gap(text) else ""
-            report.check(f"{label}{kind} folder encode", (key, text), tok.encode(text, special="all"), ids, known)
+            report.check(f"{label}{kind} folder encode", (key, text), tok.encode(text, special="all"), ids)
             report.check(f"{label}{kind} folder encode, special tokens", (key, text),
-                         tok.encode(text, special="all", add_special_tokens=True), ids_special, known)
+                         tok.encode(text, special="all", add_special_tokens=True), ids_special)
             report.check(f"{label}{kind} folder decode", (key, ids_special), tok.decode(ids_special), decoded)
             report.check(f"{label}{kind} folder decode, skip_special", (key, ids_special),
                          tok.decode(ids_special, skip_special=True), decoded_skip)

@@ -290,6 +290,11 @@ cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
     t.rules.char_pairs = NULL
     if t.any_resplit or t.ignore_merges or spm_vocab_find(t.vocab, MARKER, 3) < 0:
         return None
+    if sides is not None and not t.byte_fallback and t.unk_id < 0:
+        # tokenizers drops a character it can neither look up nor spell in
+        # bytes, and the symbols on its sides meet: a "▁" after it may
+        # merge with what came before it.
+        return None
     if t.byte_fallback or not (t.collapse_unknown or t.fuse_unknown):
         pairs = spm_charpairs_new()
         seen = <uint8_t *>calloc(SPM_ASCII_PAIRS + 1, 1)
