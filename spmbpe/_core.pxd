@@ -9,7 +9,8 @@
 #   core/encode.pxd      the encode kernel: a span of UTF-8 to ids
 #   core/plan.pxd        Plan: the typed plan planners fill, its parts (PlanPart)
 #   core/scan.pxd        AddedScan: whether a text holds an added token
-#   core/spmcore.pxd     SpmCore: owns the tables and the workspace pool
+#   core/pool.pxd        WorkPool: idle workspaces and the chunk cache's policy
+#   core/spmcore.pxd     SpmCore: owns the tables and the pool; the encoding entry points
 #   core/batch.pxd       BatchJob: one encode_batch shared by threads
 #   core/decode.pxd      ids back to bytes
 #   core/direct.pxd      TokenizerBase: the per-line path
@@ -35,6 +36,7 @@ include "core/vocab.pxd"
 include "core/encode.pxd"
 include "core/plan.pxd"
 include "core/scan.pxd"
+include "core/pool.pxd"
 include "core/spmcore.pxd"
 include "core/batch.pxd"
 include "core/decode.pxd"

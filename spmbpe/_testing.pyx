@@ -15,7 +15,7 @@ through the declarations of its .pxd and the kernels it exports.
 
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
-from spmbpe._core cimport SpmCore, Workspace, check_rc, encode_span
+from spmbpe._core cimport SpmCore, Workspace, check_rc, encode_span, pool_clear_cache
 from spmbpe._csrc cimport (
     SPM_CACHE_MAX_SLOTS,
     spm_cache_clear,
@@ -61,10 +61,7 @@ def limit_segment_bytes(SpmCore core not None, Py_ssize_t limit):
 def clear_cache(SpmCore core not None):
     """Drops every cached chunk: now when no thread is encoding, else when
     the last one is done (they may be reading the cache)."""
-    if core.active == 0 and core.cache_ready:
-        spm_cache_clear(&core.cache)
-    else:
-        core.clear_pending = True
+    pool_clear_cache(&core.pool)
 
 
 def cache_info(SpmCore core not None):
@@ -72,10 +69,10 @@ def cache_info(SpmCore core not None):
     stopped because it is full) of the chunk cache, all 0 before the first
     chunked encode; exact only when no thread is encoding."""
     cdef const spm_cache_table *t
-    if not core.cache_ready:
+    if not core.pool.cache_ready:
         return 0, 0, 0, False
-    t = core.cache.table
-    return t.mask + 1, t.used, min(core.cache.data_len, core.cache.data_cap), bool(core.cache.full)
+    t = core.pool.cache.table
+    return t.mask + 1, t.used, min(core.pool.cache.data_len, core.pool.cache.data_cap), bool(core.pool.cache.full)
 
 
 def cached_ids(SpmCore core not None, bytes chunk not None):
@@ -91,10 +88,10 @@ def cached_ids(SpmCore core not None, bytes chunk not None):
     if core.t.rules.escape_spaces:
         # (The cache keys a chunk by its text as given: spaces as spaces.)
         key_bytes = key_bytes.replace(marker, b" ")
-    if not core.cache_ready or not chunk:
+    if not core.pool.cache_ready or not chunk:
         return None
     spm_cache_key_of(&key, key_bytes, len(key_bytes), len(key_bytes), lead)
-    e = spm_cache_get(&core.cache, &key)
+    e = spm_cache_get(&core.pool.cache, &key)
     if e == NULL:
         return None
     ids = spm_cache_ids(e)
@@ -105,7 +102,7 @@ def cache_tag_bits(SpmCore core not None):
     """How many bits of a chunk cache slot hold the hash's tag (the rest
     hold an entry's offset, as many as the arena needs), or 0 before the
     first chunked encode."""
-    return 32 - core.cache.offset_bits if core.cache_ready else 0
+    return 32 - core.pool.cache.offset_bits if core.pool.cache_ready else 0
 
 
 def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):
@@ -114,10 +111,10 @@ def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):
     tests can fill it.  Only before the first encode."""
     if slots < 1024 or slots & (slots - 1) or slots > SPM_CACHE_MAX_SLOTS:
         raise ValueError(f"slots must be a power of two from 1024 to {SPM_CACHE_MAX_SLOTS}")
-    if core.cache_ready or core.active:
+    if core.pool.cache_ready or core.pool.active:
         raise RuntimeError("limit_cache must come before the first encode")
-    core.cache_slots = slots
-    core.cache_bytes = data_bytes
+    core.pool.cache_slots = slots
+    core.pool.cache_bytes = data_bytes
 
 
 def isolated_bytes(SpmCore core not None):

@@ -86,6 +86,67 @@ def utf8_valid_prefix(const unsigned char[::1] data):
     return spm_utf8_valid_prefix(<const char *>&data[0], <size_t>data.shape[0])
 
 
+cdef object encode_items_serial(SpmCore core, list batch, bint flat, double alpha, seeds, int prefix):
+    """SpmCore.encode_parts_batch: the parts are gathered first (UTF-8
+    pointers into the texts' strs, which `batch` keeps alive), then every
+    text is merged in one stretch without the GIL, so threads encoding other
+    batches run meanwhile."""
+    cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
+    cdef Py_ssize_t n_texts = len(batch), n_parts, failed = -1
+    cdef PlanPart *items = NULL
+    cdef int32_t *counts = NULL
+    cdef size_t *ends = NULL
+    cdef int rc
+    cdef Workspace *w
+    if alpha > 0.0 and seed_view.shape[0] < n_texts:
+        raise ValueError("sampling needs one seed per text")
+    n_parts = _count_parts(batch)
+    items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
+    counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
+    ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
+    if items == NULL or counts == NULL or ends == NULL:
+        free(items)
+        free(counts)
+        free(ends)
+        raise MemoryError()
+    w = core.acquire()
+    w.alpha = alpha
+    try:
+        gather(&core.t, batch, items, n_parts, counts, prefix)
+        with nogil:
+            rc = encode_items(&core.t, w, items, counts, n_texts, ends, &failed,
+                              &seed_view[0] if seed_view.shape[0] else NULL)
+        if rc != OK:
+            check_rc(rc, &core.t, w, _part_text(batch, failed))
+        return serial_result(core, w, ends, n_texts, flat)
+    finally:
+        free(items)
+        free(counts)
+        free(ends)
+        core.release(w)
+
+
+cdef object serial_result(SpmCore core, Workspace *w, const size_t *ends, Py_ssize_t n_texts, bint flat):
+    """encode_items_serial's result from the workspace's ids, text t's
+    ending at ends[t]: a list per text, or (with `flat`) the ids and the
+    offsets as bytearrays (no Python int per token)."""
+    cdef Py_ssize_t t
+    cdef size_t mark = 0
+    cdef int64_t *offsets
+    cdef list out = []
+    if flat:
+        offsets_out = PyByteArray_FromStringAndSize(NULL, (n_texts + 1) * sizeof(int64_t))
+        offsets = <int64_t *>PyByteArray_AS_STRING(offsets_out)
+        offsets[0] = 0
+        for t in range(n_texts):
+            offsets[t + 1] = <int64_t>ends[t]
+        return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), offsets_out
+    for t in range(n_texts):
+        out.append(core.id_list(w.ids + mark, ends[t] - mark))
+        mark = ends[t]
+    return out
+
+
 cdef class BatchJob:
     """One encode_batch call shared by threads.
 
@@ -102,34 +163,10 @@ cdef class BatchJob:
     lists were built while the other threads had nothing left to merge.)
     """
 
-    def __cinit__(self):
-        self.items = NULL
-        self.line_data = NULL
-        self.unit_line_ends = NULL
-        self.unit_lines = NULL
-        self.strs = NULL
-        self.str_ids_bound = 0
-        self.counts = NULL
-        self.first_item = NULL
-        self.unit_end = NULL
-        self.ends = NULL
-        self.unit_ids = NULL
-        self.unit_done = NULL
-        self.unit_collected = NULL
-        self.collected = 0
-        self.flat_at = 0
-        self.seed_ptr = NULL
-        self.n_workers = 0
-        self.n_units = 0
-        self.next_unit = 0
-        self.running = 0
-        self.failed = 0
-        self.closed = 0
-        self.started = 0
-
     def __init__(self, SpmCore core not None):
         """An empty job: helpers may be started on it (they wait for
-        `start`), so that waking them overlaps gathering the texts."""
+        `start`), so that waking them overlaps gathering the texts.  (Its C
+        fields start zeroed, as tp_alloc gives every extension object.)"""
         self.core = core
 
     def start(self, list batch, Py_ssize_t units, double alpha=0.0, seeds=None, int prefix=PREFIX_ALWAYS,
@@ -151,29 +188,29 @@ cdef class BatchJob:
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = batch
-        self.n_texts = len(batch)
+        self.texts.n_texts = len(batch)
         self.alpha = alpha
         if alpha > 0.0:
-            if seed_view.shape[0] < self.n_texts:
+            if seed_view.shape[0] < self.texts.n_texts:
                 raise ValueError("sampling needs one seed per text")
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
-        if alpha == 0.0 and self.take_strs(batch, prefix, &total, &longest):
+        if alpha == 0.0 and texts_take_strs(&self.texts, batch, prefix, &total, &longest):
             # (_batch._cuts_long_texts' rule, on the share batch_slices gives.)
             if cut_parts > 0 and longest > 2 * share_of(total, cut_parts, min_share):
-                self.drop_strs(self.n_texts)
+                texts_drop_strs(&self.texts, self.texts.n_texts)
                 self.batch = None
                 return False
-            self.cut_units(units)
-            return True
+            texts_cut_units(&self.texts, units)
+            return self.unit_arrays()
         if cut_parts > 0:
             self.batch = None
             return False
         n_parts = _count_parts(batch)
-        self.allocate(n_parts)
-        gather(&self.core.t, batch, self.items, n_parts, self.counts, prefix)
-        self.cut_units(units)
-        return True
+        texts_allocate(&self.texts, n_parts)
+        gather(&self.core.t, batch, self.texts.items, n_parts, self.texts.counts, prefix)
+        texts_cut_units(&self.texts, units)
+        return self.unit_arrays()
 
     def start_lines(self, block, Py_ssize_t units, int prefix=PREFIX_ALWAYS):
         """Gives the job its texts as the lines of `block`, UTF-8 bytes (or a
@@ -194,151 +231,28 @@ cdef class BatchJob:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = []
         self.lines = block  # (keeps the lines' bytes alive, and their place)
-        self.line_bytes = self.lines.shape[0]
+        self.texts.line_bytes = self.lines.shape[0]
         # (Any non-NULL pointer marks the lines mode, an empty block's too.)
-        self.line_data = <const char *>&self.lines[0] if self.line_bytes else MARKER
+        self.texts.line_data = <const char *>&self.lines[0] if self.texts.line_bytes else MARKER
         self.alpha = 0.0
-        self.prefix_rule = prefix
-        self.cut_lines(units)
-
-    cdef int cut_lines(self, Py_ssize_t units) except -1:
-        """start_lines' units: about len(block) / units bytes each, every
-        one but the last ending just after a "\\n"."""
-        cdef const char *s = self.line_data
-        cdef Py_ssize_t n = self.line_bytes, u, target, cut = 0
-        cdef const char *at
-        units = max(1, min(units, n // 4096 + 1))
-        self.unit_end = <Py_ssize_t *>malloc((units + 1) * sizeof(Py_ssize_t))
-        if self.unit_end == NULL:
-            raise MemoryError()
-        for u in range(1, units):
-            target = n * u // units
-            if target < cut:
-                continue
-            at = <const char *>memchr(s + target, b"\n", <size_t>(n - target))
-            if at == NULL or at - s + 1 >= n:
-                break
-            cut = at - s + 1
-            self.unit_end[self.n_units] = cut
-            self.n_units += 1
-        if n:
-            self.unit_end[self.n_units] = n
-            self.n_units += 1
-        self.unit_line_ends = <size_t **>calloc(self.n_units + 1, sizeof(size_t *))
-        self.unit_lines = <Py_ssize_t *>calloc(self.n_units + 1, sizeof(Py_ssize_t))
+        self.texts.prefix_rule = prefix
+        texts_cut_lines(&self.texts, units)
+        self.unit_line_ends = <size_t **>calloc(self.texts.n_units + 1, sizeof(size_t *))
+        self.unit_lines = <Py_ssize_t *>calloc(self.texts.n_units + 1, sizeof(Py_ssize_t))
         if self.unit_line_ends == NULL or self.unit_lines == NULL:
             raise MemoryError()
-        return self.unit_arrays()
+        self.unit_arrays()
 
-    cdef int allocate(self, Py_ssize_t n_parts) except -1:
-        """The arrays for n_texts texts of n_parts parts in all."""
-        cdef Py_ssize_t n = self.n_texts
-        self.items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
-        self.counts = <int32_t *>malloc((n + 1) * sizeof(int32_t))
-        self.first_item = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
-        self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
-        self.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
-        if self.items == NULL or self.counts == NULL or self.first_item == NULL or self.ends == NULL \
-                or self.unit_end == NULL:
-            raise MemoryError()
-        return 0
-
-    cdef bint take_strs(self, list batch, int prefix, Py_ssize_t *total, Py_ssize_t *longest) except -1:
-        """Takes the texts of `batch` as they are when every one is a str:
-        a reference to each (nothing another thread does to the list can
-        free one while the threads read it), and its size in ends until the
-        units are cut; their characters in all and the most in one into
-        `total` and `longest`.  The threads read each str as CPython stores it
-        (encode_strs): no PlanPart per text (80 bytes, new pages that cost
-        more than the gathering) and no UTF-8 copy left on the caller's
-        texts.  False, holding nothing, when a text is not a str."""
-        cdef Py_ssize_t i, n = self.n_texts, length
-        cdef int kind
-        cdef PyObject *text
-        self.strs = <PyObject **>malloc((n + 1) * sizeof(PyObject *))
-        self.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
-        self.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
-        if self.strs == NULL or self.ends == NULL or self.unit_end == NULL:
-            self.drop_strs(0)
-            raise MemoryError()
-        for i in range(n):
-            text = PyList_GET_ITEM(batch, i)
-            if Py_TYPE(text) is not &PyUnicode_Type:
-                self.drop_strs(i)
-                return False
-            try:
-                length = PyUnicode_GetLength(<object>text)
-            except BaseException:
-                self.drop_strs(i)
-                raise
-            kind = str_kind(text)
-            self.ends[i] = <size_t>(length * kind)
-            total[0] += length
-            if length > longest[0]:
-                longest[0] = length
-            # (The most UTF-8 bytes it can have, and so ids.)
-            self.str_ids_bound += 1 + <size_t>length * (1 if str_is_ascii(text) else kind + 1 if kind < 4 else 4)
-            Py_INCREF(<object>text)
-            self.strs[i] = text
-        self.prefix_rule = prefix
-        return True
-
-    cdef void drop_strs(self, Py_ssize_t n):
-        """Gives back the first n texts taken by take_strs (those not given
-        back with their unit), and its arrays."""
-        cdef Py_ssize_t i
-        for i in range(n):
-            Py_XDECREF(self.strs[i])
-        free(self.strs)
-        free(self.ends)
-        free(self.unit_end)
-        self.strs = NULL
-        self.ends = NULL
-        self.unit_end = NULL
-        self.str_ids_bound = 0
-
-    cdef Py_ssize_t text_size(self, Py_ssize_t t) noexcept:
-        """Text t's share of the work: its parts' UTF-8 bytes (a token
-        counts 1), or a str's characters times their bytes each."""
-        cdef Py_ssize_t k, size = 0
-        if self.strs != NULL:
-            return <Py_ssize_t>self.ends[t]
-        for k in range(self.first_item[t], self.first_item[t + 1]):
-            size += _part_size(&self.items[k])
-        return size
-
-    cdef int cut_units(self, Py_ssize_t units) except -1:
-        """Cuts the gathered texts into about `units` units of consecutive
-        texts, each about total / units bytes, and lets the workers in."""
-        cdef Py_ssize_t t, k, total = 0, share, filled = 0
-        if self.strs == NULL:
-            k = 0
-            for t in range(self.n_texts):
-                self.first_item[t] = k
-                k += self.counts[t]
-            self.first_item[self.n_texts] = k
-        for t in range(self.n_texts):
-            total += self.text_size(t)
-        # Units of consecutive texts, each about total / units bytes.
-        share = max(1, total // max(units, 1))
-        for t in range(self.n_texts):
-            filled += self.text_size(t)
-            if filled >= share or t + 1 == self.n_texts:
-                self.unit_end[self.n_units] = t + 1
-                self.n_units += 1
-                filled = 0
-        return self.unit_arrays()
-
-    cdef int unit_arrays(self) except -1:
+    cdef bint unit_arrays(self) except -1:
         """Each unit's result slots, once the n_units units are cut; then
-        lets the workers in."""
-        self.unit_ids = <int32_t **>calloc(self.n_units + 1, sizeof(int32_t *))
-        self.unit_done = <uint32_t *>calloc(self.n_units + 1, sizeof(uint32_t))
-        self.unit_collected = <uint8_t *>calloc(self.n_units + 1, 1)
+        lets the workers in.  True."""
+        self.unit_ids = <int32_t **>calloc(self.texts.n_units + 1, sizeof(int32_t *))
+        self.unit_done = <uint32_t *>calloc(self.texts.n_units + 1, sizeof(uint32_t))
+        self.unit_collected = <uint8_t *>calloc(self.texts.n_units + 1, 1)
         if self.unit_ids == NULL or self.unit_done == NULL or self.unit_collected == NULL:
             raise MemoryError()
         spm_store_release_u32(&self.started, 1)
-        return 0
+        return True
 
     cdef Workspace *join(self) except? NULL:
         """A workspace for one more worker, or NULL when the job takes no
@@ -374,26 +288,16 @@ cdef class BatchJob:
         """Merges the next unit not yet taken into its own buffer; False when
         none is left or a text failed."""
         cdef uint32_t u
-        cdef Py_ssize_t lo, hi, failed = -1
         cdef int32_t *ids
         cdef int rc
         if spm_load_u32(&self.failed):
             return False
         u = spm_fetch_add_u32(&self.next_unit, 1)
-        if u >= self.n_units:
+        if u >= self.texts.n_units:
             return False
-        lo = self.unit_end[u - 1] if u else 0
-        hi = self.unit_end[u]
-        w.ids_len = 0
-        if self.line_data != NULL:
-            rc = encode_lines(&self.core.t, w, self.line_data + lo, hi - lo,
-                              self.prefix_rule, &self.unit_line_ends[u], &self.unit_lines[u])
-        elif self.strs != NULL:
-            rc = encode_strs(&self.core.t, w, self.strs + lo, hi - lo, self.ends + lo, &failed, self.prefix_rule)
-        else:
-            rc = encode_items(&self.core.t, w, self.items + self.first_item[lo], self.counts + lo, hi - lo,
-                              self.ends + lo, &failed,
-                              self.seed_ptr + lo if self.seed_ptr != NULL else NULL)
+        rc = texts_encode_unit(&self.core.t, w, &self.texts, u, self.seed_ptr,
+                               &self.unit_line_ends[u] if self.unit_line_ends != NULL else NULL,
+                               &self.unit_lines[u] if self.unit_lines != NULL else NULL)
         if rc != OK:
             spm_store_u32(&self.failed, 1)
             return False
@@ -419,16 +323,18 @@ cdef class BatchJob:
         cdef Workspace *w
         cdef list out = None
         cdef bint more
-        cdef Py_ssize_t valid
-        if self.line_data != NULL and not flat:
+        cdef Py_ssize_t valid, n_offsets
+        cdef size_t bound
+        if self.texts.line_data != NULL and not flat:
             raise ValueError("the lines of a block give a flat result")
         w = self.join()
         more = w != NULL
         try:
             if flat:
-                self.flat_begin()
+                bound = texts_ids_bound(&self.texts, &n_offsets)
+                self.flat = FlatIds(bound, n_offsets)
             else:
-                out = PyList_New(self.n_texts)
+                out = PyList_New(self.texts.n_texts)
             while more:
                 self.collect(out, flat)
                 with nogil:
@@ -439,145 +345,66 @@ cdef class BatchJob:
         # The helpers' last units.
         spm_store_release_u32(&self.closed, 1)
         while spm_load_acquire_u32(&self.running):
-            if self.collected < self.n_units:
+            if self.collected < self.texts.n_units:
                 self.collect(out, flat)
             with nogil:
                 spm_yield()
-        if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.n_units:
-            if self.line_data != NULL:
-                valid = <Py_ssize_t>spm_utf8_valid_prefix(self.line_data, <size_t>self.line_bytes)
-                if valid < self.line_bytes:
+        if spm_load_u32(&self.failed) or spm_load_u32(&self.next_unit) < self.texts.n_units:
+            if self.texts.line_data != NULL:
+                valid = <Py_ssize_t>spm_utf8_valid_prefix(self.texts.line_data, <size_t>self.texts.line_bytes)
+                if valid < self.texts.line_bytes:
                     raise ValueError(f"the block is not UTF-8: invalid byte {valid}")
             return None
         self.collect(out, flat)
-        if flat:
-            # (The room left over is given back.)
-            PyByteArray_Resize(self.flat_ids, <Py_ssize_t>(self.flat_at * sizeof(int32_t)))
-            if self.line_data != NULL:
-                PyByteArray_Resize(self.flat_offsets, (self.n_texts + 1) * sizeof(int64_t))
-            return self.flat_ids, self.flat_offsets
-        return out
+        return self.flat.result(self.texts.n_texts) if flat else out
 
     cdef int collect(self, list out, bint flat) except -1:
         """Collects every finished unit not yet collected: its lists into
         `out`, or (with `flat`) its ids into the flat result, which takes
         them in order.  A collected unit's buffer is freed at once, so that
         the next units' buffers reuse its memory instead of new pages (each
-        new 4 KiB page is a page fault: they cost a third of a NumPy batch)."""
-        cdef Py_ssize_t u, t, lo
-        cdef size_t mark, n
-        cdef int64_t *offsets
-        for u in range(self.collected, self.n_units):
+        new page is a page fault)."""
+        cdef Py_ssize_t u, t, lo, hi
+        cdef size_t mark = 0
+        for u in range(self.collected, self.texts.n_units):
             if self.unit_collected[u]:
                 continue
             if not spm_load_acquire_u32(&self.unit_done[u]):
                 if flat:
                     break  # (in order)
                 continue
-            if self.line_data != NULL:
-                self.collect_lines(u)
-                continue
-            lo = self.unit_end[u - 1] if u else 0
-            if flat:
-                n = self.ends[self.unit_end[u] - 1]
-                self.flat_put_ids(u, n)
-                offsets = <int64_t *>PyByteArray_AS_STRING(self.flat_offsets)
-                for t in range(lo, self.unit_end[u]):
-                    offsets[t + 1] = <int64_t>(self.flat_at + self.ends[t])
-                self.flat_at += n
+            lo = self.texts.unit_end[u - 1] if u else 0
+            hi = self.texts.unit_end[u]
+            if self.texts.line_data != NULL:
+                # (The lines are counted as the units are collected.)
+                self.flat.put_unit(self.unit_ids[u], self.unit_line_ends[u], self.texts.n_texts,
+                                   self.unit_lines[u])
+                self.texts.n_texts += self.unit_lines[u]
+            elif flat:
+                self.flat.put_unit(self.unit_ids[u], self.texts.ends + lo, lo, hi - lo)
             else:
                 mark = 0
-                for t in range(lo, self.unit_end[u]):
-                    item = self.core.id_list(self.unit_ids[u] + mark, self.ends[t] - mark)
+                for t in range(lo, hi):
+                    item = self.core.id_list(self.unit_ids[u] + mark, self.texts.ends[t] - mark)
                     Py_INCREF(item)
                     PyList_SET_ITEM(out, t, item)
-                    mark = self.ends[t]
+                    mark = self.texts.ends[t]
             self.unit_collected_free(u)
-        while self.collected < self.n_units and self.unit_collected[self.collected]:
+        while self.collected < self.texts.n_units and self.unit_collected[self.collected]:
             self.collected += 1
         return 0
 
-    cdef int collect_lines(self, Py_ssize_t u) except -1:
-        """collect's part for unit u of a block's lines: its ids after the
-        flat result's, and its lines' offsets after the texts' so far (the
-        offsets grow as the lines are counted)."""
-        cdef Py_ssize_t lines = self.unit_lines[u], t
-        cdef size_t n = self.unit_line_ends[u][lines - 1] if lines else 0
-        cdef const size_t *ends = self.unit_line_ends[u]
-        cdef int64_t *offsets
-        self.flat_put_ids(u, n)
-        self.flat_room(self.flat_offsets, <size_t>(self.n_texts + lines + 1) * sizeof(int64_t))
-        offsets = (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets)) + self.n_texts + 1
-        for t in range(lines):
-            offsets[t] = <int64_t>(self.flat_at + ends[t])
-        self.flat_at += n
-        self.n_texts += lines
-        self.unit_collected_free(u)
-        return 0
-
     cdef void unit_collected_free(self, Py_ssize_t u) noexcept:
-        """Marks unit u collected and frees its buffers (the next units'
-        buffers then reuse that memory instead of new pages: each new 4 KiB
-        page is a page fault, and they cost a third of a NumPy batch), and
-        gives back its texts, which no thread reads any more: while the
-        helpers merge, not all at the end while they wait (the GIL is held)."""
-        cdef Py_ssize_t t
-        if self.strs != NULL:
-            for t in range(self.unit_end[u - 1] if u else 0, self.unit_end[u]):
-                Py_XDECREF(self.strs[t])
-                self.strs[t] = NULL
+        """Marks unit u collected and frees its buffers, and gives back its
+        texts, which no thread reads any more: while the helpers merge, not
+        all at the end while they wait (the GIL is held)."""
+        texts_give_back(&self.texts, u)
         free(self.unit_ids[u])
         self.unit_ids[u] = NULL
         if self.unit_line_ends != NULL:
             free(self.unit_line_ends[u])
             self.unit_line_ends[u] = NULL
         self.unit_collected[u] = 1
-
-    cdef int flat_put_ids(self, Py_ssize_t u, size_t n) except -1:
-        """Copies unit u's n ids after the flat result's (flat_at is the
-        caller's to advance, once it has their offsets)."""
-        cdef char *at
-        self.flat_room(self.flat_ids, (self.flat_at + n) * sizeof(int32_t))
-        if n:
-            # (A large flat result is new memory: a unit's pages are
-            # faulted in by one call, not one fault per 1,024 ids.)
-            at = PyByteArray_AS_STRING(self.flat_ids) + self.flat_at * sizeof(int32_t)
-            spm_prefault_write(at, n * sizeof(int32_t), <size_t>PyByteArray_GET_SIZE(self.flat_ids))
-            memcpy(at, self.unit_ids[u], n * sizeof(int32_t))
-        return 0
-
-    cdef int flat_room(self, object buffer, size_t need) except -1:
-        """Grows a flat result's bytearray to hold `need` bytes (twice its
-        size at least: a large one grows in place, by remapping)."""
-        cdef size_t cap = <size_t>PyByteArray_GET_SIZE(buffer)
-        if need > cap:
-            PyByteArray_Resize(buffer, <Py_ssize_t>max(need, 2 * cap))
-        return 0
-
-    cdef int flat_begin(self) except -1:
-        """The flat result before any unit is collected: a buffer for the
-        ids sized for the most the texts can give (a text part at most one
-        per UTF-8 byte and one for its dummy prefix, a token one), of which
-        only the pages written are ever touched, and the offsets of each
-        text's ids, from 0."""
-        cdef Py_ssize_t k
-        cdef size_t bound = self.str_ids_bound
-        cdef Py_ssize_t offsets = self.n_texts + 1
-        if self.line_data != NULL:
-            # (A line of k bytes gives at most k + 1 ids, and takes k + 1
-            # with its line end; the lines are counted as the units are
-            # collected: the offsets start at one line per 32 bytes and grow.)
-            bound = <size_t>self.line_bytes + 1
-            offsets = self.line_bytes // 32 + 2
-            self.n_texts = 0
-        elif self.strs == NULL:
-            for k in range(self.first_item[self.n_texts]):
-                bound += 1 + (<size_t>self.items[k].n if self.items[k].kind == PART_TEXT else 0)
-        self.flat_ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
-        self.flat_offsets = PyByteArray_FromStringAndSize(NULL, offsets * sizeof(int64_t))
-        (<int64_t *>PyByteArray_AS_STRING(self.flat_offsets))[0] = 0
-        self.flat_at = 0
-        return 0
 
     def close(self):
         """Waits for the helpers and gives the workspaces back."""
@@ -599,20 +426,65 @@ cdef class BatchJob:
         if self.core is not None:
             self.give_back()
         if self.unit_ids != NULL:
-            for u in range(self.n_units):
+            for u in range(self.texts.n_units):
                 free(self.unit_ids[u])
         if self.unit_line_ends != NULL:
-            for u in range(self.n_units):
+            for u in range(self.texts.n_units):
                 free(self.unit_line_ends[u])
         free(self.unit_line_ends)
         free(self.unit_lines)
-        if self.strs != NULL:
-            self.drop_strs(self.n_texts)
-        free(self.items)
-        free(self.counts)
-        free(self.first_item)
-        free(self.unit_end)
-        free(self.ends)
+        texts_free(&self.texts)
         free(self.unit_ids)
         free(self.unit_done)
         free(self.unit_collected)
+
+
+cdef class FlatIds:
+    """A flat result filled unit by unit, in order: the ids as native uint32
+    in a bytearray sized at first for the most the texts can give (of which
+    only the pages written are ever touched), and where each text's ids
+    start and the last ends, native int64 in a bytearray, from 0."""
+
+    def __cinit__(self, size_t bound, Py_ssize_t n_offsets):
+        self.ids = PyByteArray_FromStringAndSize(NULL, <Py_ssize_t>(bound * sizeof(int32_t)))
+        self.offsets = PyByteArray_FromStringAndSize(NULL, n_offsets * sizeof(int64_t))
+        (<int64_t *>PyByteArray_AS_STRING(self.offsets))[0] = 0
+        self.at = 0
+
+    cdef int put_unit(self, const int32_t *ids, const size_t *ends, Py_ssize_t first,
+                      Py_ssize_t count) except -1:
+        """A unit's ids after those so far, and the offsets of its `count`
+        texts from text `first` on, text first + k's ids ending at ends[k]
+        in the unit's."""
+        cdef size_t n = ends[count - 1] if count else 0
+        cdef char *at
+        cdef int64_t *offsets
+        cdef Py_ssize_t k
+        grow_bytearray(self.ids, (self.at + n) * sizeof(int32_t))
+        if n:
+            # (A large flat result is new memory: a unit's pages are
+            # faulted in by one call, not one fault per page.)
+            at = PyByteArray_AS_STRING(self.ids) + self.at * sizeof(int32_t)
+            spm_prefault_write(at, n * sizeof(int32_t), <size_t>PyByteArray_GET_SIZE(self.ids))
+            memcpy(at, ids, n * sizeof(int32_t))
+        grow_bytearray(self.offsets, <size_t>(first + count + 1) * sizeof(int64_t))
+        offsets = (<int64_t *>PyByteArray_AS_STRING(self.offsets)) + first + 1
+        for k in range(count):
+            offsets[k] = <int64_t>(self.at + ends[k])
+        self.at += n
+        return 0
+
+    cdef tuple result(self, Py_ssize_t n_texts):
+        """(ids, offsets) of n_texts texts, the room left over given back."""
+        PyByteArray_Resize(self.ids, <Py_ssize_t>(self.at * sizeof(int32_t)))
+        PyByteArray_Resize(self.offsets, (n_texts + 1) * sizeof(int64_t))
+        return self.ids, self.offsets
+
+
+cdef int grow_bytearray(object buffer, size_t need) except -1:
+    """Grows a bytearray to hold `need` bytes (twice its size at least: a
+    large one grows in place, by remapping)."""
+    cdef size_t cap = <size_t>PyByteArray_GET_SIZE(buffer)
+    if need > cap:
+        PyByteArray_Resize(buffer, <Py_ssize_t>max(need, 2 * cap))
+    return 0

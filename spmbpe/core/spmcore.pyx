@@ -58,6 +58,56 @@ def distinct_rules(const int32_t[::1] left, const int32_t[::1] right, const int3
         spm_pairs_free(pairs)
 
 
+cdef int id_ints_make(IdInts *ints, int32_t n) except -1:
+    """Makes every id's int object, all at once.  Made one by one as ids
+    first appeared, they were scattered among the lists returned meanwhile,
+    and each kept its block of Python's allocator from being given back
+    after a large batch."""
+    cdef int32_t i
+    cdef object obj
+    cdef PyObject **objects = <PyObject **>calloc(n, sizeof(PyObject *))
+    if objects == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            obj = i
+            Py_INCREF(obj)
+            objects[i] = <PyObject *>obj
+    except BaseException:
+        for i in range(n):
+            Py_XDECREF(objects[i])
+        free(objects)
+        raise
+    ints.objects = objects
+    return 0
+
+
+cdef list id_ints_list(IdInts *ints, int32_t n_ids, const int32_t *ids, size_t n):
+    """A list of the ids as Python ints.  Each id's int object is made once
+    and shared (allocating a fresh int per token is most of the cost of
+    returning a list); the GIL is held."""
+    cdef list out
+    cdef size_t i
+    cdef PyObject *item
+    if ints.objects == NULL:
+        id_ints_make(ints, n_ids)
+    out = PyList_New(n)
+    for i in range(n):
+        item = ints.objects[ids[i]]
+        Py_INCREF(<object>item)
+        PyList_SET_ITEM(out, i, <object>item)
+    return out
+
+
+cdef void id_ints_free(IdInts *ints, int32_t n) noexcept:
+    cdef int32_t i
+    if ints.objects != NULL:
+        for i in range(n):
+            Py_XDECREF(ints.objects[i])
+        free(ints.objects)
+        ints.objects = NULL
+
+
 cdef class SpmCore:
     """Merge ranks, flags and decode table over a PieceTable.
 
@@ -77,70 +127,24 @@ cdef class SpmCore:
         self.t.unk_id = -1
         self.t.max_segment = MAX_SEGMENT_BYTES_C
         self.t.rules.escape_spaces = True
-        self.vocab = NULL
         self.tables_ready = False
-        self.id_objects = NULL
-        self.pool = NULL
-        self.pool_len = 0
-        self.active = 0
-        self.cache_ready = False
-        self.clear_pending = False
-        self.cache_off = False
-        self.cache_slots = SPM_CACHE_MAX_SLOTS
-        self.cache_bytes = SPM_CACHE_MAX_DATA
-        self.full_lookups = 0
+        self.ints.objects = NULL
+        pool_init(&self.pool)
 
     def __init__(self, PieceTable table not None, scores, flags, types,
                  int unk_id, bint collapse_unknown, bint byte_fallback=True):
         cdef Py_ssize_t n = table.size
-        cdef int b
-        cdef int32_t found
-        cdef const uint8_t[::1] kinds = types
-        if len(scores) != n or len(flags) != n or kinds.shape[0] != n:
+        if len(scores) != n or len(flags) != n or len(types) != n:
             raise ValueError("scores, flags and types must have one entry per piece")
         if unk_id >= n:
             raise ValueError(f"unk_id {unk_id} is not a piece id")
         self.table = table
-        self.vocab = table.vocab
         self.scores = scores
         self.flags = flags
         self.types = types
-        self.t.vocab = self.vocab
-        self.t.arena = PyBytes_AS_STRING(table.arena)
-        self.t.offsets = table.offsets
-        self.t.types = &self.types[0]
-        self.t.n_pieces = <int32_t>n
-        self.t.unk_id = unk_id if unk_id >= 0 else -1
-        self.t.collapse_unknown = collapse_unknown
-        cdef const uint8_t[::1] flag_view = flags
-        self.t.any_resplit = False
-        for b in range(n):
-            if flag_view[b] & SPM_FLAG_RESPLIT:
-                self.t.any_resplit = True
-                break
-
-        # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
-        # every character, so without all 256 unknown characters become <unk>.
-        self.t.byte_fallback = byte_fallback
-        for b in range(256 if byte_fallback else 0):
-            name = f"<0x{b:02X}>".encode("ascii")
-            found = spm_vocab_find(self.vocab, PyBytes_AS_STRING(name), 6)
-            if found < 0:
-                self.t.byte_fallback = False
-                break
-            self.t.byte_ids[b] = found
-
-        buildable = bytearray(n)
-        cdef uint8_t[::1] build_view = buildable
-        for b in range(n):
-            build_view[b] = flag_view[b] & SPM_FLAG_MERGEABLE
-        self.buildable = bytes(buildable)
+        self.buildable = load_tables(&self.t, table, self.flags, self.types, unk_id, collapse_unknown,
+                                     byte_fallback)
         self.violators = derive_chunk_rules(&self.t, self.buildable)
-        # Short chunks merge by linear scan (merge_small), which picks the
-        # same pairs as the heap; not for UNUSED pieces to resplit (their
-        # halves depend on the heap's queue order), nor ranks past its
-        # numbers (a score rank is below the vocabulary's size).
-        self.t.small_merges = not self.t.any_resplit and n < SMALL_RANKS
         if not self.t.any_resplit:
             # The flags are read only to resplit UNUSED pieces.
             self.flags = _NO_FLAGS
@@ -158,47 +162,9 @@ cdef class SpmCore:
         self.tables_ready = True
         return 0
 
-    cdef int make_id_objects(self) except -1:
-        """Makes every id's int object, all at once (about 32 bytes an id).
-        Made one by one as ids first appeared, they were scattered among
-        the lists returned meanwhile, and each kept its block of Python's
-        allocator from being given back: after a batch of 8 MB of text,
-        30 MB more stayed resident than without them."""
-        cdef int32_t i
-        cdef object obj
-        cdef PyObject **objects = <PyObject **>calloc(self.t.n_pieces, sizeof(PyObject *))
-        if objects == NULL:
-            raise MemoryError()
-        try:
-            for i in range(self.t.n_pieces):
-                obj = i
-                Py_INCREF(obj)
-                objects[i] = <PyObject *>obj
-        except BaseException:
-            for i in range(self.t.n_pieces):
-                Py_XDECREF(objects[i])
-            free(objects)
-            raise
-        self.id_objects = objects
-        return 0
-
     cdef list id_list(self, const int32_t *ids, size_t n):
-        """A list of the ids as Python ints.  Each id's int object is made
-        once and shared (allocating a fresh int per token is most of the
-        cost of returning a list); the GIL is held."""
-        cdef list out
-        cdef size_t i
-        cdef PyObject *item
-        cdef PyObject **objects
-        if self.id_objects == NULL:
-            self.make_id_objects()
-        objects = self.id_objects
-        out = PyList_New(n)
-        for i in range(n):
-            item = objects[ids[i]]
-            Py_INCREF(<object>item)
-            PyList_SET_ITEM(out, i, <object>item)
-        return out
+        """A list of the ids as Python ints (IdInts)."""
+        return id_ints_list(&self.ints, self.t.n_pieces, ids, n)
 
     cdef list encode_long(self, str text, bint prefix):
         """encode_text of a long segment (by_str_blocks), read block by block
@@ -227,177 +193,38 @@ cdef class SpmCore:
                 if rc == ERR_SURROGATE:
                     return None
                 check_rc(rc, &self.t, w, text)
-                self.sweep_between_blocks(w)
+                pool_sweep_between_blocks(&self.pool, w)
                 start = end
             return self.id_list(w.ids, w.ids_len)
         finally:
             self.release(w)
 
     def __dealloc__(self):
-        cdef int32_t i
-        if self.id_objects != NULL:
-            for i in range(self.t.n_pieces):
-                Py_XDECREF(self.id_objects[i])
-            free(self.id_objects)
-            self.id_objects = NULL
-        # (The vocabulary's hash table belongs to self.table, which frees it.)
-        self.vocab = NULL
-        self.t.vocab = NULL
-        spm_chars_free(self.t.chars)
-        self.t.chars = NULL
-        free(self.t.ascii_pairs)
-        self.t.ascii_pairs = NULL
-        if self.t.pairs != NULL:
-            spm_pairs_free(self.t.pairs)
-            self.t.pairs = NULL
-        spm_charpairs_free(self.t.rules.char_pairs)
-        self.t.rules.char_pairs = NULL
-        if self.pool != NULL:
-            while self.pool_len:
-                self.pool_len -= 1
-                ws_free(self.pool[self.pool_len])
-                free(self.pool[self.pool_len])
-            free(self.pool)
-            self.pool = NULL
-        self.t.cache = NULL
-        if self.cache_ready:
-            spm_cache_free(&self.cache)
-            self.cache_ready = False
-
-    cdef void sweep_cache_if_due(self):
-        """A full cache is swept (spm_cache_sweep: the chunks found since
-        the last sweep stay, the rest make room) once calls that started
-        with it full have made as many lookups as its table has slots: a
-        chunk must recur within that many to stay.  No thread is
-        encoding."""
-        if not self.cache.full or self.full_lookups < <uint64_t>self.cache.table.mask + 1:
-            return
-        spm_cache_sweep(&self.cache)
-        self.full_lookups = 0
-
-    cdef void sweep_between_blocks(self, Workspace *w):
-        """sweep_cache_if_due between two blocks of one long text (the GIL
-        held; `w`, the caller's workspace, between merges), when no other
-        thread encodes: none can start while the GIL is held, so none
-        reads the cache while it is swept.  (Decided only when a call
-        starts, a document kept, for all its length, a cache its first
-        part filled.)"""
-        if self.active != 1 or not self.cache_ready:
-            return
-        spm_cache_flush(&self.cache, &w.cache_writer)
-        if w.cache_was_full:
-            self.full_lookups += w.cache_lookups
-        w.cache_lookups = 0
-        spm_cache_quiesce(&self.cache)
-        self.sweep_cache_if_due()
-        w.cache_was_full = spm_load_u32(&self.cache.full)
+        id_ints_free(&self.ints, self.t.n_pieces)
+        pool_free(&self.pool, &self.t)
+        free_tables(&self.t)
 
     cdef Workspace *acquire(self) except NULL:
-        """An idle workspace, or a new one.  Called with the GIL held, which
-        makes the pool and the count of active workspaces thread-safe: when
-        none is active, no thread reads the shared cache, so this is where
-        it frees what growing retired and decides whether a full cache stays."""
-        cdef Workspace *w
+        """A workspace for one call (pool_acquire), once the tables are
+        ready (the GIL held)."""
         if not self.tables_ready:
             self.ready_tables()
-        if self.active == 0 and self.t.rules.chunked and not self.cache_off:
-            if not self.cache_ready:
-                # (Without memory for it, chunks are merged every time.)
-                self.cache_ready = spm_cache_init(&self.cache, self.cache_slots, self.cache_bytes) == 0
-                self.t.cache = &self.cache if self.cache_ready else NULL
-            elif self.clear_pending:
-                spm_cache_clear(&self.cache)
-                self.full_lookups = 0
-            else:
-                spm_cache_quiesce(&self.cache)
-                self.sweep_cache_if_due()
-            self.clear_pending = False
-        if self.pool_len:
-            self.pool_len -= 1
-            w = self.pool[self.pool_len]
-        else:
-            w = <Workspace *>malloc(sizeof(Workspace))
-            if w == NULL:
-                raise MemoryError()
-            ws_init(w)
-        w.ids_len = 0
-        w.want_spans = False
-        w.alpha = 0.0
-        w.cache_was_full = self.cache_ready and spm_load_u32(&self.cache.full)
-        self.active += 1
-        return w
+        return pool_acquire(&self.pool, &self.t)
 
     cdef void release(self, Workspace *w):
-        """Back to the pool.  Buffers grown for one very large text are freed
-        first (a pooled workspace would otherwise keep ~50 bytes per byte of
-        that text for the tokenizer's lifetime)."""
-        self.active -= 1
-        if self.cache_ready:
-            spm_cache_flush(&self.cache, &w.cache_writer)
-            if w.cache_was_full:
-                self.full_lookups += w.cache_lookups
-        w.cache_lookups = 0
-        if w.utf8_cap > _KEEP_TEXT_BYTES:
-            free(w.utf8)
-            w.utf8 = NULL
-            w.utf8_cap = 0
-        if w.scratch_cap > _KEEP_TEXT_BYTES:
-            free(w.scratch)
-            w.scratch = NULL
-            w.scratch_cap = 0
-        if w.symbols_cap > _KEEP_TEXT_BYTES // 8:
-            ws_free_symbols(w)
-            spm_heap_free(&w.heap)
-        if w.ids_cap > _KEEP_IDS:
-            free(w.ids)
-            free(w.spans)
-            w.ids = NULL
-            w.ids_cap = 0
-            w.spans = NULL
-            w.spans_cap = 0
-        if self.pool == NULL:
-            self.pool = <Workspace **>calloc(_POOL_SIZE, sizeof(Workspace *))
-        if self.pool != NULL and self.pool_len < _POOL_SIZE:
-            self.pool[self.pool_len] = w
-            self.pool_len += 1
-        else:
-            ws_free(w)
-            free(w)
+        pool_release(&self.pool, w)
 
     # ------------------------------------------------------------ cache
 
     @property
     def cache_capacity(self):
         """About how many chunks (words, mostly) the cache holds at most."""
-        return 0 if self.cache_off else self.cache_slots // 4 * 3
+        return 0 if self.pool.cache_off else self.pool.cache_slots // 4 * 3
 
     def set_cache_capacity(self, Py_ssize_t chunks):
-        """Bounds the chunk cache to about `chunks` chunks (0: no cache):
-        three quarters of a power of two of table slots (a full table's
-        load, spm_cache_at_limit), at least 768, and 64 bytes of entries
-        per chunk.  What it held is dropped.  Not while a thread
-        encodes with this core."""
-        cdef uint64_t slots = 1024
-        cdef int k
-        if chunks < 0 or chunks > _MAX_CACHE_CHUNKS:
-            raise ValueError(f"cache_capacity must be from 0 to {_MAX_CACHE_CHUNKS}, not {chunks}")
-        if self.active:
-            raise RuntimeError("the cache capacity cannot change while this tokenizer is encoding")
-        while slots // 4 * 3 < <uint64_t>chunks:
-            slots *= 2
-        if self.cache_ready:
-            self.t.cache = NULL
-            spm_cache_free(&self.cache)
-            self.cache_ready = False
-            # (Every workspace is idle, in the pool: their blocks of the
-            # freed arena must not be written into the next one.)
-            for k in range(self.pool_len):
-                spm_cache_writer_init(&self.pool[k].cache_writer)
-        self.full_lookups = 0
-        self.clear_pending = False
-        self.cache_off = chunks == 0
-        self.cache_slots = <uint32_t>slots
-        self.cache_bytes = max(<size_t>chunks * 64, <size_t>SPM_CACHE_BLOCK)
+        """Bounds the chunk cache to about `chunks` chunks (0: no cache;
+        pool_set_capacity).  Not while a thread encodes with this core."""
+        pool_set_capacity(&self.pool, &self.t, chunks)
 
     # ------------------------------------------------------------ rules
 
@@ -426,14 +253,12 @@ cdef class SpmCore:
         """Whether segments have their spaces turned into "▁" (sentencepiece's
         escape_whitespaces; text from its normalizer is already escaped).
         Not while a thread encodes with this core."""
-        if self.active:
+        if self.pool.active:
             raise RuntimeError("set_escape_spaces cannot run while this core is encoding")
         self.t.rules.escape_spaces = escape
         if self.tables_ready:
             set_space_symbol(&self.t)
-        if self.cache_ready:
-            spm_cache_clear(&self.cache)
-            self.full_lookups = 0
+        pool_clear_cache(&self.pool)
 
     # ------------------------------------------------------------ merge rules
 
@@ -442,46 +267,11 @@ cdef class SpmCore:
         (rule i joins ids left[i] and right[i] into merged[i], rank i),
         characters looked up one by one before merging (bytes, else a
         (fused) unknown id, else dropped, as tokenizers does)."""
-        cdef const int32_t[::1] l = left
-        cdef const int32_t[::1] r = right
-        cdef const int32_t[::1] m = merged
-        cdef Py_ssize_t n = l.shape[0], i
-        if r.shape[0] != n or m.shape[0] != n:
-            raise ValueError("left, right and merged differ in length")
-        if n >= (1 << 24):
-            # Ranks travel as float32 scores, exact below 2**24.
-            raise ValueError(f"{n} merge rules; at most {(1 << 24) - 1} are supported")
-        for i in range(n):
-            if not (0 <= l[i] < self.t.n_pieces and 0 <= r[i] < self.t.n_pieces
-                    and 0 <= m[i] < self.t.n_pieces):
-                raise ValueError(f"merge rule {i} names an id outside the vocabulary")
-        if self.active:
+        if self.pool.active:
             raise RuntimeError("set_ranked_merges cannot run while this core is encoding")
-        if self.t.pairs != NULL:
-            spm_pairs_free(self.t.pairs)
-        self.t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
-        if self.t.pairs == NULL:
-            raise MemoryError("cannot allocate the merge rules")
-        self.t.ranked = True
-        fill_symbols(&self.t, None)
-        fill_ascii_pairs(&self.t)
+        self.violators = load_ranked_tables(&self.t, left, right, merged, fuse_unknown, ignore_merges)
         self.tables_ready = True
-        if self.cache_ready:
-            spm_cache_clear(&self.cache)
-            self.full_lookups = 0
-        self.t.fuse_unknown = fuse_unknown
-        self.t.ignore_merges = ignore_merges
-        # Only merge results can cross a boundary, and only the ids in a
-        # rule are ever merged.
-        buildable = bytearray(self.t.n_pieces)
-        sides = bytearray(self.t.n_pieces)
-        cdef uint8_t[::1] build_view = buildable
-        cdef uint8_t[::1] side_view = sides
-        for i in range(n):
-            build_view[m[i]] = 1
-            side_view[l[i]] = 1
-            side_view[r[i]] = 1
-        self.violators = derive_chunk_rules(&self.t, bytes(buildable), bytes(sides))
+        pool_clear_cache(&self.pool)
 
     def ranked_merges(self):
         """The merge rules set by set_ranked_merges, as (left, right, merged)
@@ -574,71 +364,17 @@ cdef class SpmCore:
 
     def encode_parts_batch(self, list batch, bint flat=False, double alpha=0.0, seeds=None,
                            int prefix=PREFIX_ALWAYS):
-        """encode_parts over a list of planned texts.  An item that is a str
-        stands for the plan of one text part (nothing for ""): a text with
-        nothing to split out or normalize, passed without building a plan,
-        given the dummy prefix by the rule `prefix` (False/True, or
-        PREFIX_UNLESS_SPACE: not before " " or "▁").
-
-        The parts are gathered first (UTF-8 pointers into the texts' strs,
-        which `batch` keeps alive), then every text is merged in one stretch
-        without the GIL, so threads encoding other batches run meanwhile.
-        With `flat`, returns (ids, offsets) instead of lists: every id as
-        native uint32 in a bytearray, and where each text's ids start and
-        the last ends, native int64 in a bytearray (n_texts + 1 of them,
-        from 0) — no Python int per token.  With `alpha` > 0, BPE-dropout, text t's
-        generator seeded by seeds[t] (array('Q')).
+        """encode_parts over a list of planned texts, on this thread
+        (encode_items_serial, core/batch.pyx).  An item that is a str
+        stands for the plan of one text part (nothing for ""), given the
+        dummy prefix by the rule `prefix` (False/True, or
+        PREFIX_UNLESS_SPACE: not before " " or "▁").  With `flat`, returns
+        (ids, offsets) instead of lists: every id as native uint32 in a
+        bytearray, and where each text's ids start and the last ends, native
+        int64 in a bytearray (n_texts + 1 of them, from 0).  With `alpha` >
+        0, BPE-dropout, text t's generator seeded by seeds[t] (array('Q')).
         """
-        cdef Py_ssize_t n_parts, t
-        cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
-        cdef Py_ssize_t n_texts = len(batch)
-        cdef list out
-        cdef PlanPart *items = NULL
-        cdef int32_t *counts = NULL
-        cdef size_t *ends = NULL
-        cdef int rc
-        cdef Py_ssize_t failed = -1
-        cdef size_t mark
-        cdef int64_t *offsets
-        cdef Workspace *w
-        if alpha > 0.0 and seed_view.shape[0] < n_texts:
-            raise ValueError("sampling needs one seed per text")
-        n_parts = _count_parts(batch)
-        items = <PlanPart *>malloc((n_parts + 1) * sizeof(PlanPart))
-        counts = <int32_t *>malloc((n_texts + 1) * sizeof(int32_t))
-        ends = <size_t *>malloc((n_texts + 1) * sizeof(size_t))
-        if items == NULL or counts == NULL or ends == NULL:
-            free(items)
-            free(counts)
-            free(ends)
-            raise MemoryError()
-        w = self.acquire()
-        w.alpha = alpha
-        try:
-            gather(&self.t, batch, items, n_parts, counts, prefix)
-            with nogil:
-                rc = encode_items(&self.t, w, items, counts, n_texts, ends, &failed,
-                                  &seed_view[0] if seed_view.shape[0] else NULL)
-            if rc != OK:
-                check_rc(rc, &self.t, w, _part_text(batch, failed))
-            if flat:
-                offsets_out = PyByteArray_FromStringAndSize(NULL, (n_texts + 1) * sizeof(int64_t))
-                offsets = <int64_t *>PyByteArray_AS_STRING(offsets_out)
-                offsets[0] = 0
-                for t in range(n_texts):
-                    offsets[t + 1] = <int64_t>ends[t]
-                return PyByteArray_FromStringAndSize(<char *>w.ids, w.ids_len * sizeof(int32_t)), offsets_out
-            out = []
-            mark = 0
-            for t in range(n_texts):
-                out.append(self.id_list(w.ids + mark, ends[t] - mark))
-                mark = ends[t]
-            return out
-        finally:
-            free(items)
-            free(counts)
-            free(ends)
-            self.release(w)
+        return encode_items_serial(self, batch, flat, alpha, seeds, prefix)
 
     def split_points(self, str text, bint prefix, Py_ssize_t parts):
         """Up to parts - 1 character offsets at which the segment `text` can

@@ -274,7 +274,7 @@ cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
     cdef const char *arena = t.arena
     cdef const int32_t *offsets = t.offsets
     cdef Py_ssize_t i
-    cdef int64_t crossing, k, total
+    cdef int64_t crossing, k
     cdef int64_t at[65]
     cdef list found = []
     cdef spm_charpairs *pairs = NULL
@@ -318,18 +318,7 @@ cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
         if seen != NULL:
             mark_ascii(t, seen, low_bytes, sides)
             spm_ascii_pack(t.rules.ascii_held, seen)
-        pieces = []
-        total = 0
-        for k, (token_id, marker_at) in enumerate(found):
-            piece = arena[offsets[token_id]:offsets[token_id + 1]]
-            t.rules.violation[k][0] = total
-            t.rules.violation[k][1] = len(piece)
-            t.rules.violation[k][2] = marker_at
-            pieces.append(piece)
-            total += len(piece)
-        violators = b"".join(pieces)
-        t.rules.violator_bytes = PyBytes_AS_STRING(violators)
-        t.rules.n_violations = len(found)
+        violators = pack_violators(t, found)
         t.rules.chunked = True
         t.rules.char_pairs = pairs
         t.rules.cut_chars = pairs != NULL
@@ -338,6 +327,27 @@ cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
     finally:
         spm_charpairs_free(pairs)
         free(seen)
+
+
+cdef bytes pack_violators(CoreTables *t, list found):
+    """Sets t.rules.violation from `found`, (piece id, offset of its "▁")
+    each, and returns the pieces back to back, which t.rules.violator_bytes
+    points into (for the caller to keep)."""
+    cdef const char *arena = t.arena
+    cdef const int32_t *offsets = t.offsets
+    cdef list pieces = []
+    cdef int64_t k, total = 0
+    for k, (token_id, marker_at) in enumerate(found):
+        piece = arena[offsets[token_id]:offsets[token_id + 1]]
+        t.rules.violation[k][0] = total
+        t.rules.violation[k][1] = len(piece)
+        t.rules.violation[k][2] = marker_at
+        pieces.append(piece)
+        total += len(piece)
+    violators = b"".join(pieces)
+    t.rules.violator_bytes = PyBytes_AS_STRING(violators)
+    t.rules.n_violations = len(found)
+    return violators
 
 
 cdef void mark_ascii(CoreTables *t, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides):
@@ -373,3 +383,99 @@ cdef void mark_ascii(CoreTables *t, uint8_t *seen, uint64_t low_bytes, const uin
         # (The space is "▁" after escaping, chunked by its own rule.)
         if not merges and c < 0x40 and c != 0x20:
             t.rules.isolated |= <uint64_t>1 << c
+
+
+# ---------------------------------------------------------------- loading
+
+cdef bytes load_tables(CoreTables *t, PieceTable table, const uint8_t[::1] flags, const uint8_t[::1] types,
+                       int unk_id, bint collapse_unknown, bint byte_fallback):
+    """Fills t from a vocabulary (SpmCore's arguments, checked): the pieces,
+    their types, the unknown id and the byte pieces.  Returns each piece's
+    SPM_FLAG_MERGEABLE as bytes (for the caller to keep: derive_chunk_rules
+    and fill_symbols read it).  t.flags is the caller's to set."""
+    cdef Py_ssize_t n = table.size
+    cdef int b
+    cdef int32_t found
+    t.vocab = table.vocab
+    t.arena = PyBytes_AS_STRING(table.arena)
+    t.offsets = table.offsets
+    t.types = &types[0]
+    t.n_pieces = <int32_t>n
+    t.unk_id = unk_id if unk_id >= 0 else -1
+    t.collapse_unknown = collapse_unknown
+    t.any_resplit = False
+    for b in range(n):
+        if flags[b] & SPM_FLAG_RESPLIT:
+            t.any_resplit = True
+            break
+    # Byte fallback is all or nothing: a partial <0xNN> set cannot encode
+    # every character, so without all 256 unknown characters become <unk>.
+    t.byte_fallback = byte_fallback
+    for b in range(256 if byte_fallback else 0):
+        name = f"<0x{b:02X}>".encode("ascii")
+        found = spm_vocab_find(t.vocab, PyBytes_AS_STRING(name), 6)
+        if found < 0:
+            t.byte_fallback = False
+            break
+        t.byte_ids[b] = found
+    buildable = bytearray(n)
+    cdef uint8_t[::1] build_view = buildable
+    for b in range(n):
+        build_view[b] = flags[b] & SPM_FLAG_MERGEABLE
+    # Short chunks merge by linear scan (merge_small), which picks the same
+    # pairs as the heap; not for UNUSED pieces to resplit (their halves
+    # depend on the heap's queue order), nor ranks past its numbers (a
+    # score rank is below the vocabulary's size).
+    t.small_merges = not t.any_resplit and n < SMALL_RANKS
+    return bytes(buildable)
+
+
+cdef bytes load_ranked_tables(CoreTables *t, const int32_t[::1] l, const int32_t[::1] r,
+                              const int32_t[::1] m, bint fuse_unknown, bint ignore_merges):
+    """Switches t to tokenizers' BPE: the pair table of the rules (rule i
+    joins l[i] and r[i] into m[i], rank i), the symbols and the chunk rules.
+    Returns what derive_chunk_rules does, for the caller to keep."""
+    cdef Py_ssize_t n = l.shape[0], i
+    if r.shape[0] != n or m.shape[0] != n:
+        raise ValueError("left, right and merged differ in length")
+    if n >= (1 << 24):
+        # Ranks travel as float32 scores, exact below 2**24.
+        raise ValueError(f"{n} merge rules; at most {(1 << 24) - 1} are supported")
+    for i in range(n):
+        if not (0 <= l[i] < t.n_pieces and 0 <= r[i] < t.n_pieces and 0 <= m[i] < t.n_pieces):
+            raise ValueError(f"merge rule {i} names an id outside the vocabulary")
+    if t.pairs != NULL:
+        spm_pairs_free(t.pairs)
+    t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
+    if t.pairs == NULL:
+        raise MemoryError("cannot allocate the merge rules")
+    t.ranked = True
+    fill_symbols(t, None)
+    fill_ascii_pairs(t)
+    t.fuse_unknown = fuse_unknown
+    t.ignore_merges = ignore_merges
+    # Only merge results can cross a boundary, and only the ids in a rule
+    # are ever merged.
+    buildable = bytearray(t.n_pieces)
+    sides = bytearray(t.n_pieces)
+    cdef uint8_t[::1] build_view = buildable
+    cdef uint8_t[::1] side_view = sides
+    for i in range(n):
+        build_view[m[i]] = 1
+        side_view[l[i]] = 1
+        side_view[r[i]] = 1
+    return derive_chunk_rules(t, bytes(buildable), bytes(sides))
+
+
+cdef void free_tables(CoreTables *t) noexcept:
+    """Frees what t owns (the vocabulary belongs to its PieceTable)."""
+    t.vocab = NULL
+    spm_chars_free(t.chars)
+    t.chars = NULL
+    free(t.ascii_pairs)
+    t.ascii_pairs = NULL
+    if t.pairs != NULL:
+        spm_pairs_free(t.pairs)
+        t.pairs = NULL
+    spm_charpairs_free(t.rules.char_pairs)
+    t.rules.char_pairs = NULL

@@ -83,6 +83,29 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     ws_init(w)
 
 
+cdef void ws_trim(Workspace *w) noexcept nogil:
+    """Frees the buffers grown past what a pooled workspace keeps
+    (_KEEP_TEXT_BYTES, _KEEP_IDS)."""
+    if w.utf8_cap > _KEEP_TEXT_BYTES:
+        free(w.utf8)
+        w.utf8 = NULL
+        w.utf8_cap = 0
+    if w.scratch_cap > _KEEP_TEXT_BYTES:
+        free(w.scratch)
+        w.scratch = NULL
+        w.scratch_cap = 0
+    if w.symbols_cap > _KEEP_TEXT_BYTES // 8:
+        ws_free_symbols(w)
+        spm_heap_free(&w.heap)
+    if w.ids_cap > _KEEP_IDS:
+        free(w.ids)
+        free(w.spans)
+        w.ids = NULL
+        w.ids_cap = 0
+        w.spans = NULL
+        w.spans_cap = 0
+
+
 cdef inline int grow_int32(int32_t **buf, size_t *cap, size_t need) noexcept nogil:
     """Makes an int32 buffer hold at least `need` items (doubling)."""
     cdef size_t size
