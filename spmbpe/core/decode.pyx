@@ -126,6 +126,156 @@ cdef inline Py_ssize_t utf8_sequence(const uint8_t *s, Py_ssize_t n) noexcept no
     return need
 
 
+# What a decoder has rendered and not yet returned, and the state the
+# references' text-wide rules keep.
+cdef struct DecodeOut:
+    char *data
+    Py_ssize_t n, cap
+    int strip_left                # spaces still to take off the text (STRIP_OUTPUT)
+    bint text_empty               # nothing rendered since a sentencepiece decode began
+    bint run_emitted              # (segments) the run's text is not empty
+    bint sep_owed                 # (segments) a space goes before the next text (join_spaces)
+
+# A run of <0xNN> pieces whose text is not settled yet.
+cdef struct ByteRun:
+    uint8_t *data
+    Py_ssize_t n, cap
+    Py_ssize_t valid              # its prefix already checked to be whole, valid characters
+    bint bad                      # (BYTES_RUN) it is not valid UTF-8
+
+
+cdef int out_reserve(DecodeOut *o, Py_ssize_t more) except -1:
+    cdef Py_ssize_t want = o.n + more
+    cdef char *grown
+    if want > o.cap:
+        want = want * 2 if want > 64 else 128
+        grown = <char *>realloc(o.data, want)
+        if grown == NULL:
+            raise MemoryError()
+        o.data = grown
+        o.cap = want
+    return 0
+
+
+cdef int out_emit(DecodeOut *o, const char *s, Py_ssize_t n) except -1:
+    # tokenizers' Strip decoder takes spaces off the text as a whole.
+    while o.strip_left > 0 and n > 0 and s[0] == c' ':
+        s += 1
+        n -= 1
+        o.strip_left -= 1
+    if n > 0:
+        o.strip_left = 0
+        o.text_empty = False
+        o.run_emitted = True
+        if o.sep_owed:
+            o.sep_owed = False
+            out_reserve(o, 1)
+            o.data[o.n] = c' '
+            o.n += 1
+        out_reserve(o, n)
+        memcpy(o.data + o.n, s, n)
+        o.n += n
+    return 0
+
+
+cdef int out_piece(DecodeOut *o, const char *s, Py_ssize_t n, bint unescape, bint strip) except -1:
+    """A piece's text, U+2581 as a space when `unescape`, one leading space
+    (or U+2581) off when `strip`."""
+    cdef Py_ssize_t i = 0, start
+    if strip and n > 0:
+        if s[0] == c' ':
+            i = 1
+        elif unescape and n >= 3 and memcmp(s, MARKER, 3) == 0:
+            i = 3
+    if not unescape:
+        return out_emit(o, s + i, n - i)
+    start = i
+    while i < n:
+        if n - i >= 3 and memcmp(s + i, MARKER, 3) == 0:
+            out_emit(o, s + start, i - start)
+            out_emit(o, b" ", 1)
+            i += 3
+            start = i
+        else:
+            i += 1
+    return out_emit(o, s + start, n - start)
+
+
+cdef bytes out_take(DecodeOut *o, Py_ssize_t n):
+    """The first n bytes rendered, taken out."""
+    cdef bytes data = PyBytes_FromStringAndSize(o.data, n)
+    if o.n > n:
+        memmove(o.data, o.data + n, o.n - n)
+    o.n -= n
+    return data
+
+
+cdef int run_settle(ByteRun *r, DecodeOut *o, uint8_t byte_runs, bint final) except -1:
+    """Turns the pending byte run into text as far as it is settled (all of
+    it when `final`: the run has ended), by the rule `byte_runs`."""
+    cdef Py_ssize_t i = 0, k
+    if r.n == 0:
+        if final:
+            r.bad = False
+        return 0
+    if byte_runs == BYTES_EACH:
+        # sentencepiece decodes the run character by character; a byte that
+        # starts no valid character is U+FFFD on its own.
+        while i < r.n:
+            k = utf8_sequence(r.data + i, r.n - i)
+            if k > 0:
+                out_emit(o, <const char *>r.data + i, k)
+                i += k
+            elif k == 0 and not final:
+                break
+            else:
+                out_emit(o, REPLACEMENT, 3)
+                i += 1
+        memmove(r.data, r.data + i, r.n - i)
+        r.n -= i
+        return 0
+    # BYTES_RUN: tokenizers' ByteFallback: the whole run is its text when it
+    # is valid UTF-8, else every byte of it is U+FFFD.
+    i = r.valid
+    while not r.bad and i < r.n:
+        k = utf8_sequence(r.data + i, r.n - i)
+        if k > 0:
+            i += k
+        elif k == 0 and not final:
+            break
+        else:
+            r.bad = True
+    r.valid = i
+    if r.bad:
+        for k in range(r.n):
+            out_emit(o, REPLACEMENT, 3)
+        r.n = 0
+        r.valid = 0
+    elif final:
+        out_emit(o, <const char *>r.data, r.n)
+        r.n = 0
+        r.valid = 0
+    if final:
+        r.bad = False
+    return 0
+
+
+cdef int run_push(ByteRun *r, uint8_t b) except -1:
+    """Appends a byte to the run."""
+    cdef uint8_t *grown
+    cdef Py_ssize_t want
+    if r.n == r.cap:
+        want = r.cap * 2 if r.cap else 16
+        grown = <uint8_t *>realloc(r.data, want)
+        if grown == NULL:
+            raise MemoryError()
+        r.data = grown
+        r.cap = want
+    r.data[r.n] = b
+    r.n += 1
+    return 0
+
+
 cdef class IdDecoder:
     """Renders ids as text by one reference's rules (DecodeRules), keeping
     what a streaming decoder needs between calls: whether the leading space
@@ -146,19 +296,12 @@ cdef class IdDecoder:
     cdef bint first
     cdef bint bos_ws
     cdef bint bos_ws_seen
-    cdef bint text_empty
-    cdef int strip_left
-    cdef uint8_t *run
-    cdef Py_ssize_t run_len, run_cap, run_valid
-    cdef bint run_bad
-    cdef char *out
-    cdef Py_ssize_t out_len, out_cap
+    cdef DecodeOut o
+    cdef ByteRun r
     # transformers 4's segments (render_segmented)
     cdef Py_ssize_t run_pos      # tokens of the current run so far (its i)
     cdef Py_ssize_t cur_len      # of them, since its last special token
     cdef bint prev_special
-    cdef bint run_emitted        # the run's text is not empty
-    cdef bint sep_owed           # a space goes before the next text (join_spaces)
     cdef bint holding            # out[hold_pos:] may still get a space before it
     cdef Py_ssize_t hold_pos
     cdef bint hold_sep           # sep_owed when the hold began
@@ -189,13 +332,11 @@ cdef class IdDecoder:
         self.lead_id = lead_id if self.skipping else -1
         self.tail_id = tail_id if self.skipping else -1
         self.surface = surface
-        self.run = NULL
-        self.out = NULL
         self.reset()
 
     def __dealloc__(self):
-        free(self.run)
-        free(self.out)
+        free(self.r.data)
+        free(self.o.data)
 
     cpdef reset(self):
         """A fresh sequence: the next id is a first one."""
@@ -204,146 +345,32 @@ cdef class IdDecoder:
         self.first = True
         self.bos_ws = True
         self.bos_ws_seen = False
-        self.text_empty = True
-        self.strip_left = self.rules.strip_count if self.rules.strip == STRIP_OUTPUT else 0
-        self.run_len = 0
-        self.run_valid = 0
-        self.run_bad = False
-        self.out_len = 0
+        self.o.text_empty = True
+        self.o.strip_left = self.rules.strip_count if self.rules.strip == STRIP_OUTPUT else 0
+        self.r.n = 0
+        self.r.valid = 0
+        self.r.bad = False
+        self.o.n = 0
         self.run_pos = 0
         self.cur_len = 0
         self.prev_special = False
-        self.run_emitted = False
-        self.sep_owed = False
+        self.o.run_emitted = False
+        self.o.sep_owed = False
         self.holding = False
         self.hold_pos = 0
         self.hold_sep = False
 
-    cdef int reserve(self, Py_ssize_t more) except -1:
-        cdef Py_ssize_t want = self.out_len + more
-        cdef char *grown
-        if want > self.out_cap:
-            want = want * 2 if want > 64 else 128
-            grown = <char *>realloc(self.out, want)
-            if grown == NULL:
-                raise MemoryError()
-            self.out = grown
-            self.out_cap = want
-        return 0
-
-    cdef int emit(self, const char *s, Py_ssize_t n) except -1:
-        # tokenizers' Strip decoder takes spaces off the text as a whole.
-        while self.strip_left > 0 and n > 0 and s[0] == c' ':
-            s += 1
-            n -= 1
-            self.strip_left -= 1
-        if n > 0:
-            self.strip_left = 0
-            self.text_empty = False
-            self.run_emitted = True
-            if self.sep_owed:
-                self.sep_owed = False
-                self.reserve(1)
-                self.out[self.out_len] = c' '
-                self.out_len += 1
-            self.reserve(n)
-            memcpy(self.out + self.out_len, s, n)
-            self.out_len += n
-        return 0
-
-    cdef int emit_piece(self, const char *s, Py_ssize_t n, bint unescape, bint strip) except -1:
-        """A piece's text, U+2581 as a space when `unescape`, one leading
-        space (or U+2581) off when `strip`."""
-        cdef Py_ssize_t i = 0, start
-        if strip and n > 0:
-            if s[0] == c' ':
-                i = 1
-            elif unescape and n >= 3 and memcmp(s, MARKER, 3) == 0:
-                i = 3
-        if not unescape:
-            return self.emit(s + i, n - i)
-        start = i
-        while i < n:
-            if n - i >= 3 and memcmp(s + i, MARKER, 3) == 0:
-                self.emit(s + start, i - start)
-                self.emit(b" ", 1)
-                i += 3
-                start = i
-            else:
-                i += 1
-        return self.emit(s + start, n - start)
-
-    cdef int settle_run(self, bint final) except -1:
-        """Turns the pending byte run into text as far as it is settled
-        (all of it when `final`: the run has ended)."""
-        cdef Py_ssize_t i = 0, k
-        if self.run_len == 0:
-            if final:
-                self.run_bad = False
-            return 0
-        if self.rules.byte_runs == BYTES_EACH:
-            # sentencepiece decodes the run character by character; a byte
-            # that starts no valid character is U+FFFD on its own.
-            while i < self.run_len:
-                k = utf8_sequence(self.run + i, self.run_len - i)
-                if k > 0:
-                    self.emit(<const char *>self.run + i, k)
-                    i += k
-                elif k == 0 and not final:
-                    break
-                else:
-                    self.emit(REPLACEMENT, 3)
-                    i += 1
-            memmove(self.run, self.run + i, self.run_len - i)
-            self.run_len -= i
-            return 0
-        # BYTES_RUN: tokenizers' ByteFallback: the whole run is its text when
-        # it is valid UTF-8, else every byte of it is U+FFFD. run_valid: the
-        # run's prefix already checked to be whole, valid characters.
-        i = self.run_valid
-        while not self.run_bad and i < self.run_len:
-            k = utf8_sequence(self.run + i, self.run_len - i)
-            if k > 0:
-                i += k
-            elif k == 0 and not final:
-                break
-            else:
-                self.run_bad = True
-        self.run_valid = i
-        if self.run_bad:
-            for k in range(self.run_len):
-                self.emit(REPLACEMENT, 3)
-            self.run_len = 0
-            self.run_valid = 0
-        elif final:
-            self.emit(<const char *>self.run, self.run_len)
-            self.run_len = 0
-            self.run_valid = 0
-        if final:
-            self.run_bad = False
-        return 0
-
     cdef int push_byte(self, uint8_t b) except -1:
-        cdef uint8_t *grown
-        cdef Py_ssize_t want
         if self.rules.byte_runs == BYTES_RAW:
             if self.first and (self.rules.strip == STRIP_FIRST_ID or self.rules.strip == STRIP_FIRST_RENDERED):
                 self.first = False
                 if b == 0x20:
                     return 0
             self.first = False
-            return self.emit(<const char *>&b, 1)
+            return out_emit(&self.o, <const char *>&b, 1)
         self.first = False
-        if self.run_len == self.run_cap:
-            want = self.run_cap * 2 if self.run_cap else 16
-            grown = <uint8_t *>realloc(self.run, want)
-            if grown == NULL:
-                raise MemoryError()
-            self.run = grown
-            self.run_cap = want
-        self.run[self.run_len] = b
-        self.run_len += 1
-        return self.settle_run(False)
+        run_push(&self.r, b)
+        return run_settle(&self.r, &self.o, self.rules.byte_runs, False)
 
     cdef int render(self, Py_ssize_t token_id) except -1:
         cdef const CoreTables *t = &self.core.t
@@ -373,7 +400,7 @@ cdef class IdDecoder:
             if value >= 0:
                 return self.push_byte(<uint8_t>value)
         # Any other piece ends a byte run.
-        self.settle_run(True)
+        run_settle(&self.r, &self.o, self.rules.byte_runs, True)
         if kind == SPM_TYPE_CONTROL:
             how = self.rules.control
         elif kind == SPM_TYPE_UNKNOWN:
@@ -392,12 +419,12 @@ cdef class IdDecoder:
             return 0
         if how == RENDER_SURFACE:
             self.first = False
-            return self.emit(PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
+            return out_emit(&self.o, PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
         strip = self.first and (self.rules.strip == STRIP_FIRST_ID or self.rules.strip == STRIP_FIRST_RENDERED)
         self.first = False
         if how == RENDER_NORMAL:
-            return self.emit_piece(s, n, True, strip)
-        return self.emit_piece(s, n, self.rules.marker_in_special, strip)
+            return out_piece(&self.o, s, n, True, strip)
+        return out_piece(&self.o, s, n, self.rules.marker_in_special, strip)
 
     cdef int render_segmented(self, Py_ssize_t token_id, const char *s, Py_ssize_t n) except -1:
         # transformers 4's PreTrainedTokenizer._decode: added tokens that are
@@ -413,9 +440,9 @@ cdef class IdDecoder:
         cdef bint marked = n >= 3 and memcmp(s, MARKER, 3) == 0
         if role & ROLE_SPLIT:
             self.end_run()
-            self.emit(s, n)
-            self.sep_owed = self.rules.join_spaces
-            self.run_emitted = False
+            out_emit(&self.o, s, n)
+            self.o.sep_owed = self.rules.join_spaces
+            self.o.run_emitted = False
             return 0
         if self.run_pos == 0 and self.rules.first_strip and marked:
             s += 3
@@ -428,28 +455,28 @@ cdef class IdDecoder:
                 token_id = -1
         self.run_pos += 1
         if role & ROLE_SPECIAL:
-            self.settle_run(True)
+            run_settle(&self.r, &self.o, self.rules.byte_runs, True)
             if self.cur_len > 0 and self.rules.legacy_space:
                 self.space_before_pieces()
             self.cur_len = 0
             self.holding = False
             self.prev_special = True
-            return self.emit(s, n)
+            return out_emit(&self.o, s, n)
         if self.prev_special and self.run_pos == 2 and self.rules.first_strip and not marked:
-            self.emit(b" ", 1)
+            out_emit(&self.o, b" ", 1)
         if self.cur_len == 0:
             # A sentencepiece decode call begins.
             self.bos_ws = self.rules.strip == STRIP_WHILE_EMPTY
             self.bos_ws_seen = False
-            self.text_empty = True
-            self.hold_pos = self.out_len
-            self.hold_sep = self.sep_owed
+            self.o.text_empty = True
+            self.hold_pos = self.o.n
+            self.hold_sep = self.o.sep_owed
             # Without skipping, a special token may still follow these pieces.
             self.holding = self.rules.legacy_space and not self.skipping
         self.cur_len += 1
         self.prev_special = False
         if token_id < 0:
-            self.settle_run(True)
+            run_settle(&self.r, &self.o, self.rules.byte_runs, True)
             return self.render_sentencepiece(RENDER_TEXT, s, n)
         return self.render_piece(token_id, s, n)
 
@@ -457,22 +484,22 @@ cdef class IdDecoder:
         """transformers 4 (legacy): the space that goes before the text of
         the pieces since the hold began, now that a special token follows."""
         cdef Py_ssize_t p
-        if self.sep_owed:
+        if self.o.sep_owed:
             # (Their text is empty: the separator is still owed.)
-            return self.emit(b" ", 1)
+            return out_emit(&self.o, b" ", 1)
         p = self.hold_pos + (1 if self.hold_sep else 0)
-        self.reserve(1)
-        memmove(self.out + p + 1, self.out + p, self.out_len - p)
-        self.out[p] = c' '
-        self.out_len += 1
+        out_reserve(&self.o, 1)
+        memmove(self.o.data + p + 1, self.o.data + p, self.o.n - p)
+        self.o.data[p] = c' '
+        self.o.n += 1
         return 0
 
     cdef int end_run(self) except -1:
         """The end of a run (an added token or the last id): an empty run's
         text is dropped, except the last one's, which still gets its space."""
-        self.settle_run(True)
-        if self.run_emitted:
-            self.sep_owed = self.rules.join_spaces
+        run_settle(&self.r, &self.o, self.rules.byte_runs, True)
+        if self.o.run_emitted:
+            self.o.sep_owed = self.rules.join_spaces
         self.run_pos = 0
         self.cur_len = 0
         self.prev_special = False
@@ -485,31 +512,27 @@ cdef class IdDecoder:
         # again with remove_extra_whitespaces); control pieces are nothing,
         # unknown ones its unk_surface.
         cdef bint stripped = False
-        if self.bos_ws_seen or not self.text_empty:
+        if self.bos_ws_seen or not self.o.text_empty:
             self.bos_ws = False
         if how == RENDER_NOTHING:
             self.bos_ws_seen = False
             return 0
         if how == RENDER_SURFACE:
             self.bos_ws_seen = False
-            return self.emit(PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
+            return out_emit(&self.o, PyBytes_AS_STRING(self.surface), PyBytes_GET_SIZE(self.surface))
         if how == RENDER_TEXT:
             self.bos_ws_seen = False
-            return self.emit_piece(s, n, self.rules.marker_in_special, False)
+            return out_piece(&self.o, s, n, self.rules.marker_in_special, False)
         if self.bos_ws and n >= 3 and memcmp(s, MARKER, 3) == 0:
             s += 3
             n -= 3
             stripped = not self.rules.remove_extra_whitespaces
         self.bos_ws_seen = stripped
-        return self.emit_piece(s, n, True, False)
+        return out_piece(&self.o, s, n, True, False)
 
     cdef bytes take(self):
         """The bytes rendered so far, but for a hold (space_before_pieces)."""
-        cdef Py_ssize_t n = self.hold_pos if self.holding else self.out_len
-        cdef bytes data = PyBytes_FromStringAndSize(self.out, n)
-        if self.out_len > n:
-            memmove(self.out, self.out + n, self.out_len - n)
-        self.out_len -= n
+        cdef bytes data = out_take(&self.o, self.hold_pos if self.holding else self.o.n)
         self.hold_pos = 0
         return data
 
@@ -539,13 +562,13 @@ cdef class IdDecoder:
     def finish(self):
         """The rest (a pending byte run; a tail id held last is left out),
         then a fresh sequence."""
-        self.settle_run(True)
+        run_settle(&self.r, &self.o, self.rules.byte_runs, True)
         if self.rules.segments:
-            if self.run_pos > 0 and not self.run_emitted and self.sep_owed:
+            if self.run_pos > 0 and not self.o.run_emitted and self.o.sep_owed:
                 # The last run's text is joined even when it is empty: the
                 # separator owed is all that shows of it.
-                self.sep_owed = False
-                self.emit(b" ", 1)
+                self.o.sep_owed = False
+                out_emit(&self.o, b" ", 1)
             self.end_run()
         data = self.take()
         self.reset()
