@@ -2,8 +2,8 @@
 # array outputs' ids and document indexes as the training tools' files hold
 # them, little-endian on any host, and the text outputs' lines of decimal ids;
 # and encode_batch's flat result, joined from its groups' results.  Made here
-# rather than with NumPy, so that encoding text needs no NumPy: its
-# import was 40-60 ms of a run over a 40 MB file, and formatting the ids of a
+# rather than with NumPy, so that encoding text needs no NumPy: its import
+# is a visible share of a run over a large file, and formatting the ids of a
 # batch through NumPy's table of strings took longer than encoding them.
 #
 # Ids come in as native uint32 (the core's output, or a NumPy array),
@@ -202,7 +202,7 @@ def join_flat(list results, owners, Py_ssize_t n_texts, int64_t bos, int64_t eos
     `owners`: for each group, the text of each of its units (None: every
     unit a whole text, in order); a text's units come in order (a text cut
     for the threads), and a text may have none (it gives no ids)."""
-    cdef Py_ssize_t n_results = len(results), g, u, units, t = 0, total = 0, n_ids, k
+    cdef Py_ssize_t n_results = len(results), g, u, units, t = 0, n_ids
     cdef int extra = (bos >= 0) + (eos >= 0)
     cdef const uint8_t[::1] ids_bytes
     cdef const uint8_t[::1] offsets_bytes
@@ -215,37 +215,15 @@ def join_flat(list results, owners, Py_ssize_t n_texts, int64_t bos, int64_t eos
     if n_texts < 0:
         raise ValueError(f"n_texts must be at least 0, not {n_texts}")
     if n_results == 1 and owners is None and extra == 0:
-        # One job's result as it is (a copy of tens of megabytes into new
-        # pages cost a fifth of the batch).
+        # One job's result as it is (a copy into new pages is a page fault
+        # per page, for nothing).
         return results[0]
     if owners is not None and len(owners) != n_results:
         raise ValueError(f"{len(owners)} owner lists for {n_results} results")
     out_offsets = _new_out(n_texts + 1, 8)
     starts = <int64_t *>PyByteArray_AS_STRING(out_offsets)
-    memset(starts, 0, (n_texts + 1) * sizeof(int64_t))
-    # Each text's length, in starts[t + 1] (a text's units may be in
-    # several groups).
-    for g in range(n_results):
-        ids_bytes, offsets_bytes = results[g]
-        units, n_ids = _result_units(ids_bytes, offsets_bytes)
-        offs = <const int64_t *>&offsets_bytes[0]
-        owned = None if owners is None else <list?>owners[g]
-        if owned is not None and len(owned) != units:
-            raise ValueError(f"result {g} has {units} units, its owners {len(owned)}")
-        for u in range(units):
-            if owned is not None:
-                t = owned[u]
-            if not 0 <= t < n_texts:
-                raise ValueError(f"result {g} unit {u} belongs to text {t} of {n_texts}")
-            starts[t + 1] += offs[u + 1] - offs[u]
-            if owned is None:
-                t += 1
-    if owners is None and t != n_texts:
-        raise ValueError(f"{t} units for {n_texts} texts")
-    for t in range(n_texts):
-        starts[t + 1] += starts[t] + extra
-    total = starts[n_texts]
-    out = _new_out(total, 4)
+    _text_starts(results, owners, n_texts, extra, starts)
+    out = _new_out(starts[n_texts], 4)
     o = <uint32_t *>PyByteArray_AS_STRING(out)
     cursor = <int64_t *>malloc(max(n_texts, 1) * sizeof(int64_t))
     if cursor == NULL:
@@ -276,6 +254,40 @@ def join_flat(list results, owners, Py_ssize_t n_texts, int64_t bos, int64_t eos
     finally:
         free(cursor)
     return out, out_offsets
+
+
+cdef int _text_starts(list results, owners, Py_ssize_t n_texts, int extra, int64_t *starts) except -1:
+    """join_flat's offsets: where each text's ids start in the joined
+    result (n_texts + 1 of them, from 0), `extra` ids added to each text;
+    the results and their owners checked on the way."""
+    cdef Py_ssize_t g, u, units, t = 0, n_ids
+    cdef const uint8_t[::1] ids_bytes
+    cdef const uint8_t[::1] offsets_bytes
+    cdef const int64_t *offs
+    cdef list owned
+    memset(starts, 0, (n_texts + 1) * sizeof(int64_t))
+    # Each text's length, in starts[t + 1] (a text's units may be in
+    # several groups).
+    for g in range(len(results)):
+        ids_bytes, offsets_bytes = results[g]
+        units, n_ids = _result_units(ids_bytes, offsets_bytes)
+        offs = <const int64_t *>&offsets_bytes[0]
+        owned = None if owners is None else <list?>owners[g]
+        if owned is not None and len(owned) != units:
+            raise ValueError(f"result {g} has {units} units, its owners {len(owned)}")
+        for u in range(units):
+            if owned is not None:
+                t = owned[u]
+            if not 0 <= t < n_texts:
+                raise ValueError(f"result {g} unit {u} belongs to text {t} of {n_texts}")
+            starts[t + 1] += offs[u + 1] - offs[u]
+            if owned is None:
+                t += 1
+    if owners is None and t != n_texts:
+        raise ValueError(f"{t} units for {n_texts} texts")
+    for t in range(n_texts):
+        starts[t + 1] += starts[t] + extra
+    return 0
 
 
 cdef tuple _result_units(const uint8_t[::1] ids_bytes, const uint8_t[::1] offsets_bytes):

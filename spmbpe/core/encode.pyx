@@ -418,37 +418,46 @@ cdef int32_t symbols_into(const CoreTables *t, const char *s, Py_ssize_t a, Py_s
     `virtual_lead`) into the arrays: their ids, spans and rows of
     t.ascii_pairs; returns their number, or -1 when there would be more
     than `cap`.  sentencepiece's and llama.cpp's: each character, its
-    piece's id or a virtual id or NO_SYMBOL.  tokenizers' (t.ranked): each
-    character's piece, else its bytes' pieces (byte fallback), else the
-    unknown id (fused with the one before, with fuse_unk), else nothing
-    (tokenizers drops it)."""
+    piece's id or a virtual id or NO_SYMBOL (tokenizers': ranked_symbols_into)."""
+    cdef int32_t k = 0
+    cdef Py_ssize_t i = a, length
+    cdef uint8_t u
+    if t.ranked:
+        return ranked_symbols_into(t, s, a, b, n, virtual_lead, ids, starts, ends, chars, cap)
+    if b - a + virtual_lead > cap:
+        return -1
+    if virtual_lead:
+        ids[0] = t.marker_sym
+        starts[0] = ends[0] = <int32_t>a
+        chars[0] = MARKER_CHAR
+        k = 1
+    while i < b:
+        u = <uint8_t>s[i]
+        starts[k] = <int32_t>i
+        if u < 0x80:
+            ids[k] = t.ascii_sym[u]
+            chars[k] = t.ascii_char[u]
+            i += 1
+        else:
+            length = char_len(s, i, b)
+            ids[k] = char_symbol(t, s, i, length, n)
+            chars[k] = MARKER_CHAR if length == 3 and marker_at(t, s, i, n) else NO_CHAR
+            i += length
+        ends[k] = <int32_t>i
+        k += 1
+    return k
+
+
+cdef int32_t ranked_symbols_into(const CoreTables *t, const char *s, Py_ssize_t a, Py_ssize_t b, Py_ssize_t n,
+                                 bint virtual_lead, int32_t *ids, int32_t *starts, int32_t *ends,
+                                 uint8_t *chars, int32_t cap) noexcept nogil:
+    """symbols_into for tokenizers' BPE (t.ranked): each character's piece,
+    else its bytes' pieces (byte fallback), else the unknown id (fused with
+    the one before, with fuse_unk), else nothing (tokenizers drops it)."""
     cdef int32_t k = 0, token_id
     cdef Py_ssize_t i = a, length, j, unk_start = -1, unk_end = 0
     cdef const char *spelled
     cdef uint8_t u, row
-    if not t.ranked:
-        if b - a + virtual_lead > cap:
-            return -1
-        if virtual_lead:
-            ids[0] = t.marker_sym
-            starts[0] = ends[0] = <int32_t>a
-            chars[0] = MARKER_CHAR
-            k = 1
-        while i < b:
-            u = <uint8_t>s[i]
-            starts[k] = <int32_t>i
-            if u < 0x80:
-                ids[k] = t.ascii_sym[u]
-                chars[k] = t.ascii_char[u]
-                i += 1
-            else:
-                length = char_len(s, i, b)
-                ids[k] = char_symbol(t, s, i, length, n)
-                chars[k] = MARKER_CHAR if length == 3 and marker_at(t, s, i, n) else NO_CHAR
-                i += length
-            ends[k] = <int32_t>i
-            k += 1
-        return k
     if virtual_lead:
         if t.marker_sym >= 0:
             k = put_symbol_at(ids, starts, ends, chars, k, cap, t.marker_sym, a, a, MARKER_CHAR)
@@ -611,6 +620,14 @@ cdef inline int32_t next_alive(uint32_t alive, int32_t i) noexcept nogil:
     return lowest_bit(alive & ~((<uint32_t>2 << i) - 1))
 
 
+# A chunk of a few symbols, as merge_small holds it on the stack.
+ctypedef struct SmallChunk:
+    int32_t ids[SMALL_SYMBOLS]          # each symbol's id (a merge's piece once merged)
+    int32_t starts[SMALL_SYMBOLS + 1]   # where it starts in the span; [k]: the chunk's end
+    int32_t key[SMALL_SYMBOLS]          # the pair of it and the next live symbol (pair_key)
+    int32_t merged[SMALL_SYMBOLS]       # ... and the piece that pair makes
+
+
 cdef int merge_small(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
                      Py_ssize_t n, bint virtual_lead) noexcept nogil:
     """merge_heap's merges of a chunk of a few symbols (at most
@@ -619,32 +636,33 @@ cdef int merge_small(const CoreTables *t, Workspace *w, const char *s, Py_ssize_
     the least of every pair's place, one number each; the symbol on the
     right of a merge marked gone in a mask (its place kept, not moved), the
     pairs beside the merge looked up again.  The same merges: a pair the
-    heap holds is stale only once it is no longer adjacent.  A symbol ends
-    where the next one left starts.  Then its ids are written out.
-    tokenizers' characters that are no piece (bytes, unknown, dropped)
-    take merge_heap's way (NOT_SMALL)."""
-    cdef int32_t ids[SMALL_SYMBOLS]
-    cdef int32_t starts[SMALL_SYMBOLS + 1]
-    cdef int32_t key[SMALL_SYMBOLS]
-    cdef int32_t merged[SMALL_SYMBOLS]
-    cdef int32_t k = 0, sym, i, best, right, before, after, end
+    heap holds is stale only once it is no longer adjacent.  Then its ids
+    are written out.  tokenizers' characters that are no piece (bytes,
+    unknown, dropped) take merge_heap's way (NOT_SMALL)."""
+    cdef SmallChunk c
+    cdef int32_t k = small_symbols(t, &c, s, a, b, n, virtual_lead)
+    if k <= 0:
+        return OK if k == 0 else NOT_SMALL
+    return small_put(t, w, &c, k, small_merge(t, &c, k), s, n, virtual_lead)
+
+
+cdef inline int32_t small_symbols(const CoreTables *t, SmallChunk *c, const char *s, Py_ssize_t a,
+                                  Py_ssize_t b, Py_ssize_t n, bint virtual_lead) noexcept nogil:
+    """merge_small's symbols of s[a:b] and the pairs between them (a
+    character of ASCII or "▁" after another by the table of their pairs,
+    any other pair by the pair table): their number, or -1 for NOT_SMALL."""
+    cdef int32_t k = 0, sym
     cdef uint8_t row, prev_row = NO_CHAR
     cdef Py_ssize_t p = a, length
     cdef uint8_t u
-    cdef uint32_t alive, merging
-    cdef bint prev_unknown = False
-    cdef int rc
-    # The symbols and the pairs between them: a character of ASCII (or
-    # "▁") after another by the table of their pairs, any other pair by
-    # the pair table.
     if virtual_lead:
-        ids[0] = t.marker_sym
-        starts[0] = <int32_t>a
+        c.ids[0] = t.marker_sym
+        c.starts[0] = <int32_t>a
         prev_row = MARKER_CHAR
         k = 1
     while p < b:
         if k == SMALL_SYMBOLS:
-            return NOT_SMALL
+            return -1
         u = <uint8_t>s[p]
         if u < 0x80:
             sym = t.ascii_sym[u]
@@ -655,48 +673,62 @@ cdef int merge_small(const CoreTables *t, Workspace *w, const char *s, Py_ssize_
             sym = char_symbol(t, s, p, length, n)
             row = MARKER_CHAR if length == 3 and marker_at(t, s, p, n) else NO_CHAR
         if sym < 0 and t.ranked:
-            return NOT_SMALL
+            return -1
         if k:
-            key[k - 1] = pair_key(pair_rank(t, ids[k - 1], prev_row, sym, row, &merged[k - 1]), k - 1)
-        ids[k] = sym
-        starts[k] = <int32_t>p
+            c.key[k - 1] = pair_key(pair_rank(t, c.ids[k - 1], prev_row, sym, row, &c.merged[k - 1]), k - 1)
+        c.ids[k] = sym
+        c.starts[k] = <int32_t>p
         prev_row = row
         k += 1
         p += length
-    if k == 0:
-        return OK
-    starts[k] = <int32_t>b
-    alive = <uint32_t>((<uint64_t>1 << k) - 1)
+    c.starts[k] = <int32_t>b
+    return k
+
+
+cdef inline uint32_t small_merge(const CoreTables *t, SmallChunk *c, int32_t k) noexcept nogil:
+    """merge_small's merges of the k symbols in c; returns the mask of the
+    symbols left."""
+    cdef uint32_t alive = <uint32_t>((<uint64_t>1 << k) - 1), merging = 0
+    cdef int32_t i, best, right, before, after
     # The symbols whose pair with the next one merges.
-    merging = 0
     for i in range(k - 1):
-        if key[i] != NO_PAIR:
+        if c.key[i] != NO_PAIR:
             merging |= <uint32_t>1 << i
     while merging:
-        best = spm_least_in(key, merging) & 31
+        best = spm_least_in(c.key, merging) & 31
         # The symbol after `best` is absorbed; the pairs beside the merge change.
         right = next_alive(alive, best)
-        ids[best] = merged[best]
+        c.ids[best] = c.merged[best]
         alive &= ~(<uint32_t>1 << right)
         merging &= ~(<uint32_t>1 << right)
         after = next_alive(alive, best)
-        key[best] = NO_PAIR if after < 0 else \
-            pair_key(pair_rank(t, ids[best], NO_CHAR, ids[after], NO_CHAR, &merged[best]), best)
-        merging = merging & ~(<uint32_t>1 << best) | ((key[best] != NO_PAIR) << best)
+        c.key[best] = NO_PAIR if after < 0 else \
+            pair_key(pair_rank(t, c.ids[best], NO_CHAR, c.ids[after], NO_CHAR, &c.merged[best]), best)
+        merging = merging & ~(<uint32_t>1 << best) | ((c.key[best] != NO_PAIR) << best)
         if best > 0:
             before = highest_bit(alive & ((<uint32_t>1 << best) - 1))
-            key[before] = pair_key(pair_rank(t, ids[before], NO_CHAR, ids[best], NO_CHAR, &merged[before]), before)
-            merging = merging & ~(<uint32_t>1 << before) | ((key[before] != NO_PAIR) << before)
-    # The ids, each spanning its symbol's bytes.
+            c.key[before] = pair_key(pair_rank(t, c.ids[before], NO_CHAR, c.ids[best], NO_CHAR,
+                                               &c.merged[before]), before)
+            merging = merging & ~(<uint32_t>1 << before) | ((c.key[before] != NO_PAIR) << before)
+    return alive
+
+
+cdef inline int small_put(const CoreTables *t, Workspace *w, const SmallChunk *c, int32_t k, uint32_t alive,
+                          const char *s, Py_ssize_t n, bint virtual_lead) noexcept nogil:
+    """Writes out the symbols left in `alive`, each spanning its bytes (a
+    symbol ends where the next one left starts)."""
+    cdef int32_t i, end
+    cdef bint prev_unknown = False
+    cdef int rc
     while alive:
         i = lowest_bit(alive)
         alive &= alive - 1
-        end = starts[lowest_bit(alive)] if alive else starts[k]
-        if 0 <= ids[i] < t.n_pieces:
-            put_id(w, ids[i], starts[i], end)
+        end = c.starts[lowest_bit(alive)] if alive else c.starts[k]
+        if 0 <= c.ids[i] < t.n_pieces:
+            put_id(w, c.ids[i], c.starts[i], end)
             prev_unknown = False
         else:
-            rc = put_symbol(t, w, s, n, ids[i], starts[i], end, virtual_lead and i == 0, &prev_unknown)
+            rc = put_symbol(t, w, s, n, c.ids[i], c.starts[i], end, virtual_lead and i == 0, &prev_unknown)
             if rc != OK:
                 return rc
     return OK
