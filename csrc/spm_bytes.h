@@ -341,7 +341,7 @@ static inline size_t spm_utf8_fault_from(const uint8_t *s, size_t i, size_t n) {
  * `c` becomes a 1 in its lane of a word, the lanes are summed for up to 255
  * steps (no lane can then overflow), and the lanes added up.  (memchr from
  * one "\n" to the next, what the command line's reader counted lines with,
- * paid a call a line: 11.5 ms for 40 MB of man pages.) */
+ * paid a call a line.) */
 static inline size_t spm_count_byte(const char *text, size_t n, unsigned char c) {
     const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
     const uint64_t pattern = ones * c, pairs = 0x00FF00FF00FF00FFULL;
@@ -374,12 +374,11 @@ static inline size_t spm_count_byte(const char *text, size_t n, unsigned char c)
  * time, other text through the DFA a block at a time (a block ends where a
  * character does); a block where it meets a fault is read again byte by
  * byte (spm_utf8_fault_from), which says where the fault starts.  (Byte by byte,
- * with a branch per byte and per character, Russian and Japanese text took
- * 1.2-1.9 ns a byte, now 0.5-0.9; testing for ASCII at every 8 bytes
- * instead of after a block, a branch the CPU mispredicts on such text, took
- * 0.8-1.0.  The ASCII steps are a loop of their own: as a `continue` of the
- * outer loop they took 5.0 or 7.2 ms on 40 MB of man pages depending on
- * where a build placed the code, and 5.2 in both places now.) */
+ * a branch per byte and per character is slow on Russian and Japanese
+ * text; testing for ASCII at every 8 bytes instead of after a block is a
+ * branch the CPU mispredicts on such text.  The ASCII steps are a loop of
+ * their own: as a `continue` of the outer loop their speed depended on
+ * where a build placed the code.) */
 static inline size_t spm_utf8_valid_prefix(const char *text, size_t n) {
     const uint8_t *s = (const uint8_t *)text;
     size_t i = 0;

@@ -6,7 +6,7 @@
  * neighbours, so a chunk seen before (a word, mostly) can reuse its ids.
  * One table for all threads means a word is merged once, not once per
  * thread: with a cache per thread, two threads on a fresh tokenizer each
- * merged most of the same common words, which cost a third of the gain of
+ * merged most of the same common words, which cost much of the gain of
  * the second thread.
  *
  * Insert-only and lock-free while threads encode:
@@ -19,9 +19,8 @@
  *    word (acquire) sees the whole entry.  Two threads inserting the same key
  *    find each other's entry.  (Slots of 64 bits, a 32-bit tag beside the
  *    offset, made the table at its largest 1 MB, the size of the CPU's
- *    second-level cache, and a lookup's load of its slot waited on a miss:
- *    half as large, a batch on one thread read 40 MB of man pages or 31 MB
- *    of Python 1.06-1.12x faster a second time, 1.00-1.09x the first.)
+ *    second-level cache, and a lookup's load of its slot waited on a miss;
+ *    half as large, it stays nearer the CPU.)
  *  - The table doubles when half full (spm_cache_at_limit): the thread that takes the growth
  *    lock copies the slots into a new table and publishes it.  Threads still
  *    reading the old table keep a valid table (it is retired, not freed);
@@ -84,8 +83,8 @@ typedef struct {
 /* hash_lo's top bit, which no table's mask reaches (2^24 slots at most):
  * the entry was found since the last sweep (spm_cache_mark).  (A bit in
  * key_len instead, set on entries not yet found so that a found one's
- * length compared as it is, made the lookups' code 7% more instructions
- * on a warm pass, against 0.6% for this test of a word already loaded.) */
+ * length compared as it is, cost the lookups' code more than this test of
+ * a word already loaded.) */
 #define SPM_CACHE_SEEN 0x80000000u
 
 /* The counters inserts write sit on cache lines of their own, away from

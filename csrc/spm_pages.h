@@ -2,10 +2,10 @@
  *
  * Writing a large output (a long document's list of ids) into memory that
  * the process has never touched costs a page fault per 4 KiB.  Linux 5.14+
- * can take the whole range's faults in one madvise(MADV_POPULATE_WRITE);
- * on the VM the benchmarks run on, 83 MB of new pages took 45-48 ms that
- * way against 58-76 ms faulted one by one (docs/performance.md).  Elsewhere, or when the kernel refuses, nothing is done
- * and the pages fault as they are written. */
+ * can take the whole range's faults in one madvise(MADV_POPULATE_WRITE),
+ * which is faster than faulting them one by one (docs/performance.md).
+ * Elsewhere, or when the kernel refuses, nothing is done and the pages
+ * fault as they are written. */
 #ifndef SPM_PAGES_H
 #define SPM_PAGES_H
 
@@ -25,7 +25,7 @@
 /* A block this large is mapped afresh by glibc's malloc at every
  * allocation (its largest mmap threshold), so its pages are surely new.  A
  * smaller one may be memory the process reuses, already faulted in, where
- * the call only walks the pages again (1 MB documents ran 0.97x with it). */
+ * the call only walks the pages again (a cost, no gain). */
 #define SPM_PREFAULT_FRESH ((size_t)32 << 20)
 
 /* Faults in the whole pages of [p, p + n), about to be written, when the

@@ -3,8 +3,8 @@
  *
  * PyUnicode_AsUTF8AndSize makes a UTF-8 copy of a str that is not ASCII and
  * keeps it on the str for the str's lifetime: encoding a 40 MB document
- * left 40 MB more attached to the caller's text, and writing the copy cost
- * a tenth of the encoding (a page fault per 4 KiB).  A long text is instead
+ * left as much again attached to the caller's text, and writing the copy
+ * cost a page fault per 4 KiB.  A long text is instead
  * converted block by block into a buffer that stays in the CPU's cache.
  * Python's own encoder is the reference: the same bytes, and a surrogate
  * (which UTF-8 cannot hold) is an error.

@@ -25,6 +25,12 @@ DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 # .pyx/.pxd or .h/.c files is one more line here.
 COMMENTED_SOURCES = [
     ("spmbpe", "*.py"),
+    ("spmbpe", "*.pyx"),
+    ("spmbpe", "*.pxd"),
+    ("spmbpe/core", "*.pyx"),
+    ("spmbpe/core", "*.pxd"),
+    ("csrc", "*.h"),
+    ("csrc", "*.c"),
     ("benchmarks", "*.py"),
     ("tools", "*.py"),
 ]

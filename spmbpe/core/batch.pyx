@@ -48,7 +48,7 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     min_share, max_items) in one pass, without the stops: `several` says
     whether its split has two groups or more (a batch that needs no
     planning is one job whatever its groups: reading every text's length
-    twice took a tenth of a two-thread batch of short lines)."""
+    twice was a visible share of a two-thread batch of short lines)."""
     cdef Py_ssize_t n = len(texts), total, longest, last, share
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
     # (The split closes a group before the last text exactly when the texts
@@ -223,8 +223,8 @@ cdef class BatchJob:
         record per line: the block is cut into about `units` units of whole
         lines, and each worker finds the lines of its units, checks their
         bytes to be UTF-8 and merges them (encode_lines).  (Lines found,
-        checked and recorded here, 80 bytes each, took the leader an eighth
-        of a two-thread block while the helpers waited.)  Only a flat result
+        checked and recorded here, 80 bytes each, kept the leader busy
+        while the helpers waited.)  Only a flat result
         (lead(True)); a block that is not UTF-8 makes lead raise ValueError
         naming the byte."""
         if self.batch is not None or self.closed:

@@ -30,8 +30,8 @@ cdef class TokenizerBase:
     """The compiled base of SpmTokenizer (spmbpe/tokenizer.py).
 
     ``encode`` and ``encode_ordinary`` live here so that a call reaches the
-    merge without running Python code: a Python method in between took about
-    a third of the time of encoding a short line with a warm cache.
+    merge without running Python code: a Python method in between cost a
+    large share of encoding a short line with a warm cache.
     """
 
     def __cinit__(self):
@@ -125,9 +125,9 @@ cdef class TokenizerBase:
         if self.direct_core is None or type(special) is not str:
             return 0
         # Told apart by identity: a literal in the caller's code is the
-        # interned string itself (comparing the text cost about 130
-        # instructions, 3% of a short cached line's call), and a policy
-        # built at run time is brought to it first.
+        # interned string itself (comparing the text is a visible share of
+        # a short cached line's call), and a policy built at run time is
+        # brought to it first.
         policy = <str>special
         if policy is not _RAISE and policy is not _ALL and policy is not _NONE:
             policy = sys.intern(policy)

@@ -1,8 +1,8 @@
 # A tokenizer.json's vocabulary and merge rules read from the file's bytes
 # (spmbpe/tokenizer_json.py, included by _core.pyx after core/rules.pyx and
-# core/jsonl.pyx, whose JSON scanning it uses).  json.loads spent 30-40 ms of
-# a 50 ms parse of Mistral's tokenizer.json on its 59,000 rules, each a new
-# list of two new strs that merge_rule_ids then only looked up; here each
+# core/jsonl.pyx, whose JSON scanning it uses).  json.loads spent most of its
+# parse of a tokenizer.json on the rules, each a new list of two new strs
+# that merge_rule_ids then only looked up; here each
 # rule goes from the file's bytes to its three ids.  The vocabulary's 32,000
 # members, a str and an int each that the loader turned around and encoded
 # again, go from the file's bytes to the table's arena.
@@ -209,8 +209,7 @@ cdef enum:
     # Rules read, and their lookups' slots loading, before the first of them
     # is looked up: the vocabulary's table is larger than the second-level
     # cache, and three lookups a rule, one after the other, each waited for
-    # its miss (the lookups were 55% of reading the rules; 8.9 -> 7.3 ms for
-    # Mistral's, and 5.6 with the keys read as words, spm_vocab_key_of's
+    # its miss (the keys are read as words too: spm_vocab_key_of's
     # `padded`).
     _RULES_AHEAD = 8
     # Decoded rules go back to back into the scratch, which is taken up
