@@ -2,11 +2,12 @@
 """The compiled SentencePiece-BPE merger and vocabulary table.
 
 `PieceTable` is the vocabulary as a C hash table from piece bytes to id.
-`SpmCore` adds the merge ranks and the decode table, and encodes *segments*:
-stretches of text between added tokens, each escaped (spaces -> U+2581,
-optional dummy prefix) and merged best-scoring pair first over a C binary
-heap, with the GIL released.  Policy (added tokens, where the dummy prefix
-goes, BOS/EOS) is the Python layer's; this module knows nothing of it.
+`SpmCore` adds the merge tables and the decode table, and encodes *spans*:
+stretches of text between added tokens, read as they are (a space stands
+for U+2581, the dummy prefix optional), cut into chunks and merged
+best-scoring pair first (core/encode.pyx), with the GIL released.  Policy
+(added tokens, where the dummy prefix goes, BOS/EOS) is the Python layer's;
+this module knows nothing of it.
 
 One extension assembled from one file per concern (as uvloop's loop.pyx
 includes handles/*.pyx); each core/X.pyx has its declarations in
@@ -28,7 +29,7 @@ from cpython.bytearray cimport (
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
-from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF, Py_XINCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_XINCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
@@ -60,16 +61,12 @@ from spmbpe._csrc cimport (
     spm_cache_flush,
     spm_cache_quiesce,
     spm_cache_writer_init,
-    spm_cache_table,
     spm_cache_view,
     spm_cache_view_get,
     spm_cache_view_of,
-    spm_cache_view_prefetch,
     spm_chunk_key,
     spm_cache_key_of,
-    spm_hash_words,
     spm_cache_words,
-    SPM_CACHE_LEAD,
     spm_bigram,
     spm_bigram_key,
     spm_chars,
@@ -120,12 +117,10 @@ from spmbpe._csrc cimport (
     spm_heap_reserve,
     spm_vocab_find,
     spm_vocab_find_key,
-    spm_vocab_find_padded,
     spm_vocab_free,
     spm_vocab_key,
     spm_vocab_key_of,
     spm_vocab_new,
-    spm_vocab_slot,
     SPM_ID_MASK,
 )
 

@@ -119,7 +119,7 @@ def limit_cache(SpmCore core not None, uint32_t slots, size_t data_bytes):
 
 def isolated_bytes(SpmCore core not None):
     """The bytes that chunks are cut on both sides of: never merged with a
-    neighbour in this vocabulary (see core/chunking.pyx)."""
+    neighbour in this vocabulary (derive_chunk_rules, core/tables.pyx)."""
     cdef uint64_t isolated = core.t.rules.isolated
     return bytes([c for c in range(0x40) if (isolated >> c) & 1])
 

@@ -296,26 +296,6 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
     return OK
 
 
-cdef inline Py_ssize_t ascii_word_end(const char *s, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
-    """Where the ASCII text from s[p] reaches a space (or the end), or -1
-    when a byte of another character comes first.  Eight bytes a step."""
-    cdef uint64_t word, stops
-    while p + 8 <= n:
-        memcpy(&word, s + p, 8)
-        stops = spm_bytes_eq(word, 0x20) | (word & <uint64_t>0x8080808080808080)
-        if stops:
-            p += spm_first_byte(stops)
-            return p if s[p] == c' ' else -1
-        p += 8
-    while p < n:
-        if s[p] == c' ':
-            return p
-        if <uint8_t>s[p] >= 0x80:
-            return -1
-        p += 1
-    return n
-
-
 cdef int encode_words(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t n, bint prefix,
                       const spm_cache_view *view) noexcept nogil:
     """encode_span's chunk loop where spaces are escaped, no piece holds

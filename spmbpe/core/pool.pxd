@@ -13,10 +13,5 @@ ctypedef struct WorkPool:
     size_t cache_bytes
     uint64_t full_lookups         # cache lookups since it filled (pool_sweep_if_due)
 
-cdef void pool_init(WorkPool *p) noexcept
-cdef void pool_free(WorkPool *p, CoreTables *t) noexcept
-cdef Workspace *pool_acquire(WorkPool *p, CoreTables *t) except NULL
-cdef void pool_release(WorkPool *p, Workspace *w) noexcept
-cdef void pool_sweep_between_blocks(WorkPool *p, Workspace *w) noexcept
+# (For spmbpe._testing.clear_cache.)
 cdef void pool_clear_cache(WorkPool *p) noexcept
-cdef int pool_set_capacity(WorkPool *p, CoreTables *t, Py_ssize_t chunks) except -1

@@ -241,7 +241,7 @@ cdef class SpmCore:
     @property
     def cut_chars(self):
         """Chunks are also cut between characters no buildable piece holds
-        side by side (see core/chunking.pyx)."""
+        side by side (derive_chunk_rules, core/tables.pyx)."""
         return self.t.rules.cut_chars
 
     @property
@@ -299,8 +299,7 @@ cdef class SpmCore:
         prefix when `prefix`.  With a `screen`, None instead when the text
         of an added token of a kind in `mask` occurs in it, or a surrogate:
         the text is then planned (which names the fault).  The screen reads
-        the UTF-8 that is then merged: converting a text to look through it
-        and again to merge it cost a few percent of a Japanese line."""
+        the UTF-8 that is then merged, not a conversion of its own."""
         cdef Py_ssize_t n
         cdef int rc
         cdef const char *src
