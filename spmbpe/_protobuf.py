@@ -13,8 +13,8 @@ As in protobuf (proto2): fields come in any order and any number of times
 a closed enum does not store a value outside it; unknown fields are
 skipped, whatever their number.  Stricter than protobuf: a known field of
 the wrong wire type, and invalid UTF-8 in a ``string``, raise.  Every error
-is a :class:`ModelFormatError` naming the file, the byte offset (that of
-the field's key) and the field.  Every length is checked against the end of
+is a :class:`ModelFormatError` naming the file, a byte offset (the field's
+key, or the bad byte) and the field.  Every length is checked against the end of
 its enclosing message before a slice is taken, so a corrupt length never
 causes an allocation.
 """
@@ -32,7 +32,7 @@ F32 = struct.Struct("<f")
 
 # Field kinds: string is strict UTF-8, text lenient (undecodable bytes
 # replaced), message an embedded Message (whose class is the field's
-# default), raw left to the caller: the (start, end) of its bytes.
+# default); a raw field's bytes are left to the caller (or skipped).
 INT32, UINT64, BOOL, ENUM, FLOAT = "int32", "uint64", "bool", "enum", "float"
 STRING, TEXT, BYTES, REPEATED_TEXT, MESSAGE, RAW = "string", "text", "bytes", "repeated text", "message", "raw"
 
