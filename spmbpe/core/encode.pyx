@@ -391,7 +391,7 @@ cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize
             spm_cache_mark(hit)
             put_cached(w, spm_cache_ids(hit), hit.ids_len)
             return OK
-        if word and (spm_cache_half_full(t.cache) or not seen_before(w, key.h)):
+        if word and (spm_cache_mostly_full(t.cache) or not seen_before(w, key.h)):
             return fine_chunks(t, w, s, a, b, n, virtual_lead, view)
         mark = w.ids_len
         rc = merge_chunk(t, w, s, a, b, n, virtual_lead)
