@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import codecs
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, List
 
-from ._core import IdDecoder, SpmCore
-from ._decoding import DecodeRules
+if TYPE_CHECKING:
+    from ._decoding import Decoder
 
 __all__ = ["StreamingDecoder"]
-
-
-class _Normalizer(Protocol):
-    def normalize(self, text: str) -> str: ...
-
-
-class _Tokenizer(Protocol):
-    """What a StreamingDecoder reads of an SpmTokenizer (its decoding state)."""
-
-    @property
-    def _core(self) -> SpmCore: ...
-    def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]: ...
-    @property
-    def _decoding(self) -> Dict[bool, DecodeRules]: ...
-    @property
-    def _denormalizer(self) -> Optional[_Normalizer]: ...
 
 
 class StreamingDecoder:
@@ -55,21 +39,19 @@ class StreamingDecoder:
 
     def __init__(
         self,
-        tokenizer: _Tokenizer,
+        decoder: "Decoder",
         *,
         skip_special: bool = False,
         errors: str = "replace",
         special_as_text: bool = False,
     ) -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
-        skip, lead, tail = tokenizer._skipping(skip_special)
-        rules = tokenizer._decoding[special_as_text]
         # The compiled decoder keeps the reference's state between ids: the
         # leading space still to strip, a byte run not yet settled, an id
         # that is left out if it comes last.
-        self._decoder = IdDecoder(tokenizer._core, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
+        self._decoder = decoder.id_decoder(skip_special, special_as_text)
         self._errors = errors
-        self._denormalizer = tokenizer._denormalizer
+        self._denormalizer = decoder.transform
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
         self._held: List[str] = []
 

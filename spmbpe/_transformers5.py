@@ -70,7 +70,7 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
     if config.get("clean_up_tokenization_spaces") and config.get(
         "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
     ):
-        spec = dataclasses.replace(spec, hf_clean_up_spaces=True)
+        spec = dataclasses.replace(spec, reference_options={"clean_up_spaces": True})
     return _with_named_ids(spec, config, folder)
 
 

@@ -22,7 +22,6 @@ from ._hf_json import added_token, json_id, read_optional_json_object
 from ._spm_model import SpmModelProto, read_model_proto
 from ._vocab import piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
-from .planners import TRANSFORMERS_REFERENCE
 from .sentencepiece import spec_from_model_proto
 from .spec import TokenizerSpec
 from .tokenizer import SpmTokenizer, tokenizer_from_spec
@@ -130,15 +129,18 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
             else bool(config.get("add_prefix_space", True))
         ),
         prefix_scheme="after_each_special" if legacy else "once",
-        reference=TRANSFORMERS_REFERENCE,
+        reference="transformers4",
         added_tokens=added,
-        hf_special_tokens=[t.content for t in special_list],
-        hf_additional_special_tokens=[t.content for t in additional],
-        # What LlamaTokenizer's decoding reads (a null add_prefix_space is
-        # false there).
-        hf_add_prefix_space=bool(config.get("add_prefix_space", True)),
-        hf_clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
-        hf_unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
+        # (spmbpe/references/transformers4.py's options.)
+        reference_options=dict(
+            special_tokens=[t.content for t in special_list],
+            additional_special_tokens=[t.content for t in additional],
+            # What LlamaTokenizer's decoding reads (a null add_prefix_space
+            # is false there).
+            add_prefix_space=bool(config.get("add_prefix_space", True)),
+            clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
+            unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
+        ),
         model_pieces=n_model,
     )
     return spec_from_model_proto(proto, model_path, **options)
