@@ -20,9 +20,10 @@ from ._vocab import SPECIAL_TYPES
 from .tokens import AddedToken
 
 if TYPE_CHECKING:
+    from ._streaming import StreamingDecoder
     from .spec import TokenizerSpec
 
-__all__ = ["C", "DecodeRules", "Decoder", "TextCleanup", "TextTransform", "pack", "remove_extra_whitespaces"]
+__all__ = ["C", "DecodeRules", "Decoder", "DecodingMixin", "TextCleanup", "TextTransform", "pack", "remove_extra_whitespaces"]
 
 
 class TextTransform(Protocol):
@@ -151,3 +152,64 @@ class Decoder:
         rules = self.rules[special_as_text]
         skip, lead, tail = self._skipping(skip_special)
         return IdDecoder(self.core, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
+
+
+class DecodingMixin:
+    """Mixed into SpmTokenizer: decoding, by its Decoder."""
+
+    _decoder: Decoder
+
+    def streaming_decoder(
+        self, *, skip_special: bool = False, errors: str = "replace", special_as_text: bool = False
+    ) -> "StreamingDecoder":
+        """A decoder fed one id at a time: ``add_token(id)`` returns the text
+        completed so far (whole characters only), ``flush()`` the rest; the
+        pieces joined equal ``decode(ids, skip_special=..., errors=...,
+        special_as_text=...)``.
+
+        >>> d = tok.streaming_decoder()                              # doctest: +SKIP
+        >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
+        ('Hello', ' world', '')
+        """
+        from ._streaming import StreamingDecoder
+
+        return StreamingDecoder(
+            self._decoder, skip_special=skip_special, errors=errors, special_as_text=special_as_text
+        )
+
+    def decode_bytes(
+        self, ids: Iterable[int], *, skip_special: bool = False, special_as_text: bool = False
+    ) -> bytes:
+        """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
+        (byte pieces may split a character where the reference leaves bytes
+        as they are: llama.cpp, transformers 4)."""
+        return self._decoder.decode_bytes(ids, skip_special, special_as_text)
+
+    def decode(
+        self,
+        ids: Iterable[int],
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
+    ) -> str:
+        """The text of `ids`, as the tokenizer's reference decodes them (its
+        module's ``decode_rules``, ``spmbpe/references/``): llama.cpp's
+        ``llama_detokenize`` for a GGUF, sentencepiece's ``decode`` for a
+        ``.model`` (control pieces are nothing, unknown ones `` ⁇ ``), the
+        ``tokenizer.json``'s decoder as the tokenizers library runs it,
+        transformers' for a model folder.
+
+        `skip_special` leaves out control and unknown ids and special added
+        tokens (for a GGUF, as llama.cpp does, also a first id that is the
+        BOS the file adds and a last one that is the EOS it adds, whatever
+        their type); `special_as_text` renders control and unknown pieces as their
+        text whatever the reference does. Bytes that are not valid UTF-8
+        follow `errors` (``str.decode``) where the reference leaves them as
+        they are; sentencepiece and tokenizers put U+FFFD for each; a
+        sentencepiece ``denormalizer_spec`` then applies to the whole text.
+
+        >>> tok.decode([15043, 3186])                            # doctest: +SKIP
+        'Hello world'
+        """
+        return self._decoder.decode(ids, skip_special, errors, special_as_text)

@@ -189,7 +189,7 @@ def _padded(
     if width is None:
         return rows, [[1] * len(r) for r in rows]
     masks = []
-    padded = []
+    padded: List[List[Any]] = []
     for r in rows:
         fill = max(0, width - len(r))
         if side == "right":

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import codecs
-from typing import TYPE_CHECKING, List
-
-if TYPE_CHECKING:
-    from ._decoding import Decoder
+from typing import Any, List, Optional, Protocol
 
 __all__ = ["StreamingDecoder"]
+
+
+class _Transform(Protocol):
+    def normalize(self, text: str) -> str: ...
+
+
+class _Decoder(Protocol):
+    """What a StreamingDecoder uses of a tokenizer's decoder (_decoding.Decoder)."""
+
+    @property
+    def transform(self) -> Optional[_Transform]: ...
+    def id_decoder(self, skip_special: bool, special_as_text: bool) -> Any: ...
 
 
 class StreamingDecoder:
@@ -39,7 +48,7 @@ class StreamingDecoder:
 
     def __init__(
         self,
-        decoder: "Decoder",
+        decoder: _Decoder,
         *,
         skip_special: bool = False,
         errors: str = "replace",

@@ -9,39 +9,21 @@ this class owns the public API and the ``special=`` policy.
 from __future__ import annotations
 
 import dataclasses
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    FrozenSet,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-    cast,
-    overload,
-)
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
-from . import _batch, references
-from ._added import AddedTokenMatcher
-from ._core import PieceTable, SpmCore, TokenizerBase, join_flat
-from ._decoding import Decoder
+from . import references
+from ._core import PieceTable, SpmCore, TokenizerBase
+from ._decoding import Decoder, DecodingMixin
+from ._encoding import EncodingMixin
 from ._hf_call import call
 from ._names import NamesMixin
-from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
-from ._threads import thread_count
+from ._policy import SpecialPolicy
 from ._state import fingerprint, register_builder, restore, state_bytes
-from .errors import InvalidTokenIdError, VocabularyError
+from ._vocab import PiecesMixin
+from .errors import VocabularyError
 from .references.base import Planner
 from .spec import PREFIX_SCHEMES, TokenizerSpec
 from .tokens import AddedToken, TokenType
-
-if TYPE_CHECKING:
-    from ._streaming import StreamingDecoder
 
 __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPolicy"]
 
@@ -49,7 +31,7 @@ __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPoli
 _LIST_REFERENCES = tuple(name for name, ref in references.REFERENCES.items() if ref.Planner.from_lists)
 
 
-class SpmTokenizer(TokenizerBase, NamesMixin):
+class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, NamesMixin):
     """A SentencePiece-BPE tokenizer.
 
     Merges the best-scoring adjacent pair first (the score is a merge rank,
@@ -138,11 +120,6 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         self._decoder = Decoder(core, reference.decode_rules(spec), spec, self._matcher.tokens, (bos, eos))
 
     # ------------------------------------------------------------ properties
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids (pieces) in the vocabulary."""
-        return len(self._table)
 
     @property
     def bos_id(self) -> Optional[int]:
@@ -245,64 +222,11 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
 
 
-    def __len__(self) -> int:
-        return len(self._table)
-
     def __repr__(self) -> str:
         return (
             f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "
             f"prefix_scheme={self.prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
         )
-
-    # ------------------------------------------------------------ pieces
-
-    @overload
-    def id_to_piece(self, id: int) -> str: ...
-    @overload
-    def id_to_piece(self, id: Iterable[int]) -> List[str]: ...
-
-    def id_to_piece(self, id: Union[int, Iterable[int]]) -> Union[str, List[str]]:
-        """The piece of an id, as spelled in the vocabulary (``▁`` kept); of
-        a list of ids, the list of pieces (as sentencepiece takes both)."""
-        if not hasattr(id, "__index__") and isinstance(id, Iterable):
-            return [str(self._table.piece(self._valid_id(i))) for i in id]
-        return str(self._table.piece(self._valid_id(cast(int, id))))
-
-    @overload
-    def piece_to_id(self, piece: str) -> int: ...  # type: ignore[overload-overlap]
-    @overload
-    def piece_to_id(self, piece: Iterable[str]) -> List[int]: ...
-
-    def piece_to_id(self, piece: Union[str, Iterable[str]]) -> Union[int, List[int]]:
-        """The (lowest) id of a piece; the unknown id when absent, as
-        sentencepiece's ``piece_to_id`` does (KeyError without one); of a
-        list of pieces, the list of ids."""
-        if not isinstance(piece, str):
-            return [self._piece_id(p) for p in piece]
-        return self._piece_id(piece)
-
-    def _piece_id(self, piece: str) -> int:
-        if not isinstance(piece, str):
-            raise TypeError(f"pieces must be str, not {type(piece).__name__}")
-        found = self._table.find(piece.encode("utf-8", "surrogatepass"))
-        if found >= 0:
-            return found
-        if self._unk_id is None:
-            raise KeyError(f"{piece!r} is not a piece of this vocabulary, which has no unknown piece")
-        return self._unk_id
-
-    def token_type(self, id: int) -> TokenType:
-        """The kind of piece an id is."""
-        return TokenType(self._types[self._valid_id(id)])
-
-    def _valid_id(self, id: int) -> int:
-        try:
-            i = int(id.__index__())
-        except AttributeError:
-            raise TypeError(f"token ids must be integers, not {type(id).__name__}") from None
-        if not 0 <= i < len(self._table):
-            raise InvalidTokenIdError(id, len(self._table))
-        return i
 
     # ------------------------------------------------------------ encoding
 
@@ -310,211 +234,13 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
     # enable_sampling=False, alpha=0.1, seed=None) and encode_ordinary are
     # compiled, in TokenizerBase (spmbpe/core/direct.pyx): the per-line hot
     # path.  A text in which no added token occurs goes straight to the
-    # core; any other one through the planner, then the core.
-
-    def encode_with_offsets(
-        self,
-        text: str,
-        *,
-        special: SpecialPolicy = "raise",
-        add_special_tokens: bool = False,
-    ) -> Tuple[List[int], List[Tuple[int, int]]]:
-        """``encode`` with, for each id, the ``(start, end)`` character span
-        of the original text it stands for.
-
-        The dummy prefix takes no characters (a lone prefix id has an empty
-        span); a piece that begins with a space marker covers that space;
-        the byte pieces of one character all span that character; BOS/EOS
-        added by `add_special_tokens` have empty spans at the ends.
-
-        >>> tok.encode_with_offsets("Hello world")                # doctest: +SKIP
-        ([15043, 3186], [(0, 5), (5, 11)])
-        """
-        include, allowed = special_policy(special)
-        try:
-            plan = self._plan(check_text(text), include, allowed, offsets=True)
-            ids, starts, ends = self._core.encode_parts_offsets(plan)
-        except UnicodeEncodeError:
-            raise surrogate_error(text) from None
-        spans = list(zip(starts, ends))
-        if add_special_tokens:
-            if self._add_bos:
-                ids.insert(0, self._bos_id)  # type: ignore[arg-type]
-                spans.insert(0, (0, 0))
-            if self._add_eos:
-                ids.append(self._eos_id)  # type: ignore[arg-type]
-                spans.append((len(text), len(text)))
-        return ids, spans
-
-    # encode_ordinary(text) -- encode(text, special="none") -- is compiled,
-    # in TokenizerBase (spmbpe/_core.pyx): the per-line hot path.
-
-    def encode_batch(
-        self,
-        texts: Iterable[str],
-        *,
-        special: SpecialPolicy = "raise",
-        add_special_tokens: bool = False,
-        num_threads: Optional[int] = None,
-        return_numpy: bool = False,
-        dtype: object = None,
-        enable_sampling: bool = False,
-        alpha: float = 0.1,
-        seed: Optional[int] = None,
-    ) -> Any:
-        """``[encode(t, ...) for t in texts]``, merged on `num_threads`
-        threads (default: spmbpe.get_num_threads(): the CPUs this process
-        may use -- its affinity and cgroup quota -- or SPMBPE_NUM_THREADS or
-        spmbpe.set_num_threads) with the GIL released.
-
-        With ``return_numpy=True`` (NumPy needed), returns ``(ids, offsets)``:
-        every id of every text in one flat ``uint32`` array (``dtype=
-        numpy.uint16`` when the vocabulary fits), and the ``int64`` start of
-        each text in it plus the total (``len(texts) + 1`` values), built
-        without a Python int per token.  `enable_sampling`, `alpha`, `seed`:
-        BPE-dropout as in ``encode``; text i draws from its own generator,
-        seeded by (seed, i), so the result does not depend on the threads.
-
-        >>> ids, offsets = tok.encode_batch(["Hello", "world"], return_numpy=True)  # doctest: +SKIP
-        >>> ids[offsets[1]:offsets[2]]                                             # doctest: +SKIP
-        array([3186], dtype=uint32)
-        """
-        include, allowed = special_policy(special)
-        texts = _batch_list(texts)
-        if return_numpy:
-            np, dtype = _batch.numpy_dtype(dtype, len(self._table))
-        sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
-        texts, results, owners = self._run_batch(
-            texts, special, include, allowed, num_threads, bool(return_numpy), sample_alpha, sample_seed
-        )
-        if return_numpy:
-            bos = self._bos_id if add_special_tokens and self._add_bos else None
-            eos = self._eos_id if add_special_tokens and self._add_eos else None
-            return _batch.join_numpy(np, dtype, len(texts), owners, results, bos, eos)
-        out = _batch.join_lists(results, owners)
-        if add_special_tokens:
-            for ids in out:
-                self._add_boundary_tokens(ids)
-        return out
-
-    def _run_batch(
-        self, texts: List[Any], special: SpecialPolicy, include: bool, allowed: Optional[FrozenSet[str]],
-        num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
-    ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
-        """encode_batch's merge: (the texts, checked, the groups' results,
-        their owners: _batch.run_batch)."""
-        # No added token in any text: each is one segment, with the dummy
-        # prefix by the rule the core is handed, and the core checks that it
-        # is a str.  Else the texts with one are planned (_plan_unit leaves
-        # the others whole).
-        prefix_rule = self._all_one_segment(texts, special)
-        plain = prefix_rule >= 0
-        try:
-            if not plain:
-                texts = [check_text(t) for t in texts]
-            results, owners = _batch.run_batch(
-                self._core, self._plan_unit, plain, texts, include, allowed, thread_count(num_threads), flat,
-                sample_alpha, sample_seed, prefix_rule if plain else int(self._add_prefix_space),
-            )
-        except (TypeError, ValueError) as e:
-            raise _batch.text_error(texts, e) from None
-        return texts, results, owners
-
-    def encode_flat(
-        self, texts: List[str], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None,
-        bos_id: int = -1, eos_id: int = -1,
-    ) -> Tuple[bytearray, bytearray]:
-        """``encode_batch(texts, return_numpy=True)`` without NumPy (what the
-        command line and ``spmbpe.ray`` write arrays from): (every id as native uint32 in a bytearray, the
-        offsets of each text's ids and the end as native int64 in a
-        bytearray), with `bos_id` before and `eos_id` after each text (-1:
-        none)."""
-        include, allowed = special_policy(special)
-        texts, results, owners = self._run_batch(
-            _batch_list(texts), special, include, allowed, num_threads, True, 0.0, 0
-        )
-        return cast(Tuple[bytearray, bytearray], join_flat(results, owners, len(texts), bos_id, eos_id))
-
-    def encode_line_block(
-        self, block: Union[bytes, bytearray], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
-    ) -> Optional[Tuple[bytearray, bytearray]]:
-        """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
-        line ending with "\\n" and a "\\r" before it left out, as the command
-        line reads text files -- without a str per line: (every id as native
-        uint32 in a bytearray, the offsets of each line's ids and the end as
-        native int64 in a bytearray).  None when
-        the block must take encode_batch's way: an added token of a kind
-        `special` splits out is in it, the planner decides every text, or a
-        line failed (encode_batch then raises its error).  ValueError when
-        the block is not UTF-8.  (The command line's fast path: what
-        ``spmbpe encode`` writes is checked equal to encode_batch's.)"""
-        prefix = self._line_block_prefix(block, special)
-        if prefix < 0:
-            return None
-        return _batch.encode_line_block(self._core, block, thread_count(num_threads), prefix)
+    # core; any other one through the planner, then the core.  The others,
+    # encode_with_offsets and encode_batch, are EncodingMixin's (_encoding.py).
 
     # ------------------------------------------------------------ transformers-style call
 
     # The call transformers' tokenizers answer: spmbpe/_hf_call.py.
     __call__ = call
-
-    # ------------------------------------------------------------ decoding
-
-    def streaming_decoder(
-        self, *, skip_special: bool = False, errors: str = "replace", special_as_text: bool = False
-    ) -> "StreamingDecoder":
-        """A decoder fed one id at a time: ``add_token(id)`` returns the text
-        completed so far (whole characters only), ``flush()`` the rest; the
-        pieces joined equal ``decode(ids, skip_special=..., errors=...,
-        special_as_text=...)``.
-
-        >>> d = tok.streaming_decoder()                              # doctest: +SKIP
-        >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
-        ('Hello', ' world', '')
-        """
-        from ._streaming import StreamingDecoder
-
-        return StreamingDecoder(
-            self._decoder, skip_special=skip_special, errors=errors, special_as_text=special_as_text
-        )
-
-    def decode_bytes(
-        self, ids: Iterable[int], *, skip_special: bool = False, special_as_text: bool = False
-    ) -> bytes:
-        """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
-        (byte pieces may split a character where the reference leaves bytes
-        as they are: llama.cpp, transformers 4)."""
-        return self._decoder.decode_bytes(ids, skip_special, special_as_text)
-
-    def decode(
-        self,
-        ids: Iterable[int],
-        *,
-        skip_special: bool = False,
-        errors: str = "replace",
-        special_as_text: bool = False,
-    ) -> str:
-        """The text of `ids`, as the tokenizer's reference decodes them (its
-        module's ``decode_rules``, ``spmbpe/references/``): llama.cpp's
-        ``llama_detokenize`` for a GGUF, sentencepiece's ``decode`` for a
-        ``.model`` (control pieces are nothing, unknown ones `` ⁇ ``), the
-        ``tokenizer.json``'s decoder as the tokenizers library runs it,
-        transformers' for a model folder.
-
-        `skip_special` leaves out control and unknown ids and special added
-        tokens (for a GGUF, as llama.cpp does, also a first id that is the
-        BOS the file adds and a last one that is the EOS it adds, whatever
-        their type); `special_as_text` renders control and unknown pieces as their
-        text whatever the reference does. Bytes that are not valid UTF-8
-        follow `errors` (``str.decode``) where the reference leaves them as
-        they are; sentencepiece and tokenizers put U+FFFD for each; a
-        sentencepiece ``denormalizer_spec`` then applies to the whole text.
-
-        >>> tok.decode([15043, 3186])                            # doctest: +SKIP
-        'Hello world'
-        """
-        return self._decoder.decode(ids, skip_special, errors, special_as_text)
-
 
 def _unknown_id(spec: TokenizerSpec, planner_cls: Type[Planner]) -> Optional[int]:
     """The id unknown characters become: the file's, or a piece spelled
@@ -569,16 +295,6 @@ def _piece_bytes(piece: object, index: int) -> bytes:
         except UnicodeEncodeError:
             raise VocabularyError(f"piece {index} is not valid Unicode: {piece!r}") from None
     raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
-
-
-def _batch_list(texts: Iterable[str]) -> List[Any]:
-    """A batch's texts as a list; TypeError for one text (a str is
-    iterable, but its characters are not a batch)."""
-    if isinstance(texts, (str, bytes, bytearray)):
-        raise TypeError(
-            f"encode_batch takes a list of texts, not a {type(texts).__name__}; for one text use encode"
-        )
-    return texts if type(texts) is list else list(texts)
 
 
 def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
