@@ -27,10 +27,6 @@ from .tokens import AddedToken, TokenType
 
 __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPolicy"]
 
-# The references SpmTokenizer(tokens, ...) may follow.
-_LIST_REFERENCES = tuple(name for name, ref in references.REFERENCES.items() if ref.Planner.from_lists)
-
-
 class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, NamesMixin):
     """A SentencePiece-BPE tokenizer.
 
@@ -61,9 +57,10 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, Nam
         reference: str = "llama.cpp",
     ) -> None:
         reference = references.OLD_NAMES.get(reference, reference)
-        if reference not in _LIST_REFERENCES:
+        if not getattr(references.REFERENCES.get(reference), "Planner", Planner).from_lists:
+            listed = [name for name, ref in references.REFERENCES.items() if ref.Planner.from_lists]
             raise ValueError(
-                f"reference must be {' or '.join(map(repr, _LIST_REFERENCES))} for a tokenizer built from "
+                f"reference must be {' or '.join(map(repr, listed))} for a tokenizer built from "
                 f"lists, not {reference!r} (HuggingFace folders and tokenizer.json files load "
                 f"with spmbpe.load)"
             )
