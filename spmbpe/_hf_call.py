@@ -108,14 +108,7 @@ def call(
     eos = [self.eos_id] if add_special_tokens and self.add_eos else []
     if truncate:
         assert max_length is not None
-        room = max_length - len(bos) - len(eos)
-        if room < 0:
-            raise ValueError(
-                f"max_length={max_length} leaves no room for the {len(bos) + len(eos)} special "
-                f"tokens added to each text"
-            )
-        rows = [r if len(r) <= room else (r[:room] if truncation_side == "right" else r[len(r) - room :])
-                for r in rows]
+        rows = _truncated(rows, max_length - len(bos) - len(eos), max_length, truncation_side)
     if bos or eos:
         rows = [bos + r + eos for r in rows]
 
@@ -179,6 +172,17 @@ def _checked(
     if pad_to_multiple_of is not None and (not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1):
         raise ValueError(f"pad_to_multiple_of must be a positive integer, not {pad_to_multiple_of!r}")
     return pad_to, truncate
+
+
+def _truncated(rows: List[List[int]], room: int, max_length: int, side: str) -> List[List[int]]:
+    """The rows cut to `room` ids on `side` (what max_length leaves beside
+    BOS/EOS)."""
+    if room < 0:
+        raise ValueError(
+            f"max_length={max_length} leaves no room for the {max_length - room} special "
+            f"tokens added to each text"
+        )
+    return [r if len(r) <= room else (r[:room] if side == "right" else r[len(r) - room :]) for r in rows]
 
 
 def _padded(
