@@ -13,8 +13,17 @@ from ._gc import gc_paused
 from .errors import ModelFormatError, UnsupportedFeatureError
 from .tokens import AddedToken
 
-__all__ = ["read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
+__all__ = ["LLAMA_CLASSES", "LLAMA_DEFAULTS", "SPECIAL_ATTRIBUTES", "read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
 
+
+#: The tokenizer classes both HF loaders reproduce (transformers'
+#: LlamaTokenizer, slow in 4.x, tokenizers-backed in 5.x).
+LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
+#: transformers' SPECIAL_TOKENS_ATTRIBUTES, the named special tokens, in the
+#: order it adds missing ones; LlamaTokenizer's defaults for those a config
+#: leaves out.
+SPECIAL_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 
 def read_json_object(path: str) -> Dict[str, Any]:
     """The JSON object in a file; ModelFormatError (with the offset) if it is

@@ -25,7 +25,7 @@ from array import array
 from types import FrameType
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ._hf_json import read_json_object
+from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, read_json_object
 from ._spm_model import SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
@@ -37,13 +37,8 @@ from .tokens import AddedToken, TokenType
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
 
 _MARKER = "\u2581"
-# The classes whose __init__ rebuilds the pipeline as below (llama:
-# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x).
-_LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
-# tu_base SPECIAL_TOKENS_ATTRIBUTES, the named special tokens.
-_NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# llama LlamaTokenizer.__init__ defaults.
-_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+# (LLAMA_CLASSES: the classes whose __init__ rebuilds the pipeline as below;
+# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x.)
 
 
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
@@ -190,13 +185,13 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     _named_tokens(config, folder)
     if "added_tokens_decoder" in config and not isinstance(config["added_tokens_decoder"], dict):
         raise ModelFormatError(config_path, None, "added_tokens_decoder is not an object")
-    if not isinstance(cls, str) or cls not in _LLAMA_CLASSES:
+    if not isinstance(cls, str) or cls not in LLAMA_CLASSES:
         # Without a Llama class, AutoTokenizer 5.24 builds TokenizersBackend
         # with a generic sentencepiece conversion (merges by score, a Split
         # pre-tokenizer on user-defined pieces): not reproduced here.
         raise UnsupportedModelError(
             f"{folder}: tokenizer_class {cls!r}; spmbpe reproduces transformers 5's LlamaTokenizer "
-            f"({', '.join(sorted(_LLAMA_CLASSES))}) and a bare tokenizer.json (load with "
+            f"({', '.join(sorted(LLAMA_CLASSES))}) and a bare tokenizer.json (load with "
             f"reference='transformers4', 'sentencepiece' or 'tokenizers' for the other readings)"
         )
 
@@ -303,8 +298,8 @@ def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dic
     them; with no added_tokens_decoder, special_tokens_map.json overrides."""
     where = os.path.join(folder, "tokenizer_config.json")
     named: Dict[str, Optional[Dict[str, Any]]] = {}
-    for key in _NAMED:
-        value = config.get(key, _LLAMA_DEFAULTS.get(key))
+    for key in SPECIAL_ATTRIBUTES:
+        value = config.get(key, LLAMA_DEFAULTS.get(key))
         named[key] = None if value is None or value == "" else _token_entry(value, where, True)
     if "added_tokens_decoder" not in config:
         map_path = os.path.join(folder, "special_tokens_map.json")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._core import PieceTable
-from ._hf_json import added_token, json_id, read_optional_json_object
+from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, added_token, json_id, read_optional_json_object
 from ._spm_model import SpmModelProto, read_model_proto
 from ._vocab import piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
@@ -29,14 +29,6 @@ from .tokens import NEVER_MERGE, AddedToken, TokenType
 
 __all__ = ["load_hf_folder", "read_hf_folder_spec"]
 
-# Slow tokenizer classes whose tokenize() this module reproduces.
-_LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
-
-
-# transformers' SPECIAL_TOKENS_ATTRIBUTES, in the order it adds missing ones.
-_SPECIAL_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# LlamaTokenizer's defaults for a key the config does not have.
-_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 
 
 def load_hf_folder(folder: str) -> SpmTokenizer:
@@ -50,36 +42,16 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
     config_path = os.path.join(folder, "tokenizer_config.json")
     config = read_optional_json_object(config_path)
     cls = config.get("tokenizer_class")
-    if cls is not None and (not isinstance(cls, str) or cls not in _LLAMA_CLASSES):
+    if cls is not None and (not isinstance(cls, str) or cls not in LLAMA_CLASSES):
         raise UnsupportedModelError(
             f"{folder}: tokenizer_class {cls!r} is not supported; spmbpe reproduces "
-            f"transformers' LlamaTokenizer ({', '.join(sorted(_LLAMA_CLASSES))})"
+            f"transformers' LlamaTokenizer ({', '.join(sorted(LLAMA_CLASSES))})"
         )
     proto = read_model_proto(model_path)
     n_model = len(proto)
     legacy = config.get("legacy")
     legacy = True if legacy is None else bool(legacy)
-
-    # The special tokens, with transformers' precedence: the config (or
-    # LlamaTokenizer's defaults); when the config has no added_tokens_decoder
-    # (an older save), special_tokens_map.json overrides it and
-    # added_tokens.json lists the added tokens.
-    specials: Dict[str, Optional[AddedToken]] = {}
-    for name in _SPECIAL_ATTRIBUTES:
-        specials[name] = _special(config.get(name, _LLAMA_DEFAULTS.get(name)), config_path, name)
-    additional = _special_list(config.get("additional_special_tokens"), config_path)
-    if "added_tokens_decoder" in config:
-        added = _added_tokens(config, folder)
-    else:
-        map_path = os.path.join(folder, "special_tokens_map.json")
-        for name, value in read_optional_json_object(map_path).items():
-            if name == "additional_special_tokens":
-                for token in _special_list(value, map_path):
-                    if token.content not in {t.content for t in additional}:
-                        additional.append(token)
-            elif name in specials:
-                specials[name] = _special(value, map_path, name)
-        added = _legacy_added_tokens(folder, specials, additional)
+    specials, additional, added = _config_tokens(config, folder)
 
     # Special tokens that are not added tokens yet become ones: with their
     # piece's id, or appended after everything else (PreTrainedTokenizer's
@@ -144,6 +116,32 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
         model_pieces=n_model,
     )
     return spec_from_model_proto(proto, model_path, **options)
+
+
+def _config_tokens(
+    config: Dict[str, Any], folder: str
+) -> Tuple[Dict[str, Optional[AddedToken]], List[AddedToken], List[AddedToken]]:
+    """The named special tokens, the additional ones and the added tokens,
+    with transformers' precedence: the config (or LlamaTokenizer's
+    defaults); when the config has no added_tokens_decoder (an older save),
+    special_tokens_map.json overrides it and added_tokens.json lists the
+    added tokens."""
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    specials: Dict[str, Optional[AddedToken]] = {}
+    for name in SPECIAL_ATTRIBUTES:
+        specials[name] = _special(config.get(name, LLAMA_DEFAULTS.get(name)), config_path, name)
+    additional = _special_list(config.get("additional_special_tokens"), config_path)
+    if "added_tokens_decoder" in config:
+        return specials, additional, _added_tokens(config, folder)
+    map_path = os.path.join(folder, "special_tokens_map.json")
+    for name, value in read_optional_json_object(map_path).items():
+        if name == "additional_special_tokens":
+            for token in _special_list(value, map_path):
+                if token.content not in {t.content for t in additional}:
+                    additional.append(token)
+        elif name in specials:
+            specials[name] = _special(value, map_path, name)
+    return specials, additional, _legacy_added_tokens(folder, specials, additional)
 
 
 def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
