@@ -24,16 +24,10 @@ from ._vocab import piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
 from .sentencepiece import spec_from_model_proto
 from .spec import TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import NEVER_MERGE, AddedToken, TokenType
 
-__all__ = ["load_hf_folder", "read_hf_folder_spec"]
+__all__ = ["read_hf_folder_spec"]
 
-
-
-def load_hf_folder(folder: str) -> SpmTokenizer:
-    """A tokenizer from a model folder holding ``tokenizer.model``."""
-    return tokenizer_from_spec(read_hf_folder_spec(folder))
 
 
 def read_hf_folder_spec(folder: str) -> TokenizerSpec:

@@ -30,17 +30,11 @@ from ._hf_json import added_token, json_id, parse_json_object
 from ._vocab import byte_piece_ids, piece_offsets
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import RankedMerges, TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_tokenizer_json", "read_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
+__all__ = ["read_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
 
 _MARKER = "\u2581"
-
-
-def load_tokenizer_json(path: str) -> SpmTokenizer:
-    """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
-    return tokenizer_from_spec(read_tokenizer_json_spec(path))
 
 
 def read_tokenizer_json_spec(path: str) -> TokenizerSpec:

@@ -231,7 +231,11 @@ def test_pieces_changed_after_reading_are_checked_again():
     # that check only while the proto still holds those very pieces.
     from spmbpe._spm_model import read_model_proto
     from spmbpe.errors import VocabularyError
-    from spmbpe.sentencepiece import tokenizer_from_model_proto
+    from spmbpe.sentencepiece import spec_from_model_proto
+    from spmbpe.tokenizer import tokenizer_from_spec
+
+    def tokenizer_from_model_proto(proto):
+        return tokenizer_from_spec(spec_from_model_proto(proto))
 
     proto = read_model_proto(DATA / "mistral-v1.model")
     assert proto._pieces_checked()
