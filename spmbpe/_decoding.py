@@ -7,12 +7,15 @@ which rules it follows (its ``decode_rules(spec)``, keyed by
 and unknown pieces as their text in every reference (what spmbpe 0.1 did for
 ``.model`` files too).  :class:`Decoder` is what a tokenizer decodes with:
 those rules over its core, the ids ``skip_special`` leaves out and the text
-transform (a denormalizer, transformers' cleanup) applied to the whole text.
+transform (a denormalizer, transformers' cleanup) applied to the whole text;
+:class:`StreamingDecoder` decodes with it one id at a time.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Iterable, NamedTuple, Optional, Protocol, Sequence, Tuple
+import codecs
+
+from typing import TYPE_CHECKING, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from ._core import DECODE_CONSTANTS as C
 from ._core import IdDecoder, PieceTable, SpmCore, decode_ids
@@ -20,10 +23,9 @@ from ._vocab import SPECIAL_TYPES
 from .tokens import AddedToken
 
 if TYPE_CHECKING:
-    from ._streaming import StreamingDecoder
     from .spec import TokenizerSpec
 
-__all__ = ["C", "DecodeRules", "Decoder", "DecodingMixin", "TextCleanup", "TextTransform", "pack", "remove_extra_whitespaces"]
+__all__ = ["C", "DecodeRules", "Decoder", "DecodingMixin", "StreamingDecoder", "TextCleanup", "TextTransform", "pack", "remove_extra_whitespaces"]
 
 
 class TextTransform(Protocol):
@@ -154,6 +156,68 @@ class Decoder:
         return IdDecoder(self.core, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
 
 
+class StreamingDecoder:
+    """Text of a sequence of ids, given one id at a time.
+
+    ``add_token(id)`` returns the text that id completes: only whole UTF-8
+    characters (a character spelled by several ``<0xNN>`` byte pieces comes
+    out with its last byte), with the dummy prefix removed from the first
+    piece exactly as ``decode`` removes it.  ``flush()`` returns the rest (an
+    incomplete character becomes U+FFFD under ``errors="replace"``) and starts
+    a new sequence.  For any ids,
+    ``"".join(d.add_token(i) for i in ids) + d.flush() == tok.decode(ids)``.
+
+    A sentencepiece model with a ``denormalizer_spec`` (none of the Llama or
+    Mistral ones) is denormalized as a whole, as ``decode`` does: its text
+    comes out at ``flush()``; so is a model folder's with
+    ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
+    with ``legacy``, a special token puts a space in front of the pieces
+    before it: without ``skip_special``, their text waits for the next
+    special or added token or ``flush()``.
+
+    >>> d = tok.streaming_decoder()                             # doctest: +SKIP
+    >>> [d.add_token(i) for i in [15043, 3186]], d.flush()      # doctest: +SKIP
+    (['Hello', ' world'], '')
+    """
+
+    __slots__ = ("_decoder", "_errors", "_utf8", "_held", "_denormalizer")
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
+    ) -> None:
+        codecs.lookup_error(errors)  # LookupError now, not at the first id
+        # The compiled decoder keeps the reference's state between ids: the
+        # leading space still to strip, a byte run not yet settled, an id
+        # that is left out if it comes last.
+        self._decoder = decoder.id_decoder(skip_special, special_as_text)
+        self._errors = errors
+        self._denormalizer = decoder.transform
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
+        self._held: List[str] = []
+
+    def add_token(self, id: int) -> str:
+        """The text `id` completes (``""`` while a character is incomplete)."""
+        text = self._utf8.decode(self._decoder.feed((id,)))
+        if self._denormalizer is not None:
+            self._held.append(text)
+            return ""
+        return text
+
+    def flush(self) -> str:
+        """The rest of the text, then a fresh start (the next id is a first piece)."""
+        text = self._utf8.decode(self._decoder.finish(), final=True)
+        if self._denormalizer is not None:
+            text = self._denormalizer.normalize("".join(self._held) + text)
+        self._utf8.reset()
+        self._held = []
+        return text
+
+
 class DecodingMixin:
     """Mixed into SpmTokenizer: decoding, by its Decoder."""
 
@@ -171,8 +235,6 @@ class DecodingMixin:
         >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
         ('Hello', ' world', '')
         """
-        from ._streaming import StreamingDecoder
-
         return StreamingDecoder(
             self._decoder, skip_special=skip_special, errors=errors, special_as_text=special_as_text
         )

@@ -1,28 +1,9 @@
 """What every reference module builds on: the planner base and the plan's helpers.
 
-A *plan* is a :class:`~spmbpe._core.Plan`, the compiled type the core
-reads: the parts of one text, in order, each checked once, when the planner
-adds it:
-
-* ``plan.add_token(token_id, start, end)``  a token matched in the text,
-  spanning characters start to end (a normalized plan without offsets adds
-  bare ids, spanning nothing);
-* ``plan.add_text(text, prefix, skip, origin, lead)``  a segment to escape
-  and merge: `prefix` asks the core for the dummy prefix, the first `skip`
-  ids are left out, and ``text[lead:]`` is the original text from character
-  `origin` on (its first `lead` characters are synthetic: a prefix or HF's
-  unk token put in front), which is what ``encode_with_offsets`` maps spans
-  back through;
-* ``plan.add_text(text, prefix, skip, alignment=alignment)``  the same for
-  normalized text: ``alignment[k]`` is the original offset of character k
-  (and of the end).
-
-``Plan.of_text(text, prefix, skip, origin, lead)`` makes the plan of one
-text (most plans) in one call, ``plan.extend(other)`` appends another plan,
-``plan.set_skip(i, skip)`` changes the skip of text part i, and
-``plan.parts()`` gives the parts back as tuples (tests, debugging).  The
-core reads the plan's C array of parts as is (see docs/architecture.md,
-"The plan").
+A planner turns a text into a :class:`~spmbpe._core.Plan`, the compiled
+type the core reads: tokens matched in the text (``add_token``) and
+segments to escape and merge (``add_text``), with what ``encode_with_offsets``
+maps spans back through (docs/architecture.md, "The plan").
 """
 
 from __future__ import annotations

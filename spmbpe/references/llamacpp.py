@@ -5,14 +5,10 @@ Encoding: any piece may be built by a merge; CONTROL, UNKNOWN and
 USER_DEFINED pieces are split out of the raw text, longest first; a
 character that is no piece becomes bytes (or one <unk> per character).
 
-Decoding: control and unknown pieces as their text (``unparse_special``, as
-``common_detokenize`` asks by default) or nothing (``skip_special``);
-user-defined pieces as spelled; unused pieces as nothing; byte pieces as
-their byte.  Only the *first id* loses one leading space (its
-``remove_space``), whether it renders anything or not, so a skipped leading
-BOS leaves the next piece's space standing.  Skipping specials
-(``remove_special``) also drops a leading BOS when the vocabulary adds one
-and a trailing EOS when it adds one, by id, whatever their type.
+Decoding (docs/behaviour.md, "Decoding"): control and unknown pieces as
+their text (``unparse_special``) or nothing (``skip_special``); only the
+first id loses a leading space (``remove_space``); ``remove_special`` also
+drops a BOS/EOS the vocabulary adds, by id, whatever its type.
 """
 
 from __future__ import annotations

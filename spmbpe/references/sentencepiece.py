@@ -6,13 +6,9 @@ UNUSED ones are split again; USER_DEFINED pieces are matched in the
 normalized text, leftmost-longest; control pieces in the text are plain
 text; a run of unknown characters is one <unk> (without byte fallback).
 
-Decoding (``DecodeSentencePiece``): control pieces as nothing, unknown ones
-as the model's ``unk_surface`` (`` ⁇ `` unless trained with another),
-user-defined and unused pieces as normal ones; while nothing has been
-decoded, a piece's leading ``▁`` comes off (with ``add_dummy_prefix`` or
-``remove_extra_whitespaces``; a byte piece is never stripped); a run of byte
-pieces is decoded on its own, every byte of an invalid sequence becoming
-U+FFFD.
+Decoding (``DecodeSentencePiece``; docs/behaviour.md, "Decoding"): control
+pieces as nothing, unknown ones as the model's ``unk_surface``; a leading
+``▁`` comes off while nothing is decoded; invalid bytes are U+FFFD each.
 """
 
 from __future__ import annotations

@@ -6,20 +6,9 @@ Encoding (``tokenize``): added tokens split out of the raw text
 sentencepiece's rules; with prefix_scheme "once" (``legacy: false``) the
 quirks of its non-legacy path.
 
-Decoding (``PreTrainedTokenizer._decode`` and
-``LlamaTokenizer.convert_tokens_to_string``, 4.57): added tokens that are not
-special tokens (``all_special_tokens``) cut the ids into runs, and the texts,
-each run's and each such token's, are joined with spaces
-(``spaces_between_special_tokens``, True whatever the config says), a run's
-dropped when it is empty unless it is the last.  In a run, the first token
-loses a leading ``▁`` (``add_prefix_space``) and is looked up again; special
-tokens are their text, with ``legacy`` after a space when pieces come before
-them, and a second token after a special one that has no ``▁`` gets a space;
-the pieces between special tokens are decoded by sentencepiece, one call each
-(with ``legacy`` the model's own dummy prefix comes off again, without it only
-``remove_extra_whitespaces`` strips).  Skipping leaves out
-``all_special_ids`` and nothing else.  ``clean_up_tokenization_spaces`` is
-the tokenizer's text post-processing (``TextCleanup``).
+Decoding: ``PreTrainedTokenizer._decode`` and
+``LlamaTokenizer.convert_tokens_to_string`` (4.57), token strings around
+sentencepiece's own decode (docs/behaviour.md, "Decoding").
 
 Its options, what the folder's config says beyond the model: the special
 tokens' texts (``all_special_tokens``), the unknown token's text, the
