@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._gc import gc_paused
 from .errors import ModelFormatError, UnsupportedFeatureError
 from .tokens import AddedToken
 
-__all__ = ["LLAMA_CLASSES", "LLAMA_DEFAULTS", "SPECIAL_ATTRIBUTES", "read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
+__all__ = ["LLAMA_CLASSES", "LLAMA_DEFAULTS", "SPECIAL_ATTRIBUTES", "decoder_entries", "read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
 
 
 #: The tokenizer classes both HF loaders reproduce (transformers'
@@ -86,3 +86,18 @@ def added_token(entry: Mapping[str, Any], token_id: int, where: str, *, special:
         lstrip=bool(entry.get("lstrip", False)),
         rstrip=bool(entry.get("rstrip", False)),
     )
+
+
+def decoder_entries(config: Mapping[str, Any], path: str) -> List[Tuple[int, Any]]:
+    """tokenizer_config.json's added_tokens_decoder as (id, entry) pairs;
+    ModelFormatError naming `path` when it is not an object keyed by ids."""
+    decoder = config.get("added_tokens_decoder") or {}
+    if not isinstance(decoder, dict):
+        raise ModelFormatError(path, None, "added_tokens_decoder is not an object")
+    out = []
+    for key, entry in decoder.items():
+        try:
+            out.append((int(key), entry))
+        except ValueError:
+            raise ModelFormatError(path, None, f"added_tokens_decoder[{key!r}]: the key is not an id") from None
+    return out

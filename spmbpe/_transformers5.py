@@ -25,7 +25,7 @@ from array import array
 from types import FrameType
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, read_json_object
+from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, decoder_entries, read_json_object
 from ._spm_model import SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
@@ -333,15 +333,7 @@ def _explicit_added(
     where = os.path.join(folder, "tokenizer_config.json")
     explicit: List[Tuple[int, Dict[str, Any]]] = []
     if "added_tokens_decoder" in config:
-        decoder = config["added_tokens_decoder"]
-        if not isinstance(decoder, dict):
-            raise ModelFormatError(where, None, "added_tokens_decoder is not an object")
-        for key, value in decoder.items():
-            try:
-                token_id = int(key)
-            except ValueError:
-                raise ModelFormatError(where, None, f"added_tokens_decoder[{key!r}]: the key is not an id") from None
-            explicit.append((token_id, _token_entry(value, where, False)))
+        explicit += [(i, _token_entry(value, where, False)) for i, value in decoder_entries(config, where)]
     else:
         # tu_base _from_pretrained, the pre-4.34 layout: added_tokens.json
         # gives {text: id}; a text is special when it is a named special

@@ -18,7 +18,9 @@ from array import array
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._core import PieceTable
-from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, added_token, json_id, read_optional_json_object
+from ._hf_json import (
+    LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, added_token, decoder_entries, json_id, read_optional_json_object,
+)
 from ._spm_model import SpmModelProto, read_model_proto
 from ._vocab import piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
@@ -180,24 +182,11 @@ def _legacy_added_tokens(
 
 
 def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
-    decoder = config.get("added_tokens_decoder") or {}
-    if not isinstance(decoder, dict):
-        raise ModelFormatError(
-            os.path.join(folder, "tokenizer_config.json"), None, "added_tokens_decoder is not an object"
-        )
+    config_path = os.path.join(folder, "tokenizer_config.json")
     out = []
-    for key, entry in decoder.items():
-        where = f"added_tokens_decoder[{key!r}]"
-        try:
-            token_id = int(key)
-        except ValueError:
-            raise ModelFormatError(
-                os.path.join(folder, "tokenizer_config.json"), None, f"{where}: the key is not an id"
-            ) from None
+    for token_id, entry in decoder_entries(config, config_path):
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str):
-            raise ModelFormatError(
-                os.path.join(folder, "tokenizer_config.json"), None, f"{where} has no content string"
-            )
+            raise ModelFormatError(config_path, None, f"added_tokens_decoder[{str(token_id)!r}] has no content string")
         out.append(added_token(entry, token_id, folder))
     return out
 
