@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate
-from typing import Callable, Iterable, List, Optional, Sequence, Union, cast, overload
+from typing import Callable, Iterable, List, Optional, Sequence, Union
 
 from ._core import PieceTable
-from .errors import InvalidTokenIdError, VocabularyError
+from .errors import VocabularyError
 from .tokens import TokenType
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "checked_id",
     "SPECIAL_TYPES",
     "TOKEN_TYPE_VALUES",
-    "PiecesMixin",
 ]
 
 #: The numbers of the token types (GGUF's and sentencepiece's).
@@ -99,67 +98,3 @@ def checked_id(
         raise fail(f"{name} {value} is outside the vocabulary of {n} pieces")
     return int(value)
 
-
-class PiecesMixin:
-    """Mixed into SpmTokenizer: the vocabulary's lookups, over its piece
-    table, token types and unknown id."""
-
-    _table: PieceTable
-    _types: bytes
-    _unk_id: Optional[int]
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids (pieces) in the vocabulary."""
-        return len(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
-
-    @overload
-    def id_to_piece(self, id: int) -> str: ...
-    @overload
-    def id_to_piece(self, id: Iterable[int]) -> List[str]: ...
-
-    def id_to_piece(self, id: Union[int, Iterable[int]]) -> Union[str, List[str]]:
-        """The piece of an id, as spelled in the vocabulary (``▁`` kept); of
-        a list of ids, the list of pieces (as sentencepiece takes both)."""
-        if not hasattr(id, "__index__") and isinstance(id, Iterable):
-            return [str(self._table.piece(self._valid_id(i))) for i in id]
-        return str(self._table.piece(self._valid_id(cast(int, id))))
-
-    @overload
-    def piece_to_id(self, piece: str) -> int: ...  # type: ignore[overload-overlap]
-    @overload
-    def piece_to_id(self, piece: Iterable[str]) -> List[int]: ...
-
-    def piece_to_id(self, piece: Union[str, Iterable[str]]) -> Union[int, List[int]]:
-        """The (lowest) id of a piece; the unknown id when absent, as
-        sentencepiece's ``piece_to_id`` does (KeyError without one); of a
-        list of pieces, the list of ids."""
-        if not isinstance(piece, str):
-            return [self._piece_id(p) for p in piece]
-        return self._piece_id(piece)
-
-    def _piece_id(self, piece: str) -> int:
-        if not isinstance(piece, str):
-            raise TypeError(f"pieces must be str, not {type(piece).__name__}")
-        found = self._table.find(piece.encode("utf-8", "surrogatepass"))
-        if found >= 0:
-            return found
-        if self._unk_id is None:
-            raise KeyError(f"{piece!r} is not a piece of this vocabulary, which has no unknown piece")
-        return self._unk_id
-
-    def token_type(self, id: int) -> TokenType:
-        """The kind of piece an id is."""
-        return TokenType(self._types[self._valid_id(id)])
-
-    def _valid_id(self, id: int) -> int:
-        try:
-            i = int(id.__index__())
-        except AttributeError:
-            raise TypeError(f"token ids must be integers, not {type(id).__name__}") from None
-        if not 0 <= i < len(self._table):
-            raise InvalidTokenIdError(id, len(self._table))
-        return i

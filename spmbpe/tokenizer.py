@@ -9,7 +9,7 @@ this class owns the public API and the ``special=`` policy.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union, cast, overload
 
 from . import references
 from ._core import PieceTable, SpmCore, TokenizerBase
@@ -19,15 +19,14 @@ from ._hf_call import call
 from ._names import NamesMixin
 from ._policy import SpecialPolicy
 from ._state import fingerprint, register_builder, restore, state_bytes
-from ._vocab import PiecesMixin
-from .errors import VocabularyError
+from .errors import InvalidTokenIdError, VocabularyError
 from .references.base import Planner
 from .spec import PREFIX_SCHEMES, TokenizerSpec
 from .tokens import AddedToken, TokenType
 
 __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPolicy"]
 
-class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, NamesMixin):
+class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
     """A SentencePiece-BPE tokenizer.
 
     Merges the best-scoring adjacent pair first (the score is a merge rank,
@@ -134,6 +133,9 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, Nam
     def pad_id(self) -> Optional[int]:
         return self._pad_id
 
+    # transformers' names of the special ids (the same properties).
+    bos_token_id, eos_token_id, unk_token_id, pad_token_id = bos_id, eos_id, unk_id, pad_id
+
     @property
     def add_bos(self) -> bool:
         """Whether ``encode(..., add_special_tokens=True)`` prepends BOS."""
@@ -224,6 +226,68 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, PiecesMixin, DecodingMixin, Nam
             f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "
             f"prefix_scheme={self.prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
         )
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (pieces) in the vocabulary."""
+        return len(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    # ------------------------------------------------------------ pieces
+
+    @overload
+    def id_to_piece(self, id: int) -> str: ...
+    @overload
+    def id_to_piece(self, id: Iterable[int]) -> List[str]: ...
+
+    def id_to_piece(self, id: Union[int, Iterable[int]]) -> Union[str, List[str]]:
+        """The piece of an id, as spelled in the vocabulary (``▁`` kept); of
+        a list of ids, the list of pieces (as sentencepiece takes both)."""
+        if not hasattr(id, "__index__") and isinstance(id, Iterable):
+            return [str(self._table.piece(self._valid_id(i))) for i in id]
+        return str(self._table.piece(self._valid_id(cast(int, id))))
+
+    @overload
+    def piece_to_id(self, piece: str) -> int: ...  # type: ignore[overload-overlap]
+    @overload
+    def piece_to_id(self, piece: Iterable[str]) -> List[int]: ...
+
+    def piece_to_id(self, piece: Union[str, Iterable[str]]) -> Union[int, List[int]]:
+        """The (lowest) id of a piece; the unknown id when absent, as
+        sentencepiece's ``piece_to_id`` does (KeyError without one); of a
+        list of pieces, the list of ids."""
+        if not isinstance(piece, str):
+            return [self._piece_id(p) for p in piece]
+        return self._piece_id(piece)
+
+    def _piece_id(self, piece: str) -> int:
+        if not isinstance(piece, str):
+            raise TypeError(f"pieces must be str, not {type(piece).__name__}")
+        found = self._table.find(piece.encode("utf-8", "surrogatepass"))
+        if found >= 0:
+            return found
+        if self._unk_id is None:
+            raise KeyError(f"{piece!r} is not a piece of this vocabulary, which has no unknown piece")
+        return self._unk_id
+
+    def token_type(self, id: int) -> TokenType:
+        """The kind of piece an id is."""
+        return TokenType(self._types[self._valid_id(id)])
+
+    def _valid_id(self, id: int) -> int:
+        try:
+            i = int(id.__index__())
+        except AttributeError:
+            raise TypeError(f"token ids must be integers, not {type(id).__name__}") from None
+        if not 0 <= i < len(self._table):
+            raise InvalidTokenIdError(id, len(self._table))
+        return i
+
+    # transformers' names of the lookups (the same methods).
+    convert_ids_to_tokens = id_to_piece
+    convert_tokens_to_ids = piece_to_id
 
     # ------------------------------------------------------------ encoding
 
