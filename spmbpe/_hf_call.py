@@ -44,16 +44,6 @@ class BatchEncoding(dict):  # type: ignore[type-arg]
         except KeyError:
             raise AttributeError(name) from None
 
-    @property
-    def input_ids(self) -> Any:
-        """The ids: a list (one text), a list of lists, or a 2-D int64 array."""
-        return self.__getattr__("input_ids")
-
-    @property
-    def attention_mask(self) -> Any:
-        """1 for each id, 0 for each pad, shaped as input_ids."""
-        return self.__getattr__("attention_mask")
-
 
 def call(
     self: Any,

@@ -134,7 +134,7 @@ def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
     return (*distinct, fuse_unknown, ignore_merges)
 
 
-# What turns a spec into a tokenizer: SpmTokenizer._from_spec, registered by
+# What turns a spec into a tokenizer: spmbpe.tokenizer.tokenizer_from_spec, registered by
 # spmbpe/tokenizer.py when the class is defined.  (This module sits below
 # the tokenizer and must not import it; unpickling imports the spmbpe
 # package first, which defines the class.)

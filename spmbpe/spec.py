@@ -3,7 +3,7 @@
 Every loader (``gguf``, ``sentencepiece``, ``huggingface``,
 ``tokenizer_json``) and the list constructor ``SpmTokenizer(tokens, ...)``
 reduce their input to one frozen :class:`TokenizerSpec`; the tokenizer is
-built from it in one step (``SpmTokenizer._from_spec``), its pickle is the
+built from it in one step (``tokenizer_from_spec``), its pickle is the
 spec's bytes and its fingerprint their hash (``spmbpe/_state.py``).  Which
 reference's rules apply to it is that reference's module's business
 (``spmbpe/references/``).

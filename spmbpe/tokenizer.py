@@ -71,13 +71,6 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
         spec = TokenizerSpec.build(PieceTable.from_pieces(encoded), scores, token_types, **settings)
         self._build(spec)
 
-    @classmethod
-    def _from_spec(cls, spec: TokenizerSpec) -> "SpmTokenizer":
-        """The tokenizer of a spec (what the loaders and unpickling use)."""
-        self = cls.__new__(cls)
-        self._build(spec)
-        return self
-
     def _build(self, spec: TokenizerSpec) -> None:
         reference = references.get(spec.reference)
         unknown = sorted(set(spec.reference_options) - set(reference.OPTIONS))
@@ -361,7 +354,9 @@ def _piece_bytes(piece: object, index: int) -> bytes:
 def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
     """The tokenizer of a spec, in one step: what every loader and
     unpickling end with."""
-    return SpmTokenizer._from_spec(spec)
+    tok = SpmTokenizer.__new__(SpmTokenizer)
+    tok._build(spec)
+    return tok
 
 
 # Unpickling (spmbpe/_state.py) builds tokenizers through this module.

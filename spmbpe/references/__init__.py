@@ -1,19 +1,12 @@
-"""The references: whose rules a tokenizer follows, one module each.
-
-A reference module holds everything that reference decides:
-
-* ``NAME``: its public name (``tok.reference``, ``load(reference=...)``,
-  ``SpmTokenizer(reference=...)``, the tokenizer's state);
-* ``OPTIONS``: its own settings and their defaults, beyond what the file
-  says (a spec carries the ones a loader sets, ``spec.reference_options``);
-* ``Planner``: a :class:`~spmbpe.references.base.Planner` subclass, how it
-  marks the vocabulary for the core and plans a text;
-* ``decode_rules(spec)``: how it decodes, as the compiled decoder's rules
-  (``spmbpe._decoding.DecodeRules``), keyed by ``special_as_text``.
-
-Adding a reference is one module and one line of :data:`REFERENCES`.  The
-loaders (``gguf``, ``sentencepiece``, ``huggingface``, ``tokenizer_json``,
-``_transformers5``: file formats) name the reference a file follows.
+"""The references: whose rules a tokenizer follows, one module each, holding
+``NAME`` (its public name: ``tok.reference``, ``reference=``, the state),
+``OPTIONS`` (its own settings and their defaults, beyond what the file says;
+a loader sets them in ``spec.reference_options``), ``Planner`` (a
+:class:`~spmbpe.references.base.Planner`: how it marks the vocabulary and
+plans a text) and ``decode_rules(spec)`` (how it decodes, keyed by
+``special_as_text``).  Adding one is a module and a line of
+:data:`REFERENCES`; the loaders (file formats) name the reference a file
+follows.
 """
 
 from __future__ import annotations

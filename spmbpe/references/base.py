@@ -72,6 +72,7 @@ class Planner:
     def __init__(
         self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
     ) -> None:
+        self.spec = spec
         self.core = core
         self.matcher = matcher
         self.prefix = bool(spec.add_prefix_space)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional
 
-from .._added import AddedTokenMatcher, TokenAt
-from .._core import SpmCore
+from .._added import TokenAt
 from .._decoding import C, DecodeRules, pack
 from . import base
 from .base import MARKER, Direct, Plan, add_token
@@ -32,23 +31,16 @@ class Planner(base.Planner):
 
     finds_unk_piece = False
 
-    def __init__(
-        self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
-    ) -> None:
-        super().__init__(spec, core, matcher, sentinel_ids)
-        self.front_end = spec.front_end
-        self.escape_spaces = spec.escape_spaces
-
     def direct(self) -> Optional[Direct]:
         # A text without an added token is one segment: the core escapes its
         # spaces as plan() does, and the prefix follows the front end.
         # Every match (TokenizersMatcher's too: no normalizer runs before
         # it) is a token's text in the raw text, so the scan decides.
-        if not self.escape_spaces:
+        if not self.spec.escape_spaces:
             return None
-        if self.front_end[0] == "prepend":
+        if self.spec.front_end[0] == "prepend":
             return Direct(self.matcher.tokens, "always")
-        scheme, split = self.front_end[1], self.front_end[2]
+        scheme, split = self.spec.front_end[1], self.spec.front_end[2]
         if split:
             return None  # a segment per word
         return Direct(self.matcher.tokens, "never" if scheme == "never" else "unless_space")
@@ -60,7 +52,7 @@ class Planner(base.Planner):
         pre-tokenized on its own."""
         if not text:
             return Plan()
-        kind = self.front_end[0]
+        kind = self.spec.front_end[0]
         plan = Plan()
         for fragment in self.matcher.partition_hf(text, include_special, allowed):
             if isinstance(fragment, TokenAt):
@@ -76,7 +68,7 @@ class Planner(base.Planner):
             else:
                 # pre_tokenizer Metaspace: "always" prepends "▁" unless the
                 # segment already starts with one; "first" only at offset 0.
-                scheme, split = self.front_end[1], self.front_end[2]
+                scheme, split = self.spec.front_end[1], self.spec.front_end[2]
                 if not segment.startswith(MARKER) and (
                     scheme == "always" or (scheme == "first" and fragment[0] == 0)
                 ):
