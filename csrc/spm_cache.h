@@ -463,6 +463,14 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
     return grown;
 }
 
+/* Whether the cache is less than half as full as it may get (spm_cache_at_limit
+ * at its largest table): the encode kernel caches a whole word made of
+ * several finer chunks only then, so that the finer chunks keep room. */
+static inline int spm_cache_half_full(const spm_cache *c) {
+    const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
+    return (uint64_t)spm_load_u32(&t->used) * 16 >= (uint64_t)c->max_slots * 9;
+}
+
 /* Stores k -> ids[0:n] unless the key is present, through this thread's
  * writer.  Not storing (no room, a race) only means the chunk is merged
  * again next time. */

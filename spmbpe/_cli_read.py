@@ -26,6 +26,7 @@ __all__ = [
     "Batch",
     "LineBlock",
     "DOCUMENT_MODES",
+    "DocumentDecoder",
     "DocumentReader",
     "InputStream",
     "GZIP_MAGIC",
@@ -370,6 +371,219 @@ def input_size(path: str) -> Optional[int]:
     return st.st_size if os.path.isfile(path) else None
 
 
+class DocumentDecoder:
+    """The documents of blocks of whole lines of one input: text lines (or
+    paragraphs, ``documents``) or JSONL objects (their ``fields``), invalid
+    UTF-8 as ``errors`` says (see DocumentReader); ``skipped`` counts the
+    documents left out.  Errors name the input and the line: ``file_base``
+    is the records before the current input, ``compressed`` whether it is
+    gzip."""
+
+    def __init__(self, fields: List[str], errors: str, documents: str) -> None:
+        self.fields = fields
+        self.field = fields[0]
+        self.field_keys = [f.encode("utf-8") for f in fields]  # as core/jsonl.pyx compares them
+        self.errors = errors
+        self.documents = documents
+        self.skipped = 0  # documents left out (errors="skip")
+        self.file_base = 0  # records before the current input
+        self.compressed = False  # whether the current input is gzip
+        self._paragraph: List[str] = []  # lines of the paragraph read so far
+        self._paragraph_bad = False  # one of them is not UTF-8 (errors="skip")
+        self._paragraph_end = 0  # the record of its last line
+
+    def bad_utf8(self, name: str, record: int, in_line: int, offset: int) -> CliError:
+        """The error for invalid UTF-8 at byte `in_line` of a line, byte
+        `offset` of the (decompressed) input."""
+        where = f", byte {offset:,} of the decompressed data" if self.compressed else ""
+        return CliError(
+            f"{self.location(name, record)}: invalid UTF-8 at byte {in_line} of the line{where} "
+            f"(--errors replace or skip to go on)"
+        )
+
+    def text_docs(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[str], List[int]]:
+        """Documents of a block of whole lines, and their record numbers."""
+        lines, clean = self._text_lines(name, data, line_no, offset)
+        if self.documents == "line":
+            if clean:
+                return lines, range(line_no, line_no + len(lines))  # type: ignore[return-value]
+            kept = [(s, line_no + i) for i, s in enumerate(lines) if s is not None]
+            self.skipped += len(lines) - len(kept)
+            return [s for s, _ in kept], [r for _, r in kept]
+        docs: List[str] = []
+        recs: List[int] = []
+        for i, line in enumerate(lines):
+            if line is not None and not line.strip():
+                self.end_paragraph(docs, recs)
+                continue
+            if line is None:
+                self._paragraph_bad = True
+            else:
+                self._paragraph.append(line)
+            self._paragraph_end = line_no + i
+        return docs, recs
+
+    def end_paragraph(self, docs: List[str], recs: List[int]) -> None:
+        """Ends the paragraph read so far (at a blank line, or at the end of
+        an input): its text joins its lines with "\\n"."""
+        if self._paragraph_bad:
+            self.skipped += 1
+        elif self._paragraph:
+            docs.append("\n".join(self._paragraph))
+            recs.append(self._paragraph_end)
+        self._paragraph = []
+        self._paragraph_bad = False
+
+    def _text_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[Optional[str]], bool]:
+        """The lines of a block of whole lines, without their line ends,
+        and whether all are UTF-8; None for a line that is not
+        (errors="skip")."""
+        errors = "replace" if self.errors == "replace" else "strict"
+        try:
+            text = data.decode("utf-8", errors)
+        except UnicodeDecodeError as e:
+            if self.errors == "strict":
+                bad_line = line_no + data.count(b"\n", 0, e.start)
+                line_start = data.rfind(b"\n", 0, e.start) + 1
+                raise self.bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
+            return self._text_lines_skipping(data), False
+        lines = text.split("\n")
+        lines.pop()  # after the last "\n"
+        if "\r" in text:
+            lines = [s[:-1] if s.endswith("\r") else s for s in lines]
+        return lines, True  # type: ignore[return-value]
+
+    def _text_lines_skipping(self, data: bytes) -> List[Optional[str]]:
+        lines: List[Optional[str]] = []
+        raw_lines = data.split(b"\n")
+        raw_lines.pop()
+        for raw in raw_lines:
+            try:
+                s = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                lines.append(None)
+                continue
+            lines.append(s[:-1] if s.endswith("\r") else s)
+        return lines
+
+    def jsonl_docs(
+        self, name: str, data: bytes, line_no: int, offset: int, known_utf8: bool = False
+    ) -> List[Tuple[List[str], List[int]]]:
+        """The documents of a block of JSONL lines: a column per field.
+        The plain lines are read by compiled code (core/jsonl.pyx); any
+        other line json.loads's way, in its place, which raises its error.
+        `known_utf8`: the caller has found the block valid UTF-8."""
+        columns, numbers, refused = jsonl_fields(
+            data if known_utf8 else self._utf8_jsonl(name, data, line_no, offset), self.field_keys, line_no
+        )
+        if refused:
+            left_out = set()
+            for position, line in refused:
+                number = numbers[position]
+                # A line that only Unicode calls whitespace is blank too.
+                texts = self.json_texts(name, number, line) if line.strip() else None
+                if texts is None:
+                    left_out.add(position)
+                    continue
+                for column, text in zip(columns, texts):
+                    column[position] = text
+            if left_out:
+                kept = [p for p in range(len(numbers)) if p not in left_out]
+                columns = [[column[p] for p in kept] for column in columns]
+                numbers = [numbers[p] for p in kept]
+        # (No None is left in the columns; the columns share `numbers`, which
+        # the caller copies.)
+        return [(cast(List[str], texts), numbers) for texts in columns]
+
+    def _utf8_jsonl(self, name: str, data: bytes, line_no: int, offset: int) -> bytes:
+        """A block of JSONL lines as valid UTF-8, as --errors says: a line
+        that is not UTF-8 raises (strict, after the lines before it, which
+        may raise their own error first), takes U+FFFD for its bad bytes
+        (replace), or is left out as a blank line is (skip)."""
+        valid = utf8_valid_prefix(data)
+        if valid == len(data):
+            return data
+        if self.errors == "replace":
+            # ("\n" is never part of a UTF-8 sequence: the lines stay whole.)
+            return data.decode("utf-8", "replace").encode("utf-8")
+        if self.errors == "strict":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                line_start = data.rfind(b"\n", 0, e.start) + 1
+                self.jsonl_docs(name, data[:line_start], line_no, offset)  # their errors come first
+                bad_line = line_no + data.count(b"\n", 0, line_start)
+                raise self.bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
+            return data
+        raw_lines = data.split(b"\n")
+        raw_lines.pop()  # after the last "\n"
+        for i, raw in enumerate(raw_lines):
+            if utf8_valid_prefix(raw) != len(raw):
+                raw_lines[i] = b""
+                self.skipped += 1
+        raw_lines.append(b"")
+        return b"\n".join(raw_lines)
+
+    def json_texts(self, name: str, number: int, line: str) -> Optional[List[str]]:
+        """The texts of the fields of one JSONL line (None: left out)."""
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            msg = getattr(e, "msg", str(e))
+            raise CliError(f"{self.location(name, number)}: not JSON ({msg})") from None
+        if not isinstance(obj, dict):
+            raise CliError(
+                f"{self.location(name, number)}: a JSON {type(obj).__name__}, not an object "
+                f"with a {self.field!r} field"
+            )
+        texts = []
+        for field in self.fields:
+            if field not in obj:
+                option = "--json-keys" if len(self.fields) > 1 else "--field"
+                raise CliError(f"{self.location(name, number)}: the object has no {field!r} field ({option})")
+            text = obj[field]
+            if not isinstance(text, str):
+                raise CliError(
+                    f"{self.location(name, number)}: field {field!r} is a JSON "
+                    f"{_json_type(text)}, not a string"
+                )
+            if "\\u" in line and _SURROGATE.search(text):
+                # "\ud800" escapes decode to lone surrogates: not UTF-8 text.
+                if self.errors == "strict":
+                    raise CliError(
+                        f"{self.location(name, number)}: field {field!r} holds a lone surrogate "
+                        f"(not valid UTF-8; --errors replace or skip to go on)"
+                    )
+                if self.errors == "skip":
+                    self.skipped += 1
+                    return None
+                text = _SURROGATE.sub("\ufffd", text)
+            texts.append(text)
+        return texts
+
+    def location(self, name: str, record: int) -> str:
+        """'file, line N' for a global record number (lines of earlier
+        inputs are subtracted)."""
+        return f"{name}, line {record - self.file_base}"
+
+    def whole_file(self, name: str, data: bytes, record: int) -> Tuple[List[str], List[int]]:
+        """The document of a whole file's bytes (``documents="file"``) and
+        its record: none when it is not UTF-8 (errors="skip")."""
+        try:
+            return [data.decode("utf-8", "replace" if self.errors == "replace" else "strict")], [record]
+        except UnicodeDecodeError as e:
+            if self.errors == "strict":
+                line = data.count(b"\n", 0, e.start) + 1
+                line_start = data.rfind(b"\n", 0, e.start) + 1
+                raise CliError(
+                    f"{name}, line {line}: invalid UTF-8 at byte {e.start - line_start} of the line"
+                    + (f", byte {e.start:,} of the decompressed data" if self.compressed else "")
+                    + " (--errors replace or skip to go on)"
+                ) from None
+            self.skipped += 1
+            return [], []
+
+
 class DocumentReader:
     """Documents of `paths` (``-`` or no path: standard input) in batches of
     about `batch_bytes` bytes of input, in input order.
@@ -406,9 +620,7 @@ class DocumentReader:
         self.paths = list(paths) or ["-"]
         self.input_format = input_format
         self.fields = list(fields) if fields else [field]
-        self.field = self.fields[0]
-        self._field_keys = [f.encode("utf-8") for f in self.fields]  # as core/jsonl.pyx compares them
-        self.errors = errors
+        self.decoder = DocumentDecoder(self.fields, errors, documents)
         self.batch_bytes = max(1, batch_bytes)
         self.skip_records = skip_records
         self.documents = documents
@@ -416,13 +628,12 @@ class DocumentReader:
         self.skipped_bytes = 0  # input bytes passed over (resume)
         self._skipped_reported = 0  # of which handed out in batches
         self.records = 0  # input records read so far, over all inputs
-        self.skipped = 0  # documents left out (errors="skip")
         self.empty = 0  # empty documents left out (skip_empty)
-        self._file_base = 0  # records before the current input
-        self._compressed = False  # whether the current input is gzip
-        self._paragraph: List[str] = []  # lines of the paragraph read so far
-        self._paragraph_bad = False  # one of them is not UTF-8 (errors="skip")
-        self._paragraph_end = 0  # the record of its last line
+
+    @property
+    def skipped(self) -> int:
+        """Documents left out because they are not UTF-8 (errors="skip")."""
+        return self.decoder.skipped
 
     @property
     def columns(self) -> int:
@@ -460,7 +671,7 @@ class DocumentReader:
         for path in self.paths:
             name = "<stdin>" if path == "-" else path
             fmt = self._format(path)
-            self._file_base = self.records
+            self.decoder.file_base = self.records
             if self.documents == "file" and self.skip_records:
                 # A file this run's earlier part encoded whole (resume).
                 self.skip_records -= 1
@@ -514,7 +725,7 @@ class DocumentReader:
         first_line = 0  # the record of the first line of `blocks`
         newlines = 0  # in `blocks` (_skip counted them: a block's lines)
         nbytes = 0
-        self._compressed = stream.compressed
+        self.decoder.compressed = stream.compressed
         done = 0  # stream.position() at the last batch
         for data, line_no, offset in self._line_blocks(stream):
             nbytes += len(data)
@@ -525,7 +736,7 @@ class DocumentReader:
                 blocks.append(data)
                 newlines += self.records - line_no + 1
             elif fields_ok and (utf8 := utf8_valid_prefix(data) == len(data)) and (
-                lines := jsonl_field_lines(data, self._field_keys, line_no)
+                lines := jsonl_field_lines(data, self.decoder.field_keys, line_no)
             ) is not None:
                 texts_by_field, numbers = lines
                 for (parts, line_numbers), texts in zip(field_lines, texts_by_field):
@@ -541,13 +752,13 @@ class DocumentReader:
                     known_utf8 = fields_ok and utf8
                     fields_ok = False  # for the rest of the batch
                     field_lines = [([], array("q")) for _ in self.fields]
-                    got = self._jsonl_docs(name, data, line_no, offset, known_utf8)
+                    got = self.decoder.jsonl_docs(name, data, line_no, offset, known_utf8)
                 else:
                     if blocks:
                         self._unpack(blocks, first_line, columns[0])
                         blocks = []
                     raw = False  # for the rest of the batch
-                    got = [self._text_docs(name, data, line_no, offset)]
+                    got = [self.decoder.text_docs(name, data, line_no, offset)]
                 for (docs, recs), (new_docs, new_recs) in zip(columns, got):
                     docs.extend(new_docs)
                     recs.extend(new_recs)
@@ -563,7 +774,7 @@ class DocumentReader:
                 nbytes, done = 0, position
         if fmt != "jsonl" and self.documents == "paragraph":
             docs, recs = columns[0]
-            self._end_paragraph(docs, recs)  # the input's last paragraph
+            self.decoder.end_paragraph(docs, recs)  # the input's last paragraph
         yield self._batch(name, stream, self._packed(blocks, first_line, newlines)
                           or self._field_blocks(field_lines) or columns, nbytes, stream.position() - done)
 
@@ -598,7 +809,7 @@ class DocumentReader:
 
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""
-        self._compressed = stream.compressed
+        self.decoder.compressed = stream.compressed
         parts = []
         while True:
             block = stream.read1(_BLOCK)
@@ -607,22 +818,8 @@ class DocumentReader:
             parts.append(block)
         data = b"".join(parts)
         self.records += 1
-        docs: List[str] = []
-        recs: List[int] = []
-        try:
-            docs.append(data.decode("utf-8", "replace" if self.errors == "replace" else "strict"))
-            recs.append(self.records)
-        except UnicodeDecodeError as e:
-            if self.errors == "strict":
-                line = data.count(b"\n", 0, e.start) + 1
-                line_start = data.rfind(b"\n", 0, e.start) + 1
-                raise CliError(
-                    f"{name}, line {line}: invalid UTF-8 at byte {e.start - line_start} of the line"
-                    + (f", byte {e.start:,} of the decompressed data" if stream.compressed else "")
-                    + " (--errors replace or skip to go on)"
-                ) from None
-            self.skipped += 1
-        return self._batch(name, stream, [(docs, recs)], len(data), stream.position())
+        column = self.decoder.whole_file(name, data, self.records)
+        return self._batch(name, stream, [column], len(data), stream.position())
 
     def _line_blocks(self, stream: InputStream) -> Iterator[Tuple[Any, int, int]]:
         """Blocks of whole lines (bytes or bytearray, each line ending in
@@ -686,179 +883,6 @@ class DocumentReader:
         self.records += n
         yield data, line_no, offset
 
-    def _bad_utf8(self, name: str, record: int, in_line: int, offset: int) -> CliError:
-        """The error for invalid UTF-8 at byte `in_line` of a line, byte
-        `offset` of the (decompressed) input."""
-        where = f", byte {offset:,} of the decompressed data" if self._compressed else ""
-        return CliError(
-            f"{self._location(name, record)}: invalid UTF-8 at byte {in_line} of the line{where} "
-            f"(--errors replace or skip to go on)"
-        )
-
-    def _text_docs(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[str], List[int]]:
-        """Documents of a block of whole lines, and their record numbers."""
-        lines, clean = self._text_lines(name, data, line_no, offset)
-        if self.documents == "line":
-            if clean:
-                return lines, range(line_no, line_no + len(lines))  # type: ignore[return-value]
-            kept = [(s, line_no + i) for i, s in enumerate(lines) if s is not None]
-            self.skipped += len(lines) - len(kept)
-            return [s for s, _ in kept], [r for _, r in kept]
-        docs: List[str] = []
-        recs: List[int] = []
-        for i, line in enumerate(lines):
-            if line is not None and not line.strip():
-                self._end_paragraph(docs, recs)
-                continue
-            if line is None:
-                self._paragraph_bad = True
-            else:
-                self._paragraph.append(line)
-            self._paragraph_end = line_no + i
-        return docs, recs
-
-    def _end_paragraph(self, docs: List[str], recs: List[int]) -> None:
-        """Ends the paragraph read so far (at a blank line, or at the end of
-        an input): its text joins its lines with "\\n"."""
-        if self._paragraph_bad:
-            self.skipped += 1
-        elif self._paragraph:
-            docs.append("\n".join(self._paragraph))
-            recs.append(self._paragraph_end)
-        self._paragraph = []
-        self._paragraph_bad = False
-
-    def _text_lines(self, name: str, data: bytes, line_no: int, offset: int) -> Tuple[List[Optional[str]], bool]:
-        """The lines of a block of whole lines, without their line ends,
-        and whether all are UTF-8; None for a line that is not
-        (errors="skip")."""
-        errors = "replace" if self.errors == "replace" else "strict"
-        try:
-            text = data.decode("utf-8", errors)
-        except UnicodeDecodeError as e:
-            if self.errors == "strict":
-                bad_line = line_no + data.count(b"\n", 0, e.start)
-                line_start = data.rfind(b"\n", 0, e.start) + 1
-                raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
-            return self._text_lines_skipping(data), False
-        lines = text.split("\n")
-        lines.pop()  # after the last "\n"
-        if "\r" in text:
-            lines = [s[:-1] if s.endswith("\r") else s for s in lines]
-        return lines, True  # type: ignore[return-value]
-
-    def _text_lines_skipping(self, data: bytes) -> List[Optional[str]]:
-        lines: List[Optional[str]] = []
-        raw_lines = data.split(b"\n")
-        raw_lines.pop()
-        for raw in raw_lines:
-            try:
-                s = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                lines.append(None)
-                continue
-            lines.append(s[:-1] if s.endswith("\r") else s)
-        return lines
-
-    def _jsonl_docs(
-        self, name: str, data: bytes, line_no: int, offset: int, known_utf8: bool = False
-    ) -> List[Tuple[List[str], List[int]]]:
-        """The documents of a block of JSONL lines: a column per field.
-        The plain lines are read by compiled code (core/jsonl.pyx); any
-        other line json.loads's way, in its place, which raises its error.
-        `known_utf8`: the caller has found the block valid UTF-8."""
-        columns, numbers, refused = jsonl_fields(
-            data if known_utf8 else self._utf8_jsonl(name, data, line_no, offset), self._field_keys, line_no
-        )
-        if refused:
-            left_out = set()
-            for position, line in refused:
-                number = numbers[position]
-                # A line that only Unicode calls whitespace is blank too.
-                texts = self._json_texts(name, number, line) if line.strip() else None
-                if texts is None:
-                    left_out.add(position)
-                    continue
-                for column, text in zip(columns, texts):
-                    column[position] = text
-            if left_out:
-                kept = [p for p in range(len(numbers)) if p not in left_out]
-                columns = [[column[p] for p in kept] for column in columns]
-                numbers = [numbers[p] for p in kept]
-        # (No None is left in the columns; the columns share `numbers`, which
-        # the caller copies.)
-        return [(cast(List[str], texts), numbers) for texts in columns]
-
-    def _utf8_jsonl(self, name: str, data: bytes, line_no: int, offset: int) -> bytes:
-        """A block of JSONL lines as valid UTF-8, as --errors says: a line
-        that is not UTF-8 raises (strict, after the lines before it, which
-        may raise their own error first), takes U+FFFD for its bad bytes
-        (replace), or is left out as a blank line is (skip)."""
-        valid = utf8_valid_prefix(data)
-        if valid == len(data):
-            return data
-        if self.errors == "replace":
-            # ("\n" is never part of a UTF-8 sequence: the lines stay whole.)
-            return data.decode("utf-8", "replace").encode("utf-8")
-        if self.errors == "strict":
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as e:
-                line_start = data.rfind(b"\n", 0, e.start) + 1
-                self._jsonl_docs(name, data[:line_start], line_no, offset)  # their errors come first
-                bad_line = line_no + data.count(b"\n", 0, line_start)
-                raise self._bad_utf8(name, bad_line, e.start - line_start, offset + e.start) from None
-            return data
-        raw_lines = data.split(b"\n")
-        raw_lines.pop()  # after the last "\n"
-        for i, raw in enumerate(raw_lines):
-            if utf8_valid_prefix(raw) != len(raw):
-                raw_lines[i] = b""
-                self.skipped += 1
-        raw_lines.append(b"")
-        return b"\n".join(raw_lines)
-
-    def _json_texts(self, name: str, number: int, line: str) -> Optional[List[str]]:
-        """The texts of the fields of one JSONL line (None: left out)."""
-        try:
-            obj = json.loads(line)
-        except ValueError as e:
-            msg = getattr(e, "msg", str(e))
-            raise CliError(f"{self._location(name, number)}: not JSON ({msg})") from None
-        if not isinstance(obj, dict):
-            raise CliError(
-                f"{self._location(name, number)}: a JSON {type(obj).__name__}, not an object "
-                f"with a {self.field!r} field"
-            )
-        texts = []
-        for field in self.fields:
-            if field not in obj:
-                option = "--json-keys" if len(self.fields) > 1 else "--field"
-                raise CliError(f"{self._location(name, number)}: the object has no {field!r} field ({option})")
-            text = obj[field]
-            if not isinstance(text, str):
-                raise CliError(
-                    f"{self._location(name, number)}: field {field!r} is a JSON "
-                    f"{_json_type(text)}, not a string"
-                )
-            if "\\u" in line and _SURROGATE.search(text):
-                # "\ud800" escapes decode to lone surrogates: not UTF-8 text.
-                if self.errors == "strict":
-                    raise CliError(
-                        f"{self._location(name, number)}: field {field!r} holds a lone surrogate "
-                        f"(not valid UTF-8; --errors replace or skip to go on)"
-                    )
-                if self.errors == "skip":
-                    self.skipped += 1
-                    return None
-                text = _SURROGATE.sub("\ufffd", text)
-            texts.append(text)
-        return texts
-
-    def _location(self, name: str, record: int) -> str:
-        """'file, line N' for a global record number (lines of earlier
-        inputs are subtracted)."""
-        return f"{name}, line {record - self._file_base}"
 
 
 def _json_type(value: object) -> str:

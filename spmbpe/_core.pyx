@@ -56,6 +56,7 @@ from spmbpe._csrc cimport (
     spm_cache_mark,
     spm_cache_sweep,
     spm_cache_init,
+    spm_cache_half_full,
     spm_cache_put,
     spm_cache_flush,
     spm_cache_quiesce,

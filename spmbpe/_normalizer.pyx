@@ -54,6 +54,38 @@ cdef list _size_list(const size_t *values, size_t n):
     return result
 
 
+cdef bytes _charsmap_bytes(precompiled_charsmap):
+    """The Normalizer's precompiled_charsmap argument as bytes (None: none)."""
+    if precompiled_charsmap is None:
+        return b""
+    if isinstance(precompiled_charsmap, bytes):
+        return <bytes>precompiled_charsmap
+    if isinstance(precompiled_charsmap, (bytearray, memoryview)):
+        return bytes(precompiled_charsmap)
+    raise TypeError(
+        "precompiled_charsmap must be bytes, not "
+        + type(precompiled_charsmap).__name__
+    )
+
+
+cdef list _encoded_symbols(user_defined_symbols):
+    """The Normalizer's user_defined_symbols argument as UTF-8 bytes."""
+    cdef list encoded = []
+    if isinstance(user_defined_symbols, (str, bytes)):
+        raise TypeError("user_defined_symbols must be an iterable of strings")
+    for s in user_defined_symbols:
+        if isinstance(s, str):
+            encoded.append((<str>s).encode("utf-8"))
+        elif isinstance(s, bytes):
+            (<bytes>s).decode("utf-8")  # must be text
+            encoded.append(s)
+        else:
+            raise TypeError(
+                "user_defined_symbols must hold str, not " + type(s).__name__
+            )
+    return encoded
+
+
 def _rebuild(charsmap, flags, symbols):
     """Unpickles a Normalizer."""
     return Normalizer(
@@ -90,7 +122,7 @@ cdef class Normalizer:
     ):
         cdef bytes blob
         cdef unsigned flags = 0
-        cdef list encoded = []
+        cdef list encoded
         cdef Py_ssize_t n_sym, i
         cdef const char **sym_ptrs = NULL
         cdef size_t *sym_lens = NULL
@@ -99,29 +131,8 @@ cdef class Normalizer:
         cdef bytes b
 
         self._nz = NULL
-        if precompiled_charsmap is None:
-            blob = b""
-        elif isinstance(precompiled_charsmap, bytes):
-            blob = <bytes>precompiled_charsmap
-        elif isinstance(precompiled_charsmap, (bytearray, memoryview)):
-            blob = bytes(precompiled_charsmap)
-        else:
-            raise TypeError(
-                "precompiled_charsmap must be bytes, not "
-                + type(precompiled_charsmap).__name__
-            )
-        if isinstance(user_defined_symbols, (str, bytes)):
-            raise TypeError("user_defined_symbols must be an iterable of strings")
-        for s in user_defined_symbols:
-            if isinstance(s, str):
-                encoded.append((<str>s).encode("utf-8"))
-            elif isinstance(s, bytes):
-                (<bytes>s).decode("utf-8")  # must be text
-                encoded.append(s)
-            else:
-                raise TypeError(
-                    "user_defined_symbols must hold str, not " + type(s).__name__
-                )
+        blob = _charsmap_bytes(precompiled_charsmap)
+        encoded = _encoded_symbols(user_defined_symbols)
         if add_dummy_prefix:
             flags |= SPM_NORM_ADD_DUMMY_PREFIX
         if remove_extra_whitespaces:

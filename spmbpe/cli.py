@@ -104,7 +104,14 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"spmbpe {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_encode(commands)
+    _add_count(commands)
+    _add_decode(commands)
+    _add_info(commands)
+    return parser
 
+
+def _add_encode(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     encode = commands.add_parser(
         "encode",
         help="token ids of each document (txt, jsonl, npy, bin, ds)",
@@ -147,6 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     encode.set_defaults(run=cmd_encode)
 
+
+def _add_count(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     count = commands.add_parser(
         "count",
         help="token totals per input and overall",
@@ -160,6 +169,8 @@ def _parser() -> argparse.ArgumentParser:
     count.add_argument("--json", action="store_true", help="print the counts as one JSON object")
     count.set_defaults(run=cmd_count)
 
+
+def _add_decode(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     decode = commands.add_parser(
         "decode",
         help="ids back to text",
@@ -191,6 +202,8 @@ def _parser() -> argparse.ArgumentParser:
     decode.add_argument("--skip-special", action="store_true", help="leave out control and unknown ids")
     decode.set_defaults(run=cmd_decode)
 
+
+def _add_info(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     info = commands.add_parser(
         "info",
         help="what a tokenizer file holds",
@@ -203,7 +216,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=cmd_info)
-    return parser
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:

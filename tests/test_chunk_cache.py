@@ -39,8 +39,10 @@ def probe():
 
 
 def one_chunk(tok, word: str) -> bool:
-    """Whether " word" (a word after a space) is one chunk."""
-    return _testing.chunk_bounds(tok._core, word, True) == [len(word.encode())]
+    """Whether " word" (a word after a space) is one chunk, in a span long
+    enough to be cut into chunks."""
+    size = len(word.encode())
+    return _testing.chunk_bounds(tok._core, f"{word} {word}", True) == [size, 2 * size + 1]
 
 
 @pytest.fixture(scope="module")

@@ -413,8 +413,8 @@ def _jsonl_line(draw):
 
 def _reference_docs(reader, name, raw_lines):
     """Each line (bytes) decoded as --errors says, then through json.loads
-    (DocumentReader._json_texts): the documents, or the error's message;
-    `reader` counts what it skips."""
+    (DocumentDecoder.json_texts): the documents, or the error's message;
+    `reader` (a DocumentDecoder) counts what it skips."""
     docs = []
     offset = 0
     try:
@@ -423,13 +423,13 @@ def _reference_docs(reader, name, raw_lines):
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 if reader.errors == "strict":
-                    return str(reader._bad_utf8(name, number, e.start, offset + e.start))
+                    return str(reader.bad_utf8(name, number, e.start, offset + e.start))
                 line = None if reader.errors == "skip" else raw.decode("utf-8", "replace")
                 reader.skipped += line is None
             offset += len(raw) + 1
             if line is None or not line.strip():
                 continue
-            texts = reader._json_texts(name, number, line)
+            texts = reader.json_texts(name, number, line)
             if texts is not None:
                 docs.append((number, texts))
     except CliError as e:
@@ -453,10 +453,10 @@ def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields, bad):
 
     reader, reference = (
         DocumentReader(["x.jsonl"], input_format="jsonl", field="text", fields=fields, errors=errors,
-                       batch_bytes=1 << 20, documents="line", skip_empty=False)
+                       batch_bytes=1 << 20, documents="line", skip_empty=False).decoder
         for _ in range(2)
     )
-    reader._file_base = reference._file_base = 0
+    reader.file_base = reference.file_base = 0
     raw_lines = [line.replace("\n", " ").encode("utf-8") for line in lines]
     for index, at, junk in bad:
         raw = raw_lines[index % len(raw_lines)]
@@ -465,7 +465,7 @@ def test_jsonl_lines_read_as_json_loads_reads_them(lines, errors, fields, bad):
     data = b"".join(raw + b"\n" for raw in raw_lines)
     expected = _reference_docs(reference, "x.jsonl", raw_lines)
     try:
-        columns = reader._jsonl_docs("x.jsonl", data, 1, 0)
+        columns = reader.jsonl_docs("x.jsonl", data, 1, 0)
     except CliError as e:
         assert str(e) == expected
         return

@@ -742,6 +742,43 @@ def test_mutations_agree_with_protobuf():
     assert both > 50
 
 
+_CORRUPTION = st.tuples(
+    st.sampled_from(["flip", "wire", "huge length", "cut", "delete", "insert"]),
+    st.integers(0, 10**6),  # where (modulo the size)
+    st.integers(0, 2**64 - 1),  # with what
+)
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.sampled_from(["small", "tricky"]), st.lists(_CORRUPTION, min_size=1, max_size=4))
+def test_any_corruption_is_a_model_format_error_or_a_model(base, corruptions):
+    # Flipped bits, other wire types, huge lengths, cuts: the reader returns
+    # a model or raises ModelFormatError at an offset inside the data, and
+    # never anything else (an IndexError, a MemoryError, a hang).
+    data = bytearray(_small_model() if base == "small" else _tricky_model())
+    for what, at, value in corruptions:
+        at %= len(data) + 1
+        if what == "flip" and at < len(data):
+            data[at] ^= 1 << value % 8
+        elif what == "wire" and at < len(data):
+            data[at] = data[at] & 0xF8 | value % 8
+        elif what == "huge length":
+            data[at:at] = _varint(value)
+        elif what == "cut":
+            del data[at:]
+        elif what == "delete":
+            del data[at : at + 1 + value % 3]
+        else:
+            data[at:at] = bytes([value % 256])
+    try:
+        model = parse_model_proto(bytes(data), "x.model")
+    except ModelFormatError as exc:
+        assert exc.path == "x.model" and str(exc).startswith("x.model")
+        assert exc.offset is None or 0 <= exc.offset < len(data), (exc.offset, len(data))
+    else:
+        assert len(model) > 0 and len(model.offsets) == len(model) + 1 == len(model.scores) + 1
+
+
 # --- the UTF-8 check of every piece ------------------------------------------------------
 
 _MARKER = "\u2581".encode("utf-8")

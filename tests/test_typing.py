@@ -66,18 +66,19 @@ def test_package_passes_mypy_strict(tmp_path):
 
 
 def test_model_proto_specs_declare_every_field():
-    """TrainerSpec and NormalizerSpec declare each field of their tables,
-    with the type it is decoded as (set dynamically, so the declarations
-    are all mypy sees)."""
+    """TrainerSpec and NormalizerSpec annotate each field of their tables
+    with the type it is decoded as (the values are set dynamically, so the
+    annotations are all mypy sees)."""
+    from spmbpe import _protobuf as pb
     from spmbpe import _spm_model as m
 
     python_type = {
-        m._K_INT32: "int", m._K_UINT64: "int", m._K_ENUM: "int", m._K_BOOL: "bool",
-        m._K_FLOAT: "float", m._K_STRING: "str", m._K_TEXT: "str", m._K_BYTES: "bytes",
-        m._K_REPEATED_TEXT: "Tuple[str, ...]",
+        pb.INT32: "int", pb.UINT64: "int", pb.ENUM: "int", pb.BOOL: "bool",
+        pb.FLOAT: "float", pb.STRING: "str", pb.TEXT: "str", pb.BYTES: "bytes",
+        pb.REPEATED_TEXT: "Tuple[str, ...]",
     }
-    for cls, table in ((m.TrainerSpec, m._TRAINER_FIELDS), (m.NormalizerSpec, m._NORMALIZER_FIELDS)):
-        expected = {spec[0]: python_type[spec[1]] for spec in table.values()}
+    for cls in (m.TrainerSpec, m.NormalizerSpec):
+        expected = {spec.name: python_type[spec.kind] for spec in cls.FIELDS.values()}
         assert dict(cls.__annotations__) == expected, cls.__name__
         for name, value in cls().as_dict().items():  # the defaults
             assert type(value).__name__ == expected[name].split("[")[0].lower(), name

@@ -35,6 +35,10 @@ cdef enum:
 cdef enum:
     FINE_BYTES = 32
 
+# Bits of Workspace.seen, the words missed once; cleared when half are set.
+cdef enum:
+    SEEN_BITS = 1 << 19
+
 # A span of fewer bytes (its dummy prefix's "▁" counted as three) is merged
 # whole, without the cache.
 cdef enum:
@@ -246,13 +250,13 @@ cdef int fine_chunks(const CoreTables *t, Workspace *w, const char *s, Py_ssize_
     p = open_end
     while p < b:
         if fine_cut_at(t, s, a, open_end, p, n):
-            rc = encode_chunk(t, w, s, start, p, n, lead, view)
+            rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
             if rc != OK:
                 return rc
             lead = False
             start = p
         p += char_len(s, p, b)
-    return encode_chunk(t, w, s, start, b, n, lead, view)
+    return encode_chunk(t, w, s, start, b, n, lead, view, False)
 
 
 cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssize_t n,
@@ -261,7 +265,7 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
     prefix "▁" before it when `prefix`: chunk by chunk through the cache
     where the vocabulary allows (t.rules.chunked), else merged whole."""
     cdef Py_ssize_t i = 0, end, body
-    cdef bint wide, lead = prefix
+    cdef bint wide, lead = prefix, words = t.rules.escape_spaces and t.rules.n_violations == 0
     cdef spm_cache_view view
     cdef spm_cache_view *seen = NULL
     cdef int rc
@@ -281,14 +285,16 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
     if t.cache != NULL and not w.want_spans:
         spm_cache_view_of(t.cache, &view)
         seen = &view
-        if t.rules.escape_spaces and t.rules.n_violations == 0 and not w.want_bounds:
+        if words and not w.want_bounds:
             return encode_words(t, w, src, n, prefix, &view)
     while i < n:
         end = chunk_end(t, src, i, n, prefix, &wide, &body)
-        if t.rules.cut_chars and (wide or end - body > FINE_BYTES):
+        # (Bounds are asked for as encode_words cuts a word it sees first:
+        # encode_chunk's `word`.)
+        if t.rules.cut_chars and (wide or end - body > FINE_BYTES or (w.want_bounds and words)):
             rc = fine_chunks(t, w, src, i, end, n, lead, seen)
         else:
-            rc = encode_chunk(t, w, src, i, end, n, lead, seen)
+            rc = encode_chunk(t, w, src, i, end, n, lead, seen, False)
         if rc != OK:
             return rc
         lead = False
@@ -344,7 +350,7 @@ cdef int encode_words(const CoreTables *t, Workspace *w, const char *s, Py_ssize
         if t.rules.cut_chars and (wide or general - body > FINE_BYTES):
             rc = fine_chunks(t, w, s, i, general, n, lead, view)
         else:
-            rc = encode_chunk(t, w, s, i, general, n, lead, view)
+            rc = encode_chunk(t, w, s, i, general, n, lead, view, t.rules.cut_chars)
         if rc != OK:
             break
         lead = False
@@ -366,10 +372,14 @@ cdef inline void copy_ids(int32_t *out, const int32_t *ids, size_t n) noexcept n
 
 
 cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
-                      Py_ssize_t n, bint virtual_lead, const spm_cache_view *view) noexcept nogil:
+                      Py_ssize_t n, bint virtual_lead, const spm_cache_view *view, bint word) noexcept nogil:
     """Appends the ids of the chunk s[a:b] (after the dummy prefix's "▁"
     when `virtual_lead`): one character as its symbol, a chunk in the cache
-    as its cached ids, any other merged (and cached)."""
+    as its cached ids, any other merged (and cached).  A `word` (a chunk
+    between spaces, which fine_chunks may cut) missed for the first time is
+    encoded by its fine chunks instead, and cached as a whole only when it
+    comes again: words seen once would fill the cache and push out the
+    fine chunks that most of them share (code, punctuated text)."""
     cdef spm_chunk_key key
     cdef const spm_cache_entry *hit
     cdef Py_ssize_t length = b - a, skip = 0
@@ -401,12 +411,35 @@ cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize
             spm_cache_mark(hit)
             put_cached(w, spm_cache_ids(hit), hit.ids_len)
             return OK
+        if word and (spm_cache_half_full(t.cache) or not seen_before(w, key.h)):
+            return fine_chunks(t, w, s, a, b, n, virtual_lead, view)
         mark = w.ids_len
         rc = merge_chunk(t, w, s, a, b, n, virtual_lead)
         if rc == OK:
             spm_cache_put(t.cache, &w.cache_writer, &key, w.ids + mark, w.ids_len - mark)
         return rc
     return merge_chunk(t, w, s, a, b, n, virtual_lead)
+
+
+cdef bint seen_before(Workspace *w, uint64_t h) noexcept nogil:
+    """Whether a word of hash `h` was missed before (and marks it): a
+    doorkeeper in front of the cache, as TinyLFU's.  The bit is taken from
+    the hash's upper half (the cache's table is indexed by its lower
+    one); the bits are cleared when half are set, so that old sightings
+    fade.  Without memory for the bits every word counts as seen."""
+    cdef uint64_t bit = (h >> 32) & (SEEN_BITS - 1), mask = (<uint64_t>1) << (bit & 63)
+    if w.seen == NULL:
+        w.seen = <uint64_t *>calloc(SEEN_BITS // 64, sizeof(uint64_t))
+        if w.seen == NULL:
+            return True
+    if w.seen[bit >> 6] & mask:
+        return True
+    w.seen[bit >> 6] |= mask
+    w.seen_count += 1
+    if w.seen_count >= SEEN_BITS // 2:
+        memset(w.seen, 0, SEEN_BITS // 8)
+        w.seen_count = 0
+    return False
 
 
 # ---------------------------------------------------------------- symbols

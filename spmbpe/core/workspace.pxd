@@ -62,4 +62,8 @@ ctypedef struct Workspace:
     spm_cache_writer cache_writer  # this thread's side of inserting into the shared cache
     uint64_t cache_lookups         # chunks looked up in the cache since the workspace was acquired
     bint cache_was_full            # the cache was full when it was acquired (the lookups count)
+    # The words encode_words has missed once (a bit per hash; encode.pyx,
+    # seen_before), allocated on first use.
+    uint64_t *seen
+    uint32_t seen_count
     char pad_tail[64]

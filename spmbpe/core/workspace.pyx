@@ -36,6 +36,8 @@ cdef inline void ws_init(Workspace *w) noexcept nogil:
     spm_cache_writer_init(&w.cache_writer)
     w.cache_lookups = 0
     w.cache_was_full = False
+    w.seen = NULL
+    w.seen_count = 0
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
@@ -80,6 +82,7 @@ cdef inline void ws_free(Workspace *w) noexcept nogil:
     free(w.split_right)
     free(w.split_touched)
     free(w.bounds)
+    free(w.seen)
     ws_init(w)
 
 
