@@ -62,7 +62,7 @@ def spec_from_model_proto(
         # spmbpe._normalizer checks the precompiled character map's trie.
         raise ModelFormatError(path, None, f"{exc}") from None
 
-    table = PieceTable(proto.arena, proto.offsets, utf8_checked=proto._pieces_checked())
+    table = PieceTable(proto.arena, proto.offsets, utf8_checked=proto.pieces_checked())
     dup = table.first_duplicate
     # Pieces appended after the model's own (HF added tokens) may repeat a
     # piece's text: the added token keeps its own id.

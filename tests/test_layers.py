@@ -155,9 +155,6 @@ def test_no_module_imports_private_names_of_another():
 # Private attributes read across modules that other work removes: (the
 # reading file, the attribute), each with who reads what.
 KNOWN_PRIVATE_ATTRIBUTES = {
-    # The .model reader's pieces-checked flag, read by its loader (the
-    # reader's rewrite, issue 50, gives it a public name).
-    ("sentencepiece.py", "_pieces_checked"),
     # The compiled core's test hooks reach into a tokenizer's core, and the
     # batch scheduler's policy (issue 50, the compiled core's part).
     ("_testing.pyx", "_core"),
