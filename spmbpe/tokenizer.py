@@ -213,7 +213,6 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
             return self._spec
         return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
 
-
     def __repr__(self) -> str:
         return (
             f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "

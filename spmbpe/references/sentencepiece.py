@@ -31,12 +31,6 @@ OPTIONS: Dict[str, Any] = {}
 
 
 class Planner(base.Planner):
-    """sentencepiece (a bare .model): only NORMAL, USER_DEFINED and UNUSED
-    pieces are merge results, UNUSED ones are split again; USER_DEFINED
-    pieces are matched in the escaped text, leftmost-longest; control pieces
-    in the text are plain text; a run of unknown characters is one <unk>
-    (without byte fallback)."""
-
     from_lists = True
 
     def __init__(
@@ -99,38 +93,28 @@ class Planner(base.Planner):
         "▁" included) is split at user-defined pieces and merged; for
         offsets, spans map back through the normalizer's alignment."""
         normalizer = self.normalizers[prefix]  # type: ignore[index]
-        if not offsets:
-            normalized = normalizer.normalize(text)
-            if not normalized:
-                return Plan()
-            fragments = self.user_defined.partition_longest(normalized)
-            if fragments is None:
-                return text_plan(normalized, False)
-            plan = Plan()
-            for f in fragments:
-                if isinstance(f, TokenAt):
-                    plan.add_token(f.token.id)  # (no span: not planned for offsets)
-                else:
-                    plan.add_text(normalized[f[0] : f[1]], False)
-            return plan
-        normalized, align = normalizer.normalize_with_offsets(text)
+        if offsets:
+            normalized, align = normalizer.normalize_with_offsets(text)
+        else:  # (no spans: tokens at 0, texts without an alignment)
+            normalized, align = normalizer.normalize(text), None
         if not normalized:
             return Plan()
         fragments = self.user_defined.partition_longest(normalized)
         if fragments is None:
+            if align is None:
+                return text_plan(normalized, False)
             fragments = [(0, len(normalized))]
 
         def back(k: int) -> int:
-            return origin + max(0, align[k] - lead)
+            return 0 if align is None else origin + max(0, align[k] - lead)
 
         plan = Plan()
         for f in fragments:
             if isinstance(f, TokenAt):
                 plan.add_token(f.token.id, back(f.start), back(f.start + len(f.token.content)))
             else:
-                plan.add_text(
-                    normalized[f[0] : f[1]], False, alignment=[back(k) for k in range(f[0], f[1] + 1)]
-                )
+                alignment = None if align is None else [back(k) for k in range(f[0], f[1] + 1)]
+                plan.add_text(normalized[f[0] : f[1]], False, alignment=alignment)
         return plan
 
 

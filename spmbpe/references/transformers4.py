@@ -41,12 +41,6 @@ OPTIONS: Dict[str, Any] = {
 
 
 class Planner(sentencepiece.Planner):
-    """transformers' slow LlamaTokenizer (4.x) over a sentencepiece model (a
-    model folder): added tokens split out of the raw text (leftmost-longest,
-    with their lstrip/rstrip), each text segment encoded by sentencepiece's
-    rules; with prefix_scheme "once" (legacy false) the quirks of its
-    non-legacy path."""
-
     def __init__(
         self, spec: "TokenizerSpec", core: SpmCore, matcher: AddedTokenMatcher, sentinel_ids: FrozenSet[int]
     ) -> None:
@@ -84,14 +78,11 @@ class Planner(sentencepiece.Planner):
             return plan
         # A user-defined piece inside: drop the ids of the unk token here.
         out = Plan()
-        if not offsets:
-            # (A normalized plan holds tokens without spans.)
+        if offsets:
+            ids, starts, ends = self.core.encode_parts_offsets(plan)
+        else:  # (A normalized plan holds tokens without spans.)
             ids = self.core.encode_parts(plan)
-            keep = self.unk_length if len(ids) >= self.unk_length else 0
-            for token_id in ids[keep:]:
-                out.add_token(token_id)
-            return out
-        ids, starts, ends = self.core.encode_parts_offsets(plan)
+            starts = ends = [0] * len(ids)
         keep = self.unk_length if len(ids) >= self.unk_length else 0
         for token_id, start, end in zip(ids[keep:], starts[keep:], ends[keep:]):
             out.add_token(token_id, start, end)
