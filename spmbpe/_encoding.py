@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, FrozenSet, Iterable, List, Optional, Tuple, Union, cast
 
 from . import _batch
-from ._core import Plan, SpmCore, join_flat
+from ._core import PieceTable, Plan, SpmCore, join_flat
 from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
 from ._threads import thread_count
 
@@ -21,7 +21,7 @@ class EncodingMixin:
 
     _core: SpmCore
     _plan: Callable[..., Plan]
-    _table: Any
+    _table: PieceTable
     _add_bos: bool
     _add_eos: bool
     _bos_id: Optional[int]
