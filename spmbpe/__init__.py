@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, List
 
     from ._hf_call import BatchEncoding
-    from ._streaming import StreamingDecoder
+    from ._decoding import StreamingDecoder
     from ._threads import get_num_threads, set_num_threads
     from .errors import (
         DisallowedSpecialError,
@@ -58,7 +58,7 @@ __all__ = [
 _HOMES = {
     "SpmTokenizer": "tokenizer",
     "PREFIX_SCHEMES": "tokenizer",
-    "StreamingDecoder": "_streaming",
+    "StreamingDecoder": "_decoding",
     "BatchEncoding": "_hf_call",
     "AddedToken": "tokens",
     "TokenType": "tokens",

@@ -113,12 +113,12 @@ class Encoder:
 
     def _encode(self, texts: Any) -> Encoded:
         if isinstance(texts, LineBlock):
-            got = self.tok._encode_line_block(texts.data, special=self.special, num_threads=self.threads)
+            got = self.tok.encode_line_block(texts.data, special=self.special, num_threads=self.threads)
             if got is not None:
                 return self._around(*as_id_buffers(*got))
             texts = texts.strings()  # encode_batch's way (it raises what a line does)
         # encode_batch(return_numpy=True)'s result, BOS/EOS included, without NumPy.
-        return as_id_buffers(*self.tok._encode_flat(
+        return as_id_buffers(*self.tok.encode_flat(
             texts, special=self.special, num_threads=self.threads, bos_id=self.bos, eos_id=self.eos
         ))
 

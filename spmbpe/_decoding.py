@@ -1,62 +1,31 @@
-"""How each reference turns ids back into text, chosen in one place.
+"""Decoding: the rules the compiled decoder follows, and a tokenizer's decoder.
 
-The compiled decoder (``IdDecoder`` in ``_core.pyx``) renders ids by a small
-set of rules; this module says which rules each reference follows:
-
-* **llama.cpp** (GGUF), ``llama_detokenize`` in ``src/llama-vocab.cpp``:
-  control and unknown pieces as their text (``unparse_special``, as
-  ``common_detokenize`` asks by default) or nothing (``skip_special``);
-  user-defined pieces as spelled; unused pieces as nothing; byte pieces as
-  their byte. Only the *first id* loses one leading space (its
-  ``remove_space``), whether it renders anything or not, so a skipped
-  leading BOS leaves the next piece's space standing. Skipping specials
-  (``remove_special``) also drops a leading BOS when the vocabulary adds
-  one and a trailing EOS when it adds one, by id, whatever their type
-  (``drops_ends``).
-* **sentencepiece** (``.model``), ``DecodeSentencePiece`` in
-  ``sentencepiece_processor.cc``: control pieces as nothing, unknown ones as
-  the model's ``unk_surface`` (`` ⁇ `` unless trained with another),
-  user-defined and unused pieces as normal ones; while nothing has been
-  decoded, a piece's leading ``▁`` comes off (with ``add_dummy_prefix`` or
-  ``remove_extra_whitespaces``; a byte piece is never stripped); a run of
-  byte pieces is decoded on its own, every byte of an invalid sequence
-  becoming U+FFFD.
-* **tokenizers** (``tokenizer.json``), the Llama decoder ``Sequence[Replace
-  ▁ -> " ", ByteFallback, Fuse, Strip(" ", 1, 0)]``: every token's ``▁`` is a
-  space, a run of byte tokens that is not valid UTF-8 is U+FFFD per byte, and
-  one leading space comes off the whole text.
-* **transformers4** (model folders, transformers 4.57's slow
-  ``LlamaTokenizer``: ``PreTrainedTokenizer._decode`` and
-  ``LlamaTokenizer.convert_tokens_to_string``): added tokens that are not
-  special tokens (``all_special_tokens``) cut the ids into runs, and the
-  texts, each run's and each such token's, are joined with spaces
-  (``spaces_between_special_tokens``, True whatever the config says), a
-  run's dropped when it is empty unless it is the last. In a run, the first
-  token loses a leading ``▁`` (``add_prefix_space``) and is looked up again;
-  special tokens are their text, with ``legacy`` after a space when pieces
-  come before them, and a second token after a special one that has no
-  ``▁`` gets a space; the pieces between special tokens are decoded by
-  sentencepiece, one call each (with ``legacy`` the model's own dummy
-  prefix comes off again, without it only ``remove_extra_whitespaces``
-  strips). Skipping leaves out ``all_special_ids`` and nothing else.
-  ``clean_up_tokenization_spaces`` is the tokenizer's text post-processing
-  (``TextCleanup``).
-
-``special_as_text=True`` renders control and unknown pieces as their text in
-every reference (what spmbpe 0.1 did for ``.model`` files too).
+The compiled decoder (``IdDecoder``, ``spmbpe/core/decode.pyx``) renders ids
+by a small set of rules; each reference module (``spmbpe/references/``) says
+which rules it follows (its ``decode_rules(spec)``, keyed by
+``special_as_text``), packed here.  ``special_as_text=True`` renders control
+and unknown pieces as their text in every reference (what spmbpe 0.1 did for
+``.model`` files too).  :class:`Decoder` is what a tokenizer decodes with:
+those rules over its core, the ids ``skip_special`` leaves out and the text
+transform (a denormalizer, transformers' cleanup) applied to the whole text;
+:class:`StreamingDecoder` decodes with it one id at a time.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Protocol, Tuple
+import codecs
 
-from ._core import DECODE_CONSTANTS as _C
-from ._core import PieceTable
+from typing import TYPE_CHECKING, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+
+from ._core import DECODE_CONSTANTS as C
+from ._core import IdDecoder, PieceTable, SpmCore, decode_ids
+from ._vocab import SPECIAL_TYPES
+from .tokens import AddedToken
 
 if TYPE_CHECKING:
     from .spec import TokenizerSpec
 
-__all__ = ["DecodeRules", "decode_rules", "TextCleanup", "TextTransform"]
+__all__ = ["C", "DecodeRules", "Decoder", "DecodingMixin", "StreamingDecoder", "TextCleanup", "TextTransform", "pack", "remove_extra_whitespaces"]
 
 
 class TextTransform(Protocol):
@@ -72,7 +41,8 @@ class DecodeRules(NamedTuple):
     ROLE_* bits of each id, for segmented rules; `skip`: the ids that
     skip_special leaves out, where the reference does not skip by type;
     `spelling`: each id's text where the reference spells some ids other
-    than the vocabulary does (segmented rules)."""
+    than the vocabulary does (segmented rules); `clean_up`: transformers'
+    ``clean_up_tokenization_spaces`` after the denormalizer."""
 
     packed: bytes
     surface: bytes
@@ -80,6 +50,7 @@ class DecodeRules(NamedTuple):
     roles: Optional[bytes] = None
     skip: Optional[bytes] = None
     spelling: Optional[PieceTable] = None
+    clean_up: bool = False
 
 
 class TextCleanup:
@@ -107,141 +78,200 @@ class TextCleanup:
         return text
 
 
-def _pack(
+def pack(
     control: int, unknown: int, unused: int, user_defined: int, strip: int, byte_runs: int,
     *, strip_count: int = 1, marker_in_special: bool = False, remove_extra_whitespaces: bool = False,
     segments: bool = False, legacy_space: bool = False, first_strip: bool = False, join_spaces: bool = False,
 ) -> bytes:
-    # Field order: DecodeRules in _core.pyx.
+    """The rules as the compiled decoder reads them: how control, unknown,
+    unused and user-defined pieces render (C["RENDER_*"]), which leading
+    space comes off (C["STRIP_*"]), how byte pieces join (C["BYTES_*"])."""
+    # Field order: DecodeRules in core/decode.pyx.
     packed = bytes(
         [control, unknown, unused, user_defined, strip, strip_count, byte_runs,
          int(marker_in_special), int(remove_extra_whitespaces), int(segments), int(legacy_space),
          int(first_strip), int(join_spaces)]
     )
-    assert len(packed) == _C["RULES_SIZE"]
+    assert len(packed) == C["RULES_SIZE"]
     return packed
 
 
-def decode_rules(decoder: str, spec: "TokenizerSpec") -> Dict[bool, DecodeRules]:
-    """The decode rules of `decoder` (a planner's ``decoder``: "llama.cpp",
-    "sentencepiece", "tokenizers", "transformers4") for the tokenizer of
-    `spec`, which adds a dummy prefix (``add_prefix_space``) as ``▁``
-    (``escape_spaces``) or as a plain space; keyed by ``special_as_text``."""
-    remove_extra_whitespaces = spec.normalizers is not None and spec.normalizers[True].remove_extra_whitespaces
-    if decoder == "transformers4":
-        return _transformers4_rules(spec, remove_extra_whitespaces)
-    return {as_text: _rules(decoder, spec, as_text, remove_extra_whitespaces) for as_text in (False, True)}
+def remove_extra_whitespaces(spec: "TokenizerSpec") -> bool:
+    """Whether the model's normalizer collapses whitespace (sentencepiece's
+    decode then strips a leading space too)."""
+    return spec.normalizers is not None and bool(spec.normalizers[True].remove_extra_whitespaces)
 
 
-def _rules(decoder: str, spec: "TokenizerSpec", special_as_text: bool, remove_extra_whitespaces: bool) -> DecodeRules:
-    add_prefix_space = bool(spec.add_prefix_space)
-    # A plain-space prefix (no escape_whitespaces) stays: the references take
-    # off only the space marker (sentencepiece) or the space it decodes to.
-    strip_prefix = add_prefix_space and spec.escape_spaces
-    text, nothing = _C["RENDER_TEXT"], _C["RENDER_NOTHING"]
-    normal = _C["RENDER_NORMAL"]
-    if decoder == "llama.cpp":
-        strip = _C["STRIP_FIRST_ID"] if strip_prefix else _C["STRIP_NONE"]
-        packed = _pack(text, text, nothing, text, strip, _C["BYTES_RAW"])
-        return DecodeRules(packed, b"", drops_ends=True)
-    if decoder == "sentencepiece":
-        control = text if special_as_text else nothing
-        unknown = text if special_as_text else _C["RENDER_SURFACE"]
-        stripping = add_prefix_space or remove_extra_whitespaces
-        strip = _C["STRIP_WHILE_EMPTY"] if stripping else _C["STRIP_NONE"]
-        packed = _pack(
-            control, unknown, normal, normal, strip, _C["BYTES_EACH"],
-            remove_extra_whitespaces=remove_extra_whitespaces,
+class Decoder:
+    """How one tokenizer turns ids back into text: its reference's rules
+    over its core; `skip_table` marks the ids skip_special leaves out
+    wherever they are, `skip_ends` the ids left out as a sequence's first
+    and last one (-1: none); `transform` applies to the whole text."""
+
+    __slots__ = ("core", "rules", "skip_table", "skip_ends", "transform")
+
+    def __init__(
+        self, core: SpmCore, rules: Dict[bool, DecodeRules], spec: "TokenizerSpec",
+        added: Sequence[AddedToken], ends: Tuple[Optional[int], Optional[int]],
+    ) -> None:
+        self.core = core
+        self.rules = rules
+        skip_table = rules[False].skip
+        if skip_table is None:
+            skip = bytearray(spec.types.translate(SPECIAL_TYPES))
+            for token in added:
+                if token.special:
+                    skip[token.id] = 1
+            skip_table = bytes(skip)
+        self.skip_table = skip_table
+        # llama_detokenize's remove_special also drops a leading BOS and a
+        # trailing EOS that the vocabulary adds (`ends`), by id.
+        drops = rules[False].drops_ends
+        self.skip_ends = tuple(-1 if i is None or not drops else i for i in ends)
+        transform: Optional[TextTransform] = spec.denormalizer
+        if rules[False].clean_up:
+            transform = TextCleanup(transform)
+        self.transform = transform
+
+    def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]:
+        if not skip_special:
+            return None, -1, -1
+        return self.skip_table, self.skip_ends[0], self.skip_ends[1]
+
+    def decode_bytes(self, ids: Iterable[int], skip_special: bool, special_as_text: bool) -> bytes:
+        rules = self.rules[special_as_text]
+        skip, lead, tail = self._skipping(skip_special)
+        return decode_ids(self.core, ids, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
+
+    def decode(self, ids: Iterable[int], skip_special: bool, errors: str, special_as_text: bool) -> str:
+        text = self.decode_bytes(ids, skip_special, special_as_text).decode("utf-8", errors)
+        if self.transform is not None:
+            text = self.transform.normalize(text)
+        return text
+
+    def id_decoder(self, skip_special: bool, special_as_text: bool) -> IdDecoder:
+        """A compiled decoder fed ids a few at a time (a streaming decoder's)."""
+        rules = self.rules[special_as_text]
+        skip, lead, tail = self._skipping(skip_special)
+        return IdDecoder(self.core, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
+
+
+class StreamingDecoder:
+    """Text of a sequence of ids, given one id at a time.
+
+    ``add_token(id)`` returns the text that id completes: only whole UTF-8
+    characters (a character spelled by several ``<0xNN>`` byte pieces comes
+    out with its last byte), with the dummy prefix removed from the first
+    piece exactly as ``decode`` removes it.  ``flush()`` returns the rest (an
+    incomplete character becomes U+FFFD under ``errors="replace"``) and starts
+    a new sequence.  For any ids,
+    ``"".join(d.add_token(i) for i in ids) + d.flush() == tok.decode(ids)``.
+
+    A sentencepiece model with a ``denormalizer_spec`` (none of the Llama or
+    Mistral ones) is denormalized as a whole, as ``decode`` does: its text
+    comes out at ``flush()``; so is a model folder's with
+    ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
+    with ``legacy``, a special token puts a space in front of the pieces
+    before it: without ``skip_special``, their text waits for the next
+    special or added token or ``flush()``.
+
+    >>> d = tok.streaming_decoder()                             # doctest: +SKIP
+    >>> [d.add_token(i) for i in [15043, 3186]], d.flush()      # doctest: +SKIP
+    (['Hello', ' world'], '')
+    """
+
+    __slots__ = ("_decoder", "_errors", "_utf8", "_held", "_denormalizer")
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
+    ) -> None:
+        codecs.lookup_error(errors)  # LookupError now, not at the first id
+        # The compiled decoder keeps the reference's state between ids: the
+        # leading space still to strip, a byte run not yet settled, an id
+        # that is left out if it comes last.
+        self._decoder = decoder.id_decoder(skip_special, special_as_text)
+        self._errors = errors
+        self._denormalizer = decoder.transform
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
+        self._held: List[str] = []
+
+    def add_token(self, id: int) -> str:
+        """The text `id` completes (``""`` while a character is incomplete)."""
+        text = self._utf8.decode(self._decoder.feed((id,)))
+        if self._denormalizer is not None:
+            self._held.append(text)
+            return ""
+        return text
+
+    def flush(self) -> str:
+        """The rest of the text, then a fresh start (the next id is a first piece)."""
+        text = self._utf8.decode(self._decoder.finish(), final=True)
+        if self._denormalizer is not None:
+            text = self._denormalizer.normalize("".join(self._held) + text)
+        self._utf8.reset()
+        self._held = []
+        return text
+
+
+class DecodingMixin:
+    """Mixed into SpmTokenizer: decoding, by its Decoder."""
+
+    _decoder: Decoder
+
+    def streaming_decoder(
+        self, *, skip_special: bool = False, errors: str = "replace", special_as_text: bool = False
+    ) -> "StreamingDecoder":
+        """A decoder fed one id at a time: ``add_token(id)`` returns the text
+        completed so far (whole characters only), ``flush()`` the rest; the
+        pieces joined equal ``decode(ids, skip_special=..., errors=...,
+        special_as_text=...)``.
+
+        >>> d = tok.streaming_decoder()                              # doctest: +SKIP
+        >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
+        ('Hello', ' world', '')
+        """
+        return StreamingDecoder(
+            self._decoder, skip_special=skip_special, errors=errors, special_as_text=special_as_text
         )
-        return DecodeRules(packed, _unk_surface(spec))
-    if decoder == "tokenizers":
-        strip = _C["STRIP_OUTPUT"] if strip_prefix else _C["STRIP_NONE"]
-        packed = _pack(text, text, normal, text, strip, _C["BYTES_RUN"], marker_in_special=True)
-        return DecodeRules(packed, b"")
-    raise ValueError(f"no decode rules named {decoder!r}")
 
+    def decode_bytes(
+        self, ids: Iterable[int], *, skip_special: bool = False, special_as_text: bool = False
+    ) -> bytes:
+        """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
+        (byte pieces may split a character where the reference leaves bytes
+        as they are: llama.cpp, transformers 4)."""
+        return self._decoder.decode_bytes(ids, skip_special, special_as_text)
 
-def _unk_surface(spec: "TokenizerSpec") -> bytes:
-    """The model's TrainerSpec.unk_surface, which sentencepiece's decode
-    writes for the unknown piece (transformers 4's slow decode gets it from
-    sentencepiece too)."""
-    return spec.unk_surface.encode("utf-8")
+    def decode(
+        self,
+        ids: Iterable[int],
+        *,
+        skip_special: bool = False,
+        errors: str = "replace",
+        special_as_text: bool = False,
+    ) -> str:
+        """The text of `ids`, as the tokenizer's reference decodes them (its
+        module's ``decode_rules``, ``spmbpe/references/``): llama.cpp's
+        ``llama_detokenize`` for a GGUF, sentencepiece's ``decode`` for a
+        ``.model`` (control pieces are nothing, unknown ones `` ⁇ ``), the
+        ``tokenizer.json``'s decoder as the tokenizers library runs it,
+        transformers' for a model folder.
 
+        `skip_special` leaves out control and unknown ids and special added
+        tokens (for a GGUF, as llama.cpp does, also a first id that is the
+        BOS the file adds and a last one that is the EOS it adds, whatever
+        their type); `special_as_text` renders control and unknown pieces as their
+        text whatever the reference does. Bytes that are not valid UTF-8
+        follow `errors` (``str.decode``) where the reference leaves them as
+        they are; sentencepiece and tokenizers put U+FFFD for each; a
+        sentencepiece ``denormalizer_spec`` then applies to the whole text.
 
-def _transformers4_rules(spec: "TokenizerSpec", remove_extra_whitespaces: bool) -> Dict[bool, DecodeRules]:
-    legacy = spec.prefix_scheme == "after_each_special"
-    # LlamaTokenizer's sp_model: with legacy, the model as it is (its
-    # add_dummy_prefix is the spec's add_prefix_space); without, the model
-    # with add_dummy_prefix off.
-    model_strips = (legacy and bool(spec.add_prefix_space)) or remove_extra_whitespaces
-    first_strip = spec.add_prefix_space if spec.hf_add_prefix_space is None else spec.hf_add_prefix_space
-    normal = _C["RENDER_NORMAL"]
-    # (The roles, skip table and spelling are the same with special_as_text.)
-    roles, spelling = _transformers4_tokens(spec)
-    skip = bytes(role & _C["ROLE_SPECIAL"] for role in roles)
-    out = {}
-    for as_text in (False, True):
-        packed = _pack(
-            _C["RENDER_TEXT"] if as_text else _C["RENDER_NOTHING"],
-            _C["RENDER_TEXT"] if as_text else _C["RENDER_SURFACE"], normal, normal,
-            _C["STRIP_WHILE_EMPTY"] if model_strips else _C["STRIP_NONE"], _C["BYTES_EACH"],
-            remove_extra_whitespaces=remove_extra_whitespaces, segments=True, legacy_space=legacy,
-            first_strip=bool(first_strip), join_spaces=True,
-        )
-        out[as_text] = DecodeRules(packed, _unk_surface(spec), roles=roles, skip=skip, spelling=spelling)
-    return out
-
-
-def _transformers4_tokens(spec: "TokenizerSpec") -> Tuple[bytes, Optional[PieceTable]]:
-    """The ROLE_* bits of each id for transformers 4's ``_decode``, and the
-    table of each id's token string where an added token gives an id of the
-    model another text than its piece (else None).
-
-    transformers 4 decides by token string (``convert_ids_to_tokens``: an
-    added token's content, else the model's piece): special when it is one
-    of ``all_special_tokens``; split out (``legacy_added_tokens``) when it is
-    an added token's content and not special, or an additional special
-    token whose id is past the model's pieces."""
-    table = spec.table
-    n = len(table)
-    model_pieces = n if spec.mergeable_limit is None else spec.mergeable_limit
-    added = {token.id: token.content for token in spec.added_tokens or ()}
-    respelled = {i: text for i, text in added.items() if i < model_pieces and table.piece(i) != text}
-    # Every id spelled `text`: the added tokens', and the piece's unless its id is respelled.
-    ids_of: Dict[str, List[int]] = {}
-    for i, text in added.items():
-        ids_of.setdefault(text, []).append(i)
-
-    def spelled(text: str) -> List[int]:
-        found = table.find(text.encode("utf-8"))
-        extra = [found] if found >= 0 and found not in respelled and found not in added else []
-        return ids_of.get(text, []) + extra
-
-    roles = bytearray(n)
-    for i in range(model_pieces, n):
-        roles[i] = _C["ROLE_OUTSIDE"]
-    special = set(spec.hf_special_tokens)
-    if not special:
-        # A tokenizer built from lists names no special tokens: its BOS, EOS,
-        # unknown and padding pieces are (LlamaTokenizer's defaults are those
-        # pieces' texts).
-        special = {table.piece(i) for i in (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id) if i is not None}
-    # convert_tokens_to_ids: the added token (the highest id of a text), else the piece.
-    token_id = {text: i for i, text in sorted(added.items())}
-    split = {text for text in added.values() if text not in special}
-    split.update(
-        text for text in spec.hf_additional_special_tokens
-        if token_id.get(text, table.find(text.encode("utf-8"))) >= model_pieces
-    )
-    for text in special:
-        for i in spelled(text):
-            roles[i] |= _C["ROLE_SPECIAL"]
-    for text in split:
-        for i in spelled(text):
-            roles[i] |= _C["ROLE_SPLIT"]
-    spelling = None
-    if respelled:
-        spelling = PieceTable.from_pieces(
-            [respelled[i].encode("utf-8") if i in respelled else table.piece_bytes(i) for i in range(n)]
-        )
-    return bytes(roles), spelling
+        >>> tok.decode([15043, 3186])                            # doctest: +SKIP
+        'Hello world'
+        """
+        return self._decoder.decode(ids, skip_special, errors, special_as_text)

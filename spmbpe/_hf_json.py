@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._gc import gc_paused
 from .errors import ModelFormatError, UnsupportedFeatureError
 from .tokens import AddedToken
 
-__all__ = ["read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
+__all__ = ["LLAMA_CLASSES", "LLAMA_DEFAULTS", "SPECIAL_ATTRIBUTES", "decoder_entries", "read_json_object", "parse_json_object", "read_optional_json_object", "json_id", "added_token"]
 
+
+#: The tokenizer classes both HF loaders reproduce (transformers'
+#: LlamaTokenizer, slow in 4.x, tokenizers-backed in 5.x).
+LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
+#: transformers' SPECIAL_TOKENS_ATTRIBUTES, the named special tokens, in the
+#: order it adds missing ones; LlamaTokenizer's defaults for those a config
+#: leaves out.
+SPECIAL_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 
 def read_json_object(path: str) -> Dict[str, Any]:
     """The JSON object in a file; ModelFormatError (with the offset) if it is
@@ -77,3 +86,18 @@ def added_token(entry: Mapping[str, Any], token_id: int, where: str, *, special:
         lstrip=bool(entry.get("lstrip", False)),
         rstrip=bool(entry.get("rstrip", False)),
     )
+
+
+def decoder_entries(config: Mapping[str, Any], path: str) -> List[Tuple[int, Any]]:
+    """tokenizer_config.json's added_tokens_decoder as (id, entry) pairs;
+    ModelFormatError naming `path` when it is not an object keyed by ids."""
+    decoder = config.get("added_tokens_decoder") or {}
+    if not isinstance(decoder, dict):
+        raise ModelFormatError(path, None, "added_tokens_decoder is not an object")
+    out = []
+    for key, entry in decoder.items():
+        try:
+            out.append((int(key), entry))
+        except ValueError:
+            raise ModelFormatError(path, None, f"added_tokens_decoder[{key!r}]: the key is not an id") from None
+    return out

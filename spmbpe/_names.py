@@ -1,16 +1,17 @@
 """The names users of transformers and sentencepiece try first, each a thin
 spelling of one method of SpmTokenizer (no second implementation):
 
-* transformers: ``tokenize``, ``convert_ids_to_tokens``,
-  ``convert_tokens_to_ids``, ``get_vocab``, ``decode_batch`` (its
-  ``batch_decode`` too), ``bos_token_id`` / ``eos_token_id`` /
-  ``unk_token_id`` / ``pad_token_id``;
+* transformers: ``tokenize``, ``get_vocab``, ``decode_batch`` (its
+  ``batch_decode`` too); ``convert_ids_to_tokens``, ``convert_tokens_to_ids``
+  and ``bos_token_id`` / ``eos_token_id`` / ``unk_token_id`` /
+  ``pad_token_id`` are SpmTokenizer's own methods and properties under a
+  second name;
 * offsets for a batch: ``encode_batch_with_offsets``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast, overload
+from typing import Any, Dict, Iterable, List, Sequence, Tuple, cast
 
 __all__ = ["NamesMixin"]
 
@@ -23,26 +24,6 @@ class NamesMixin:
 
     # ------------------------------------------------------------ transformers
 
-    @property
-    def bos_token_id(self: Any) -> Optional[int]:
-        """transformers' name for ``bos_id``."""
-        return cast(Optional[int], self.bos_id)
-
-    @property
-    def eos_token_id(self: Any) -> Optional[int]:
-        """transformers' name for ``eos_id``."""
-        return cast(Optional[int], self.eos_id)
-
-    @property
-    def unk_token_id(self: Any) -> Optional[int]:
-        """transformers' name for ``unk_id``."""
-        return cast(Optional[int], self.unk_id)
-
-    @property
-    def pad_token_id(self: Any) -> Optional[int]:
-        """transformers' name for ``pad_id``."""
-        return cast(Optional[int], self.pad_id)
-
     def tokenize(self: Any, text: str, **options: Any) -> List[str]:
         """The pieces of ``encode(text, special="all", **options)``.
 
@@ -53,26 +34,6 @@ class NamesMixin:
         # unless the caller says otherwise (as the tok(...) call).
         options.setdefault("special", "all")
         return [str(self.id_to_piece(i)) for i in self.encode(text, **options)]
-
-    @overload
-    def convert_ids_to_tokens(self: Any, ids: int) -> str: ...
-    @overload
-    def convert_ids_to_tokens(self: Any, ids: Iterable[int]) -> List[str]: ...
-
-    def convert_ids_to_tokens(self: Any, ids: Union[int, Iterable[int]]) -> Union[str, List[str]]:
-        """The piece of an id, or the pieces of ids (transformers' name for
-        ``id_to_piece``)."""
-        return cast(Union[str, List[str]], self.id_to_piece(ids))
-
-    @overload
-    def convert_tokens_to_ids(self: Any, tokens: str) -> int: ...
-    @overload
-    def convert_tokens_to_ids(self: Any, tokens: Iterable[str]) -> List[int]: ...
-
-    def convert_tokens_to_ids(self: Any, tokens: Union[str, Iterable[str]]) -> Union[int, List[int]]:
-        """The id of a piece, or the ids of pieces (the unknown id for a piece
-        not in the vocabulary), as transformers' name for ``piece_to_id``."""
-        return cast(Union[int, List[int]], self.piece_to_id(tokens))
 
     def get_vocab(self: Any) -> Dict[str, int]:
         """Every piece and its id (a piece listed twice: its lowest id)."""

@@ -141,7 +141,7 @@ class SpmModelProto:
         # valid UTF-8: the tokenizer then need not check these pieces again.
         self._checked_pieces: Optional[Tuple[bytes, "array[int]"]] = None
 
-    def _pieces_checked(self) -> bool:
+    def pieces_checked(self) -> bool:
         """Whether the pieces are still those the reader found valid UTF-8."""
         checked, offsets = self._checked_pieces, self.offsets
         return (checked is not None and checked[0] is self.arena and isinstance(offsets, array)

@@ -14,8 +14,9 @@ byte string in a small tagged format of its own, so that
   setting that can change an id differs.
 
 The settings written are every keyword of ``TokenizerSpec.build``
-(``spec.options``), so a new setting is covered without touching this module
-(or raises ``TypeError`` here when it is of a kind the format cannot write).
+(``spec.settings``) and the reference's own options, so a new setting is
+covered without touching this module (or raises ``TypeError`` here when it is
+of a kind the format cannot write).
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ import hashlib
 import struct
 import sys
 from array import array
-from typing import Any, Callable, List, Optional, Tuple
+from dataclasses import fields
+from importlib import import_module
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._core import PieceTable, distinct_rules
 from ._normalizer import Normalizer
 from ._normalizer import _rebuild as _rebuild_normalizer
 from ._vocab import piece_offsets
+from .references import OLD_NAMES
 from .spec import RankedMerges, TokenizerSpec
 from .tokens import AddedToken
 
@@ -61,8 +65,59 @@ def fingerprint(spec: TokenizerSpec) -> str:
 def _chunks(spec: TokenizerSpec) -> List[bytes]:
     out: List[bytes] = [_MAGIC]
     merges = _canonical_merges(spec.ranked_merges)
-    _write(out, (spec.table, spec.rank, spec.types, spec.options, merges))
+    _write(out, (spec.table, spec.rank, spec.types, _options(spec), merges))
     return out
+
+
+# How this format (version 1, since spmbpe's first state) spells what
+# changed names since: transformers 4's reference (references.OLD_NAMES),
+# whose own options were settings of every spec, "hf_*", the first two
+# always written.
+_OLD_OPTIONS = {
+    "special_tokens": "hf_special_tokens", "unk_token": "hf_unk_token",
+    "additional_special_tokens": "hf_additional_special_tokens", "add_prefix_space": "hf_add_prefix_space",
+    "clean_up_spaces": "hf_clean_up_spaces",
+}
+_ALWAYS_WRITTEN = ("hf_special_tokens", "hf_unk_token")
+# Settings left out at these values (those of the format's first version
+# always, the others when they were added): a tokenizer that does not use
+# one keeps the state it had before it existed.
+_LEFT_OUT: Dict[str, Any] = {
+    "hf_special_tokens": (), "hf_unk_token": "<unk>", "hf_additional_special_tokens": (),
+    "hf_add_prefix_space": None, "hf_clean_up_spaces": False, "named_unk_id": None, "unk_surface": " \u2047 ",
+}
+
+
+def _options(spec: TokenizerSpec) -> Dict[str, Any]:
+    """The settings as this format writes them, sorted by name: the spec's,
+    then the reference's own (spec.reference_options)."""
+    options = spec.settings
+    for name, value in options.pop("reference_options").items():
+        options[_OLD_OPTIONS.get(name, name)] = value
+    out = {
+        name: value for name, value in sorted(options.items())
+        if name in _ALWAYS_WRITTEN or name not in _LEFT_OUT or value != _LEFT_OUT[name]
+    }
+    for name in _ALWAYS_WRITTEN:
+        out.setdefault(name, _LEFT_OUT[name])
+    if spec.added_tokens is not None:
+        out["added_tokens"] = list(spec.added_tokens)
+    return dict(sorted(out.items()))
+
+
+def _settings(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The keywords of TokenizerSpec.build for the settings `options` wrote."""
+    known = {f.name for f in fields(TokenizerSpec)}
+    settings: Dict[str, Any] = {"reference_options": {}}
+    old_names = {old: name for name, old in _OLD_OPTIONS.items()}
+    for name, value in options.items():
+        if name in known:
+            settings[name] = value
+        elif name not in _LEFT_OUT or value != _LEFT_OUT[name]:
+            settings["reference_options"][old_names.get(name, name)] = value
+    reference = settings.get("reference")
+    settings["reference"] = OLD_NAMES.get(reference, reference) if reference is not None else "llama.cpp"
+    return settings
 
 
 def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
@@ -79,7 +134,7 @@ def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
     return (*distinct, fuse_unknown, ignore_merges)
 
 
-# What turns a spec into a tokenizer: SpmTokenizer._from_spec, registered by
+# What turns a spec into a tokenizer: spmbpe.tokenizer.tokenizer_from_spec, registered by
 # spmbpe/tokenizer.py when the class is defined.  (This module sits below
 # the tokenizer and must not import it; unpickling imports the spmbpe
 # package first, which defines the class.)
@@ -103,9 +158,12 @@ def restore(data: bytes) -> Any:
     if end != len(data):
         raise ValueError(f"corrupt spmbpe tokenizer state: {len(data) - end} trailing bytes")
     table, rank, types, options, ranked_merges = value
-    spec = TokenizerSpec.build(table, rank, types, ranked_merges, **options)
-    if _BUILDER is None:  # (spmbpe/__init__.py imports the tokenizer)
-        raise RuntimeError("spmbpe.tokenizer is not imported")
+    spec = TokenizerSpec.build(table, rank, types, ranked_merges, **_settings(options))
+    if _BUILDER is None:
+        # A fresh interpreter unpickling imports only this module; the
+        # tokenizer's registers the builder (this module sits below it).
+        import_module(f"{__package__}.tokenizer")
+    assert _BUILDER is not None
     return _BUILDER(spec)
 
 

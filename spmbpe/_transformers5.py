@@ -25,7 +25,7 @@ from array import array
 from types import FrameType
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ._hf_json import read_json_object
+from ._hf_json import LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, decoder_entries, read_json_object
 from ._spm_model import SpmModelProto, read_model_proto
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import TokenizerSpec
@@ -37,13 +37,8 @@ from .tokens import AddedToken, TokenType
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
 
 _MARKER = "\u2581"
-# The classes whose __init__ rebuilds the pipeline as below (llama:
-# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x).
-_LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
-# tu_base SPECIAL_TOKENS_ATTRIBUTES, the named special tokens.
-_NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# llama LlamaTokenizer.__init__ defaults.
-_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+# (LLAMA_CLASSES: the classes whose __init__ rebuilds the pipeline as below;
+# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x.)
 
 
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
@@ -70,7 +65,7 @@ def read_transformers5_spec(folder: str) -> TokenizerSpec:
     if config.get("clean_up_tokenization_spaces") and config.get(
         "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
     ):
-        spec = dataclasses.replace(spec, hf_clean_up_spaces=True)
+        spec = dataclasses.replace(spec, reference_options={"clean_up_spaces": True})
     return _with_named_ids(spec, config, folder)
 
 
@@ -178,7 +173,6 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     merges and vocabulary are left in the file (read_tokenizer_json)."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
-    model_path = os.path.join(folder, "tokenizer.model")
     has_config = os.path.isfile(config_path)
     config = read_json_object(config_path) if has_config else {}
     cls = config.get("tokenizer_class")
@@ -191,57 +185,17 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     _named_tokens(config, folder)
     if "added_tokens_decoder" in config and not isinstance(config["added_tokens_decoder"], dict):
         raise ModelFormatError(config_path, None, "added_tokens_decoder is not an object")
-    if not isinstance(cls, str) or cls not in _LLAMA_CLASSES:
+    if not isinstance(cls, str) or cls not in LLAMA_CLASSES:
         # Without a Llama class, AutoTokenizer 5.24 builds TokenizersBackend
         # with a generic sentencepiece conversion (merges by score, a Split
         # pre-tokenizer on user-defined pieces): not reproduced here.
         raise UnsupportedModelError(
             f"{folder}: tokenizer_class {cls!r}; spmbpe reproduces transformers 5's LlamaTokenizer "
-            f"({', '.join(sorted(_LLAMA_CLASSES))}) and a bare tokenizer.json (load with "
+            f"({', '.join(sorted(LLAMA_CLASSES))}) and a bare tokenizer.json (load with "
             f"reference='transformers4', 'sentencepiece' or 'tokenizers' for the other readings)"
         )
 
-    from_json = os.path.isfile(json_path)
-    if from_json:
-        # tu_base _from_pretrained: with a tokenizer.json the config's
-        # add_bos_token/add_eos_token are dropped, and (tu_tok
-        # convert_to_native_format) only the file's vocab, merges and
-        # post-processor are kept; LlamaTokenizer rebuilds the rest.
-        file_data = _tokenizer_json(json_path, spell)
-        file_model = file_data.get("model")
-        if not isinstance(file_model, dict):
-            raise ModelFormatError(json_path, None, "no 'model' object: not a tokenizers tokenizer.json")
-        vocab = file_model.get("vocab")
-        if isinstance(vocab, list):
-            vocab = {(item[0] if isinstance(item, list) else item): i for i, item in enumerate(vocab)}
-        if not isinstance(vocab, (dict, LazyVocab)):
-            raise ModelFormatError(json_path, None, "model.vocab is missing")
-        merges = file_model.get("merges")
-        post_processor = file_data.get("post_processor")
-        model_pieces: List[Tuple[str, int]] = []
-    elif os.path.isfile(model_path):
-        proto = read_model_proto(model_path)
-        # convert SentencePieceExtractor.extract: {piece: id} (a repeated
-        # piece keeps its last id), merges from the vocabulary alone.
-        model_vocab = _ModelVocab(proto)
-        if spell:
-            vocab = model_vocab.spell()
-            merges = [[a, b] for a, b in generate_merges(vocab)]
-        else:
-            vocab = model_vocab
-            merges = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
-        post_processor = None
-        # ... and every CONTROL and USER_DEFINED piece becomes an added
-        # token (special for CONTROL), matched on the raw text.
-        # (The kinds as a set of ints, looked up once: an enum member's
-        # lookup and comparison per piece is slow over 32,000 pieces.)
-        added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
-        model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
-    else:
-        raise UnsupportedModelError(
-            f"{folder}: neither tokenizer.json nor tokenizer.model; transformers 5's LlamaTokenizer reads one of them"
-        )
-
+    vocab, merges, post_processor, model_pieces, file_added = _pipeline_source(folder, spell)
     # llama LlamaTokenizer.__init__: legacy defaults to False there (4.x
     # treated an absent key as True); add_prefix_space None means True.
     legacy = config.get("legacy", False)
@@ -250,7 +204,6 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     # tu_base _get_prepend_scheme.
     scheme = ("always" if legacy else "first") if add_prefix_space else "never"
 
-    file_added = (file_data.get("added_tokens") or []) if from_json else None
     added = _added_tokens(folder, config, vocab, model_pieces, file_added, json_path)
     named = _named_tokens(config, folder)
     if post_processor is None:
@@ -272,6 +225,54 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
                   "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
                   "ignore_merges": False, "vocab": vocab, "merges": merges},
     }
+
+
+def _pipeline_source(
+    folder: str, spell: bool
+) -> Tuple[Any, Any, Optional[Dict[str, Any]], List[Tuple[str, int]], Optional[List[Any]]]:
+    """What the pipeline takes from the folder's files: (the vocabulary, the
+    merges, the post-processor (None: the config's template), the model's
+    CONTROL/USER_DEFINED pieces with their kinds, the tokenizer.json's added
+    tokens (None without one))."""
+    json_path = os.path.join(folder, "tokenizer.json")
+    model_path = os.path.join(folder, "tokenizer.model")
+    if os.path.isfile(json_path):
+        # tu_base _from_pretrained: with a tokenizer.json the config's
+        # add_bos_token/add_eos_token are dropped, and (tu_tok
+        # convert_to_native_format) only the file's vocab, merges and
+        # post-processor are kept; LlamaTokenizer rebuilds the rest.
+        file_data = _tokenizer_json(json_path, spell)
+        file_model = file_data.get("model")
+        if not isinstance(file_model, dict):
+            raise ModelFormatError(json_path, None, "no 'model' object: not a tokenizers tokenizer.json")
+        vocab = file_model.get("vocab")
+        if isinstance(vocab, list):
+            vocab = {(item[0] if isinstance(item, list) else item): i for i, item in enumerate(vocab)}
+        if not isinstance(vocab, (dict, LazyVocab)):
+            raise ModelFormatError(json_path, None, "model.vocab is missing")
+        return vocab, file_model.get("merges"), file_data.get("post_processor"), [], file_data.get("added_tokens") or []
+    if os.path.isfile(model_path):
+        proto = read_model_proto(model_path)
+        # convert SentencePieceExtractor.extract: {piece: id} (a repeated
+        # piece keeps its last id), merges from the vocabulary alone.
+        model_vocab = _ModelVocab(proto)
+        merges: Any
+        if spell:
+            vocab = model_vocab.spell()
+            merges = [[a, b] for a, b in generate_merges(vocab)]
+        else:
+            vocab = model_vocab
+            merges = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
+        # ... and every CONTROL and USER_DEFINED piece becomes an added
+        # token (special for CONTROL), matched on the raw text.
+        # (The kinds as a set of ints, looked up once: an enum member's
+        # lookup and comparison per piece is slow over 32,000 pieces.)
+        added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
+        model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
+        return vocab, merges, None, model_pieces, None
+    raise UnsupportedModelError(
+        f"{folder}: neither tokenizer.json nor tokenizer.model; transformers 5's LlamaTokenizer reads one of them"
+    )
 
 
 class _ModelVocab(LazyVocab):
@@ -297,8 +298,8 @@ def _named_tokens(config: Dict[str, Any], folder: str) -> Dict[str, Optional[Dic
     them; with no added_tokens_decoder, special_tokens_map.json overrides."""
     where = os.path.join(folder, "tokenizer_config.json")
     named: Dict[str, Optional[Dict[str, Any]]] = {}
-    for key in _NAMED:
-        value = config.get(key, _LLAMA_DEFAULTS.get(key))
+    for key in SPECIAL_ATTRIBUTES:
+        value = config.get(key, LLAMA_DEFAULTS.get(key))
         named[key] = None if value is None or value == "" else _token_entry(value, where, True)
     if "added_tokens_decoder" not in config:
         map_path = os.path.join(folder, "special_tokens_map.json")
@@ -323,24 +324,16 @@ def _tokenizer_json(json_path: str, spell: bool) -> Dict[str, Any]:
     return data
 
 
-def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, int], LazyVocab],
-                  model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
-    """The backend's added tokens, in the order transformers adds them
-    (the first token of a text wins; tokenizers' add_tokens ignores a
-    repeat).  `file_added`: the tokenizer.json's added_tokens (None
-    without one)."""
+def _explicit_added(
+    folder: str, config: Dict[str, Any], file_added: Any, json_path: str
+) -> List[Tuple[int, Dict[str, Any]]]:
+    """The added tokens the folder lists, by id: the config's
+    added_tokens_decoder, or (older saves) added_tokens.json and the
+    tokenizer.json's own."""
     where = os.path.join(folder, "tokenizer_config.json")
     explicit: List[Tuple[int, Dict[str, Any]]] = []
     if "added_tokens_decoder" in config:
-        decoder = config["added_tokens_decoder"]
-        if not isinstance(decoder, dict):
-            raise ModelFormatError(where, None, "added_tokens_decoder is not an object")
-        for key, value in decoder.items():
-            try:
-                token_id = int(key)
-            except ValueError:
-                raise ModelFormatError(where, None, f"added_tokens_decoder[{key!r}]: the key is not an id") from None
-            explicit.append((token_id, _token_entry(value, where, False)))
+        explicit += [(i, _token_entry(value, where, False)) for i, value in decoder_entries(config, where)]
     else:
         # tu_base _from_pretrained, the pre-4.34 layout: added_tokens.json
         # gives {text: id}; a text is special when it is a named special
@@ -362,6 +355,17 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
                 if isinstance(item, dict) and isinstance(item.get("id"), int):
                     explicit.append((item["id"], _token_entry(item, json_path, True)))
     explicit.sort(key=lambda pair: pair[0])
+    return explicit
+
+
+def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, int], LazyVocab],
+                  model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
+    """The backend's added tokens, in the order transformers adds them
+    (the first token of a text wins; tokenizers' add_tokens ignores a
+    repeat).  `file_added`: the tokenizer.json's added_tokens (None
+    without one)."""
+    where = os.path.join(folder, "tokenizer_config.json")
+    explicit = _explicit_added(folder, config, file_added, json_path)
 
     out: List[Dict[str, Any]] = []
     seen: Dict[str, Dict[str, Any]] = {}

@@ -97,3 +97,4 @@ def checked_id(
     if not 0 <= int(value) < n:
         raise fail(f"{name} {value} is outside the vocabulary of {n} pieces")
     return int(value)
+

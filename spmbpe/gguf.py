@@ -23,20 +23,14 @@ from ._gguf import RawStrings, read_gguf_header
 from ._vocab import TOKEN_TYPE_VALUES, checked_id, piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_gguf", "read_gguf_spec", "spec_from_gguf_metadata", "tokenizer_from_gguf_metadata"]
+__all__ = ["read_gguf_spec", "spec_from_gguf_metadata"]
 
 # llama.cpp's defaults for an SPM ("llama") vocabulary when a key is absent.
 _DEFAULT_BOS = 1
 _DEFAULT_EOS = 2
 _DEFAULT_UNK = 0
-
-
-def load_gguf(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
-    """A tokenizer from the vocabulary in a GGUF file's metadata."""
-    return tokenizer_from_spec(read_gguf_spec(path))
 
 
 def read_gguf_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
@@ -61,19 +55,12 @@ class _Source:
         return ModelFormatError(self.path, self.offsets.get(key), message)
 
 
-def tokenizer_from_gguf_metadata(
-    meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
-) -> SpmTokenizer:
-    """A tokenizer from already-read GGUF metadata (key -> value); `offsets`
-    (key -> byte offset of its pair) only make error messages precise."""
-    return tokenizer_from_spec(spec_from_gguf_metadata(meta, path, offsets))
-
-
 def spec_from_gguf_metadata(
     meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
 ) -> TokenizerSpec:
-    """The TokenizerSpec of already-read GGUF metadata (see
-    tokenizer_from_gguf_metadata)."""
+    """The TokenizerSpec of already-read GGUF metadata (key -> value);
+    `offsets` (key -> byte offset of its pair) only make error messages
+    precise."""
     src = _Source(path, offsets)
     model = meta.get("tokenizer.ggml.model")
     if model is None:

@@ -15,34 +15,21 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._core import PieceTable
-from ._hf_json import added_token, json_id, read_optional_json_object
+from ._hf_json import (
+    LLAMA_CLASSES, LLAMA_DEFAULTS, SPECIAL_ATTRIBUTES, added_token, decoder_entries, json_id, read_optional_json_object,
+)
 from ._spm_model import SpmModelProto, read_model_proto
 from ._vocab import piece_offsets
 from .errors import ModelFormatError, UnsupportedModelError
-from .planners import TRANSFORMERS_REFERENCE
 from .sentencepiece import spec_from_model_proto
 from .spec import TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import NEVER_MERGE, AddedToken, TokenType
 
-__all__ = ["load_hf_folder", "read_hf_folder_spec"]
+__all__ = ["read_hf_folder_spec"]
 
-# Slow tokenizer classes whose tokenize() this module reproduces.
-_LLAMA_CLASSES = {"LlamaTokenizer", "LlamaTokenizerFast"}
-
-
-# transformers' SPECIAL_TOKENS_ATTRIBUTES, in the order it adds missing ones.
-_SPECIAL_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# LlamaTokenizer's defaults for a key the config does not have.
-_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
-
-
-def load_hf_folder(folder: str) -> SpmTokenizer:
-    """A tokenizer from a model folder holding ``tokenizer.model``."""
-    return tokenizer_from_spec(read_hf_folder_spec(folder))
 
 
 def read_hf_folder_spec(folder: str) -> TokenizerSpec:
@@ -51,36 +38,16 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
     config_path = os.path.join(folder, "tokenizer_config.json")
     config = read_optional_json_object(config_path)
     cls = config.get("tokenizer_class")
-    if cls is not None and (not isinstance(cls, str) or cls not in _LLAMA_CLASSES):
+    if cls is not None and (not isinstance(cls, str) or cls not in LLAMA_CLASSES):
         raise UnsupportedModelError(
             f"{folder}: tokenizer_class {cls!r} is not supported; spmbpe reproduces "
-            f"transformers' LlamaTokenizer ({', '.join(sorted(_LLAMA_CLASSES))})"
+            f"transformers' LlamaTokenizer ({', '.join(sorted(LLAMA_CLASSES))})"
         )
     proto = read_model_proto(model_path)
     n_model = len(proto)
     legacy = config.get("legacy")
     legacy = True if legacy is None else bool(legacy)
-
-    # The special tokens, with transformers' precedence: the config (or
-    # LlamaTokenizer's defaults); when the config has no added_tokens_decoder
-    # (an older save), special_tokens_map.json overrides it and
-    # added_tokens.json lists the added tokens.
-    specials: Dict[str, Optional[AddedToken]] = {}
-    for name in _SPECIAL_ATTRIBUTES:
-        specials[name] = _special(config.get(name, _LLAMA_DEFAULTS.get(name)), config_path, name)
-    additional = _special_list(config.get("additional_special_tokens"), config_path)
-    if "added_tokens_decoder" in config:
-        added = _added_tokens(config, folder)
-    else:
-        map_path = os.path.join(folder, "special_tokens_map.json")
-        for name, value in read_optional_json_object(map_path).items():
-            if name == "additional_special_tokens":
-                for token in _special_list(value, map_path):
-                    if token.content not in {t.content for t in additional}:
-                        additional.append(token)
-            elif name in specials:
-                specials[name] = _special(value, map_path, name)
-        added = _legacy_added_tokens(folder, specials, additional)
+    specials, additional, added = _config_tokens(config, folder)
 
     # Special tokens that are not added tokens yet become ones: with their
     # piece's id, or appended after everything else (PreTrainedTokenizer's
@@ -130,18 +97,47 @@ def read_hf_folder_spec(folder: str) -> TokenizerSpec:
             else bool(config.get("add_prefix_space", True))
         ),
         prefix_scheme="after_each_special" if legacy else "once",
-        reference=TRANSFORMERS_REFERENCE,
+        reference="transformers4",
         added_tokens=added,
-        hf_special_tokens=[t.content for t in special_list],
-        hf_additional_special_tokens=[t.content for t in additional],
-        # What LlamaTokenizer's decoding reads (a null add_prefix_space is
-        # false there).
-        hf_add_prefix_space=bool(config.get("add_prefix_space", True)),
-        hf_clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
-        hf_unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
+        # (spmbpe/references/transformers4.py's options.)
+        reference_options=dict(
+            special_tokens=[t.content for t in special_list],
+            additional_special_tokens=[t.content for t in additional],
+            # What LlamaTokenizer's decoding reads (a null add_prefix_space
+            # is false there).
+            add_prefix_space=bool(config.get("add_prefix_space", True)),
+            clean_up_spaces=bool(config.get("clean_up_tokenization_spaces", False)),
+            unk_token=specials["unk_token"].content if specials["unk_token"] is not None else "<unk>",
+        ),
         model_pieces=n_model,
     )
     return spec_from_model_proto(proto, model_path, **options)
+
+
+def _config_tokens(
+    config: Dict[str, Any], folder: str
+) -> Tuple[Dict[str, Optional[AddedToken]], List[AddedToken], List[AddedToken]]:
+    """The named special tokens, the additional ones and the added tokens,
+    with transformers' precedence: the config (or LlamaTokenizer's
+    defaults); when the config has no added_tokens_decoder (an older save),
+    special_tokens_map.json overrides it and added_tokens.json lists the
+    added tokens."""
+    config_path = os.path.join(folder, "tokenizer_config.json")
+    specials: Dict[str, Optional[AddedToken]] = {}
+    for name in SPECIAL_ATTRIBUTES:
+        specials[name] = _special(config.get(name, LLAMA_DEFAULTS.get(name)), config_path, name)
+    additional = _special_list(config.get("additional_special_tokens"), config_path)
+    if "added_tokens_decoder" in config:
+        return specials, additional, _added_tokens(config, folder)
+    map_path = os.path.join(folder, "special_tokens_map.json")
+    for name, value in read_optional_json_object(map_path).items():
+        if name == "additional_special_tokens":
+            for token in _special_list(value, map_path):
+                if token.content not in {t.content for t in additional}:
+                    additional.append(token)
+        elif name in specials:
+            specials[name] = _special(value, map_path, name)
+    return specials, additional, _legacy_added_tokens(folder, specials, additional)
 
 
 def _special(value: object, path: str, name: str) -> Optional[AddedToken]:
@@ -186,24 +182,11 @@ def _legacy_added_tokens(
 
 
 def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
-    decoder = config.get("added_tokens_decoder") or {}
-    if not isinstance(decoder, dict):
-        raise ModelFormatError(
-            os.path.join(folder, "tokenizer_config.json"), None, "added_tokens_decoder is not an object"
-        )
+    config_path = os.path.join(folder, "tokenizer_config.json")
     out = []
-    for key, entry in decoder.items():
-        where = f"added_tokens_decoder[{key!r}]"
-        try:
-            token_id = int(key)
-        except ValueError:
-            raise ModelFormatError(
-                os.path.join(folder, "tokenizer_config.json"), None, f"{where}: the key is not an id"
-            ) from None
+    for token_id, entry in decoder_entries(config, config_path):
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str):
-            raise ModelFormatError(
-                os.path.join(folder, "tokenizer_config.json"), None, f"{where} has no content string"
-            )
+            raise ModelFormatError(config_path, None, f"added_tokens_decoder[{str(token_id)!r}] has no content string")
         out.append(added_token(entry, token_id, folder))
     return out
 

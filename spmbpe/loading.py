@@ -68,9 +68,7 @@ def read_spec(path: Union[str, "os.PathLike[str]"], *, reference: Optional[str] 
         return _folder_spec(path, reference or "transformers")
     spec = _reader(path)(path)
     if reference is not None and not os.path.isdir(path):
-        from .planners import planner_class
-
-        own = planner_class(spec.reference).public_name
+        own = spec.reference
         if own != reference:
             raise UnsupportedModelError(
                 f"{path}: this file is read as {own!r}, not {reference!r}; the other readings "

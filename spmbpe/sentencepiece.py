@@ -22,34 +22,20 @@ from ._spm_model import NormalizerSpec, SpmModelProto, read_model_proto
 from ._vocab import checked_id, indices_of
 from .errors import ModelFormatError, UnsupportedModelError
 from .spec import TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import TokenType
 
 if TYPE_CHECKING:
     from ._normalizer import Normalizer
 
-__all__ = ["load_model_proto", "read_model_proto_spec", "spec_from_model_proto", "tokenizer_from_model_proto"]
+__all__ = ["read_model_proto_spec", "spec_from_model_proto"]
 
 _MODEL_TYPES = {1: "Unigram", 2: "BPE", 3: "word", 4: "char"}
-
-
-def load_model_proto(path: Union[str, "os.PathLike[str]"]) -> SpmTokenizer:
-    """A tokenizer from a sentencepiece ``.model`` file (a BPE model)."""
-    return tokenizer_from_spec(read_model_proto_spec(path))
 
 
 def read_model_proto_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
     """The TokenizerSpec of a sentencepiece ``.model`` file."""
     path = os.fspath(path)
     return spec_from_model_proto(read_model_proto(path), path)
-
-
-def tokenizer_from_model_proto(
-    proto: SpmModelProto, path: Optional[str] = None, **options: object
-) -> SpmTokenizer:
-    """A tokenizer from a decoded ModelProto; `options` override the
-    settings the file implies (see spec_from_model_proto)."""
-    return tokenizer_from_spec(spec_from_model_proto(proto, path, **options))
 
 
 def spec_from_model_proto(
@@ -76,7 +62,7 @@ def spec_from_model_proto(
         # spmbpe._normalizer checks the precompiled character map's trie.
         raise ModelFormatError(path, None, f"{exc}") from None
 
-    table = PieceTable(proto.arena, proto.offsets, utf8_checked=proto._pieces_checked())
+    table = PieceTable(proto.arena, proto.offsets, utf8_checked=proto.pieces_checked())
     dup = table.first_duplicate
     # Pieces appended after the model's own (HF added tokens) may repeat a
     # piece's text: the added token keeps its own id.

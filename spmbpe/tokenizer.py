@@ -1,58 +1,32 @@
 """SpmTokenizer: the public tokenizer, policy over the compiled merger.
 
 Built in one step from a :class:`~spmbpe.spec.TokenizerSpec` (what a file
-says): the planner of the spec's reference (``spmbpe/planners.py``) marks the
-vocabulary for the compiled core and plans each text; this class owns the
-public API, the ``special=`` policy and decoding.
+says): the spec's reference (a module of ``spmbpe/references/``) marks the
+vocabulary for the compiled core, plans each text and says how ids decode;
+this class owns the public API and the ``special=`` policy.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    FrozenSet,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-    cast,
-    overload,
-)
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union, cast, overload
 
-from . import _batch
-from ._added import AddedTokenMatcher
-from ._core import PieceTable, SpmCore, TokenizerBase, decode_ids, join_flat
-from ._decoding import TextCleanup, TextTransform, decode_rules
+from . import references
+from ._core import PieceTable, SpmCore, TokenizerBase
+from ._decoding import Decoder, DecodingMixin
+from ._encoding import EncodingMixin
+from ._hf_call import call
 from ._names import NamesMixin
-from ._policy import SpecialPolicy, check_text, sampling, special_policy, surrogate_error
-from ._threads import thread_count
+from ._policy import SpecialPolicy
 from ._state import fingerprint, register_builder, restore, state_bytes
-from ._vocab import SPECIAL_TYPES
 from .errors import InvalidTokenIdError, VocabularyError
-from .planners import PLANNERS, Planner, planner_class
+from .references.base import Planner
 from .spec import PREFIX_SCHEMES, TokenizerSpec
 from .tokens import AddedToken, TokenType
 
-if TYPE_CHECKING:
-    from array import array
-
-    from ._hf_call import BatchEncoding
-    from ._streaming import StreamingDecoder
-
 __all__ = ["SpmTokenizer", "tokenizer_from_spec", "PREFIX_SCHEMES", "SpecialPolicy"]
 
-# The references (planners.PLANNERS) SpmTokenizer(tokens, ...) may follow.
-_LIST_REFERENCES = tuple(name for name, cls in PLANNERS.items() if cls.from_lists)
-
-
-class SpmTokenizer(TokenizerBase, NamesMixin):
+class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
     """A SentencePiece-BPE tokenizer.
 
     Merges the best-scoring adjacent pair first (the score is a merge rank,
@@ -81,131 +55,60 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
         add_eos: bool = False,
         reference: str = "llama.cpp",
     ) -> None:
-        if reference not in _LIST_REFERENCES:
+        reference = references.OLD_NAMES.get(reference, reference)
+        if not getattr(references.REFERENCES.get(reference), "Planner", Planner).from_lists:
+            listed = [name for name, ref in references.REFERENCES.items() if ref.Planner.from_lists]
             raise ValueError(
-                f"reference must be {' or '.join(map(repr, _LIST_REFERENCES))} for a tokenizer built from "
+                f"reference must be {' or '.join(map(repr, listed))} for a tokenizer built from "
                 f"lists, not {reference!r} (HuggingFace folders and tokenizer.json files load "
                 f"with spmbpe.load)"
             )
+        # (The settings are this signature's keywords, as TokenizerSpec.build takes them.)
+        settings = {k: v for k, v in locals().items() if k not in ("self", "tokens", "scores", "token_types")}
         encoded = [_piece_bytes(t, i) for i, t in enumerate(tokens)]
         if not encoded:
             raise VocabularyError("the vocabulary is empty: it needs at least one piece")
-        spec = TokenizerSpec.build(
-            PieceTable.from_pieces(encoded),
-            scores,
-            token_types,
-            bos_id=bos_id,
-            eos_id=eos_id,
-            unk_id=unk_id,
-            pad_id=pad_id,
-            add_prefix_space=add_prefix_space,
-            prefix_scheme=prefix_scheme,
-            added_tokens=added_tokens,
-            add_bos=add_bos,
-            add_eos=add_eos,
-            reference=reference,
-        )
+        spec = TokenizerSpec.build(PieceTable.from_pieces(encoded), scores, token_types, **settings)
         self._build(spec)
-
-    @classmethod
-    def _from_spec(cls, spec: TokenizerSpec) -> "SpmTokenizer":
-        """The tokenizer of a spec (what the loaders and unpickling use)."""
-        self = cls.__new__(cls)
-        self._build(spec)
-        return self
 
     def _build(self, spec: TokenizerSpec) -> None:
-        planner_cls = planner_class(spec.reference)
-        table, types = spec.table, spec.types
-        n = len(table)
+        reference = references.get(spec.reference)
+        unknown = sorted(set(spec.reference_options) - set(reference.OPTIONS))
+        if unknown:
+            raise ValueError(f"reference {spec.reference!r} has no option {unknown[0]!r}")
+        planner_cls: Type[Planner] = reference.Planner
         self._spec = spec
         self._fingerprint: Optional[str] = None
-        self._table = table
-        self._types = types
-        self._reference = spec.reference
-        self._normalizers = spec.normalizers
-        self._denormalizer: Optional[TextTransform] = spec.denormalizer
+        self._table, self._types = spec.table, spec.types
         self._add_prefix_space = bool(spec.add_prefix_space)
-        self._prefix_scheme = spec.prefix_scheme
-        self._add_bos = bool(spec.add_bos)
-        self._add_eos = bool(spec.add_eos)
-        unk_id = spec.unk_id
-        if unk_id is None and planner_cls.finds_unk_piece:
-            for name in (b"<unk>", b"<UNK>"):
-                found = table.find(name)
-                if found >= 0:
-                    unk_id = found
-                    break
+        self._add_bos, self._add_eos = bool(spec.add_bos), bool(spec.add_eos)
         # (Checked by TokenizerSpec.build; ints here.)
-        self._bos_id = None if spec.bos_id is None else int(spec.bos_id)
-        self._eos_id = None if spec.eos_id is None else int(spec.eos_id)
+        self._bos_id, self._eos_id, self._pad_id = (None if i is None else int(i) for i in (
+            spec.bos_id, spec.eos_id, spec.pad_id))
         # The id unknown characters become, and the one unk_id reports (a
         # name the encoder does not use: transformers 5's folders).
-        encode_unk = -1 if unk_id is None else int(unk_id)
-        if spec.named_unk_id is not None:
-            unk_id = spec.named_unk_id
+        encode_unk = _unknown_id(spec, planner_cls)
+        unk_id = encode_unk if spec.named_unk_id is None else spec.named_unk_id
         self._unk_id = None if unk_id is None else int(unk_id)
-        self._pad_id = None if spec.pad_id is None else int(spec.pad_id)
-
-        flags = planner_cls.merge_flags(types)
-        if spec.mergeable_limit is not None and spec.mergeable_limit < n:
-            # Pieces appended after the model's own (HF added tokens) are
-            # never built by merges.
-            flags = flags[: spec.mergeable_limit] + bytes(n - spec.mergeable_limit)
-        self._core = core = SpmCore(
-            table, spec.rank, flags, types, encode_unk, planner_cls.collapse_unknown, spec.byte_fallback,
-        )
+        self._core = core = _make_core(spec, planner_cls, encode_unk)
         self._merge_settings: Optional[Tuple[bool, bool]] = None
         if spec.ranked_merges is not None:
-            core.set_ranked_merges(*spec.ranked_merges)
             # The core's table is then the rules' one copy (Mistral's 58,980:
             # 0.7 MB more as the spec's arrays); the state reads them back
             # (_whole_spec).
             self._merge_settings = spec.ranked_merges[3:]
             self._spec = dataclasses.replace(spec, ranked_merges=None)
-        if not spec.escape_spaces:
-            core.set_escape_spaces(False)
-
         self._matcher = planner_cls.make_matcher(_added_tokens(spec, planner_cls), spec)
-        self._sentinel_ids: FrozenSet[int] = frozenset(
-            i for i in (self._bos_id, self._eos_id, self._unk_id) if i is not None
-        )
-        self._planner: Planner = planner_cls(spec, core, self._matcher, self._sentinel_ids)
+        sentinel_ids = frozenset(i for i in (self._bos_id, self._eos_id, self._unk_id) if i is not None)
+        self._planner: Planner = planner_cls(spec, core, self._matcher, sentinel_ids)
         self._plan = self._planner.plan
         # The compiled base's encode: texts without an added token go
         # straight to the core, as the planner's direct() allows.
-        self._bind(
-            core, self._planner, self._planner.direct(),
-            self._bos_id if self._add_bos else None, self._eos_id if self._add_eos else None,
-        )
-
-        self._decoding = decode_rules(planner_cls.decoder, spec)
-        skip_table = self._decoding[False].skip
-        if skip_table is None:
-            skip = bytearray(types.translate(SPECIAL_TYPES))
-            for token in self._matcher.tokens:
-                if token.special:
-                    skip[token.id] = 1
-            skip_table = bytes(skip)
-        self._skip_special = skip_table
-        if spec.hf_clean_up_spaces:
-            # transformers' clean_up_tokenization_spaces, after the
-            # denormalizer (a model folder's models have none).
-            self._denormalizer = TextCleanup(self._denormalizer)
-        # llama_detokenize's remove_special also drops a leading BOS and a
-        # trailing EOS that the vocabulary adds, by id (_decoding.py).
-        drops = self._decoding[False].drops_ends
-        self._skip_ends = (
-            self._bos_id if drops and self._add_bos and self._bos_id is not None else -1,
-            self._eos_id if drops and self._add_eos and self._eos_id is not None else -1,
-        )
+        bos, eos = self._bos_id if self._add_bos else None, self._eos_id if self._add_eos else None
+        self._bind(core, self._planner, self._planner.direct(), bos, eos)
+        self._decoder = Decoder(core, reference.decode_rules(spec), spec, self._matcher.tokens, (bos, eos))
 
     # ------------------------------------------------------------ properties
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids (pieces) in the vocabulary."""
-        return len(self._table)
 
     @property
     def bos_id(self) -> Optional[int]:
@@ -222,6 +125,9 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
     @property
     def pad_id(self) -> Optional[int]:
         return self._pad_id
+
+    # transformers' names of the special ids (the same properties).
+    bos_token_id, eos_token_id, unk_token_id, pad_token_id = bos_id, eos_id, unk_id, pad_id
 
     @property
     def add_bos(self) -> bool:
@@ -242,13 +148,13 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
     def reference(self) -> str:
         """Whose rules this tokenizer follows: "llama.cpp", "sentencepiece",
         "transformers" (transformers 5), "transformers4" (transformers 4.x's
-        slow tokenizer) or "tokenizers" (the planners of spmbpe/planners.py)."""
-        return self._planner.public_name
+        slow tokenizer) or "tokenizers" (the modules of spmbpe/references/)."""
+        return self._spec.reference
 
     @property
     def prefix_scheme(self) -> str:
         """``"after_each_special"`` (llama.cpp) or ``"once"`` (HF non-legacy)."""
-        return self._prefix_scheme
+        return self._spec.prefix_scheme
 
     @property
     def added_tokens(self) -> List[AddedToken]:
@@ -307,15 +213,19 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             return self._spec
         return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
 
-
-    def __len__(self) -> int:
-        return len(self._table)
-
     def __repr__(self) -> str:
         return (
             f"<SpmTokenizer vocab_size={self.vocab_size} reference={self.reference!r} "
-            f"prefix_scheme={self._prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
+            f"prefix_scheme={self.prefix_scheme!r} add_prefix_space={self._add_prefix_space}>"
         )
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (pieces) in the vocabulary."""
+        return len(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
 
     # ------------------------------------------------------------ pieces
 
@@ -367,264 +277,53 @@ class SpmTokenizer(TokenizerBase, NamesMixin):
             raise InvalidTokenIdError(id, len(self._table))
         return i
 
+    # transformers' names of the lookups (the same methods).
+    convert_ids_to_tokens = id_to_piece
+    convert_tokens_to_ids = piece_to_id
+
     # ------------------------------------------------------------ encoding
 
     # encode(text, *, special="raise", add_special_tokens=False,
     # enable_sampling=False, alpha=0.1, seed=None) and encode_ordinary are
     # compiled, in TokenizerBase (spmbpe/core/direct.pyx): the per-line hot
     # path.  A text in which no added token occurs goes straight to the
-    # core; any other one through the planner, then the core.
-
-    def encode_with_offsets(
-        self,
-        text: str,
-        *,
-        special: SpecialPolicy = "raise",
-        add_special_tokens: bool = False,
-    ) -> Tuple[List[int], List[Tuple[int, int]]]:
-        """``encode`` with, for each id, the ``(start, end)`` character span
-        of the original text it stands for.
-
-        The dummy prefix takes no characters (a lone prefix id has an empty
-        span); a piece that begins with a space marker covers that space;
-        the byte pieces of one character all span that character; BOS/EOS
-        added by `add_special_tokens` have empty spans at the ends.
-
-        >>> tok.encode_with_offsets("Hello world")                # doctest: +SKIP
-        ([15043, 3186], [(0, 5), (5, 11)])
-        """
-        include, allowed = special_policy(special)
-        try:
-            plan = self._plan(check_text(text), include, allowed, offsets=True)
-            ids, starts, ends = self._core.encode_parts_offsets(plan)
-        except UnicodeEncodeError:
-            raise surrogate_error(text) from None
-        spans = list(zip(starts, ends))
-        if add_special_tokens:
-            if self._add_bos:
-                ids.insert(0, self._bos_id)  # type: ignore[arg-type]
-                spans.insert(0, (0, 0))
-            if self._add_eos:
-                ids.append(self._eos_id)  # type: ignore[arg-type]
-                spans.append((len(text), len(text)))
-        return ids, spans
-
-    # encode_ordinary(text) -- encode(text, special="none") -- is compiled,
-    # in TokenizerBase (spmbpe/_core.pyx): the per-line hot path.
-
-    def encode_batch(
-        self,
-        texts: Iterable[str],
-        *,
-        special: SpecialPolicy = "raise",
-        add_special_tokens: bool = False,
-        num_threads: Optional[int] = None,
-        return_numpy: bool = False,
-        dtype: object = None,
-        enable_sampling: bool = False,
-        alpha: float = 0.1,
-        seed: Optional[int] = None,
-    ) -> Any:
-        """``[encode(t, ...) for t in texts]``, merged on `num_threads`
-        threads (default: spmbpe.get_num_threads(): the CPUs this process
-        may use -- its affinity and cgroup quota -- or SPMBPE_NUM_THREADS or
-        spmbpe.set_num_threads) with the GIL released.
-
-        With ``return_numpy=True`` (NumPy needed), returns ``(ids, offsets)``:
-        every id of every text in one flat ``uint32`` array (``dtype=
-        numpy.uint16`` when the vocabulary fits), and the ``int64`` start of
-        each text in it plus the total (``len(texts) + 1`` values), built
-        without a Python int per token.  `enable_sampling`, `alpha`, `seed`:
-        BPE-dropout as in ``encode``; text i draws from its own generator,
-        seeded by (seed, i), so the result does not depend on the threads.
-
-        >>> ids, offsets = tok.encode_batch(["Hello", "world"], return_numpy=True)  # doctest: +SKIP
-        >>> ids[offsets[1]:offsets[2]]                                             # doctest: +SKIP
-        array([3186], dtype=uint32)
-        """
-        include, allowed = special_policy(special)
-        texts = _batch_list(texts)
-        if return_numpy:
-            np, dtype = _batch.numpy_dtype(dtype, len(self._table))
-        sample_alpha, sample_seed = sampling(alpha, seed) if enable_sampling else (0.0, 0)
-        texts, results, owners = self._run_batch(
-            texts, special, include, allowed, num_threads, bool(return_numpy), sample_alpha, sample_seed
-        )
-        if return_numpy:
-            bos = self._bos_id if add_special_tokens and self._add_bos else None
-            eos = self._eos_id if add_special_tokens and self._add_eos else None
-            return _batch.join_numpy(np, dtype, len(texts), owners, results, bos, eos)
-        out = _batch.join_lists(results, owners)
-        if add_special_tokens:
-            for ids in out:
-                self._add_boundary_tokens(ids)
-        return out
-
-    def _run_batch(
-        self, texts: List[Any], special: SpecialPolicy, include: bool, allowed: Optional[FrozenSet[str]],
-        num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
-    ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
-        """encode_batch's merge: (the texts, checked, the groups' results,
-        their owners: _batch.run_batch)."""
-        # No added token in any text: each is one segment, with the dummy
-        # prefix by the rule the core is handed, and the core checks that it
-        # is a str.  Else the texts with one are planned (_plan_unit leaves
-        # the others whole).
-        prefix_rule = self._all_one_segment(texts, special)
-        plain = prefix_rule >= 0
-        try:
-            if not plain:
-                texts = [check_text(t) for t in texts]
-            results, owners = _batch.run_batch(
-                self._core, self._plan_unit, plain, texts, include, allowed, thread_count(num_threads), flat,
-                sample_alpha, sample_seed, prefix_rule if plain else int(self._add_prefix_space),
-            )
-        except (TypeError, ValueError) as e:
-            raise _batch.text_error(texts, e) from None
-        return texts, results, owners
-
-    def _encode_flat(
-        self, texts: List[str], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None,
-        bos_id: int = -1, eos_id: int = -1,
-    ) -> Tuple[bytearray, bytearray]:
-        """``encode_batch(texts, return_numpy=True)`` without NumPy, for the
-        command line: (every id as native uint32 in a bytearray, the
-        offsets of each text's ids and the end as native int64 in a
-        bytearray), with `bos_id` before and `eos_id` after each text (-1:
-        none)."""
-        include, allowed = special_policy(special)
-        texts, results, owners = self._run_batch(
-            _batch_list(texts), special, include, allowed, num_threads, True, 0.0, 0
-        )
-        return cast(Tuple[bytearray, bytearray], join_flat(results, owners, len(texts), bos_id, eos_id))
-
-    def _encode_line_block(
-        self, block: Union[bytes, bytearray], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
-    ) -> Optional[Tuple[bytearray, bytearray]]:
-        """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
-        line ending with "\\n" and a "\\r" before it left out, as the command
-        line reads text files -- without a str per line: (every id as native
-        uint32 in a bytearray, the offsets of each line's ids and the end as
-        native int64 in a bytearray).  None when
-        the block must take encode_batch's way: an added token of a kind
-        `special` splits out is in it, the planner decides every text, or a
-        line failed (encode_batch then raises its error).  ValueError when
-        the block is not UTF-8.  (The command line's fast path: what
-        ``spmbpe encode`` writes is checked equal to encode_batch's.)"""
-        prefix = self._line_block_prefix(block, special)
-        if prefix < 0:
-            return None
-        return _batch.encode_line_block(self._core, block, thread_count(num_threads), prefix)
+    # core; any other one through the planner, then the core.  The others,
+    # encode_with_offsets and encode_batch, are EncodingMixin's (_encoding.py).
 
     # ------------------------------------------------------------ transformers-style call
 
-    def __call__(
-        self,
-        text: Union[str, Sequence[str]],
-        *,
-        add_special_tokens: bool = True,
-        padding: Union[bool, str] = False,
-        truncation: Union[bool, str, None] = None,
-        max_length: Optional[int] = None,
-        pad_to_multiple_of: Optional[int] = None,
-        padding_side: str = "right",
-        truncation_side: str = "right",
-        pad_token_id: Optional[int] = None,
-        return_tensors: Optional[str] = None,
-        return_attention_mask: bool = True,
-        special: SpecialPolicy = "all",
-        num_threads: Optional[int] = None,
-    ) -> "BatchEncoding":
-        """What a transformers tokenizer's call returns, for code written for
-        one: a dict (keys also attributes) of ``input_ids`` and
-        ``attention_mask``; lists, or 2-D int64 arrays with
-        ``return_tensors="np"``.  BOS/EOS are added by default (as
-        transformers does); `padding` is ``True``/``"longest"`` or
-        ``"max_length"``, with the vocabulary's pad id or `pad_token_id`;
-        `truncation` cuts text ids so that a row has at most `max_length` ids.
+    # The call transformers' tokenizers answer: spmbpe/_hf_call.py.
+    __call__ = call
 
-        >>> tok(["Hello", "Hello world"], padding=True, pad_token_id=0)["input_ids"]  # doctest: +SKIP
-        [[1, 15043, 0], [1, 15043, 3186]]
-        """
-        from ._hf_call import call
+def _unknown_id(spec: TokenizerSpec, planner_cls: Type[Planner]) -> Optional[int]:
+    """The id unknown characters become: the file's, or a piece spelled
+    ``<unk>``/``<UNK>`` where the reference takes one (None: none)."""
+    if spec.unk_id is not None or not planner_cls.finds_unk_piece:
+        return spec.unk_id
+    for name in (b"<unk>", b"<UNK>"):
+        found = spec.table.find(name)
+        if found >= 0:
+            return int(found)
+    return None
 
-        return call(
-            self, text, add_special_tokens=add_special_tokens, padding=padding, truncation=truncation,
-            max_length=max_length, pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side,
-            truncation_side=truncation_side, pad_token_id=pad_token_id, return_tensors=return_tensors,
-            return_attention_mask=return_attention_mask, special=special, num_threads=num_threads,
-        )
 
-    # ------------------------------------------------------------ decoding
-
-    def streaming_decoder(
-        self, *, skip_special: bool = False, errors: str = "replace", special_as_text: bool = False
-    ) -> "StreamingDecoder":
-        """A decoder fed one id at a time: ``add_token(id)`` returns the text
-        completed so far (whole characters only), ``flush()`` the rest; the
-        pieces joined equal ``decode(ids, skip_special=..., errors=...,
-        special_as_text=...)``.
-
-        >>> d = tok.streaming_decoder()                              # doctest: +SKIP
-        >>> d.add_token(15043), d.add_token(3186), d.flush()         # doctest: +SKIP
-        ('Hello', ' world', '')
-        """
-        from ._streaming import StreamingDecoder
-
-        return StreamingDecoder(
-            self, skip_special=skip_special, errors=errors, special_as_text=special_as_text
-        )
-
-    def decode_bytes(
-        self, ids: Iterable[int], *, skip_special: bool = False, special_as_text: bool = False
-    ) -> bytes:
-        """The UTF-8 bytes `ids` stand for, before ``decode``'s final step
-        (byte pieces may split a character where the reference leaves bytes
-        as they are: llama.cpp, transformers 4)."""
-        rules = self._decoding[special_as_text]
-        skip, lead, tail = self._skipping(skip_special)
-        return decode_ids(self._core, ids, rules.packed, skip, rules.surface, lead, tail, rules.roles, rules.spelling)
-
-    def _skipping(self, skip_special: bool) -> Tuple[Optional[bytes], int, int]:
-        """What decoding leaves out: the table of ids skipped wherever they
-        are (None: none), and the ids left out as a sequence's first and
-        last one (-1: none)."""
-        if not skip_special:
-            return None, -1, -1
-        return self._skip_special, self._skip_ends[0], self._skip_ends[1]
-
-    def decode(
-        self,
-        ids: Iterable[int],
-        *,
-        skip_special: bool = False,
-        errors: str = "replace",
-        special_as_text: bool = False,
-    ) -> str:
-        """The text of `ids`, as the tokenizer's reference decodes them
-        (``spmbpe/_decoding.py``): llama.cpp's ``llama_detokenize`` for a
-        GGUF, sentencepiece's ``decode`` for a ``.model`` (control pieces are
-        nothing, unknown ones `` ⁇ ``), the ``tokenizer.json``'s decoder as
-        the tokenizers library runs it, transformers' for a model folder.
-
-        `skip_special` leaves out control and unknown ids and special added
-        tokens (for a GGUF, as llama.cpp does, also a first id that is the
-        BOS the file adds and a last one that is the EOS it adds, whatever
-        their type); `special_as_text` renders control and unknown pieces as their
-        text whatever the reference does. Bytes that are not valid UTF-8
-        follow `errors` (``str.decode``) where the reference leaves them as
-        they are; sentencepiece and tokenizers put U+FFFD for each.
-
-        >>> tok.decode([15043, 3186])                            # doctest: +SKIP
-        'Hello world'
-        """
-        text = self.decode_bytes(ids, skip_special=skip_special, special_as_text=special_as_text).decode(
-            "utf-8", errors
-        )
-        if self._denormalizer is not None:
-            # sentencepiece's denormalizer_spec, applied to the decoded text.
-            text = self._denormalizer.normalize(text)
-        return text
+def _make_core(spec: TokenizerSpec, planner_cls: Type[Planner], unk_id: Optional[int]) -> SpmCore:
+    """The compiled merger of a spec, its pieces marked by the reference."""
+    n = len(spec.table)
+    flags = planner_cls.merge_flags(spec.types)
+    if spec.mergeable_limit is not None and spec.mergeable_limit < n:
+        # Pieces appended after the model's own (HF added tokens) are never
+        # built by merges.
+        flags = flags[: spec.mergeable_limit] + bytes(n - spec.mergeable_limit)
+    core = SpmCore(
+        spec.table, spec.rank, flags, spec.types, -1 if unk_id is None else int(unk_id),
+        planner_cls.collapse_unknown, spec.byte_fallback,
+    )
+    if spec.ranked_merges is not None:
+        core.set_ranked_merges(*spec.ranked_merges)
+    if not spec.escape_spaces:
+        core.set_escape_spaces(False)
+    return core
 
 
 def _added_tokens(spec: TokenizerSpec, planner_cls: Type[Planner]) -> List[AddedToken]:
@@ -651,20 +350,12 @@ def _piece_bytes(piece: object, index: int) -> bytes:
     raise TypeError(f"pieces must be str, not {type(piece).__name__} (piece {index})")
 
 
-def _batch_list(texts: Iterable[str]) -> List[Any]:
-    """A batch's texts as a list; TypeError for one text (a str is
-    iterable, but its characters are not a batch)."""
-    if isinstance(texts, (str, bytes, bytearray)):
-        raise TypeError(
-            f"encode_batch takes a list of texts, not a {type(texts).__name__}; for one text use encode"
-        )
-    return texts if type(texts) is list else list(texts)
-
-
 def tokenizer_from_spec(spec: TokenizerSpec) -> SpmTokenizer:
     """The tokenizer of a spec, in one step: what every loader and
     unpickling end with."""
-    return SpmTokenizer._from_spec(spec)
+    tok = SpmTokenizer.__new__(SpmTokenizer)
+    tok._build(spec)
+    return tok
 
 
 # Unpickling (spmbpe/_state.py) builds tokenizers through this module.

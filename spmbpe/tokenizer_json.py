@@ -30,17 +30,11 @@ from ._hf_json import added_token, json_id, parse_json_object
 from ._vocab import byte_piece_ids, piece_offsets
 from .errors import ModelFormatError, UnsupportedFeatureError, UnsupportedModelError
 from .spec import RankedMerges, TokenizerSpec
-from .tokenizer import SpmTokenizer, tokenizer_from_spec
 from .tokens import AddedToken, TokenType
 
-__all__ = ["load_tokenizer_json", "read_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
+__all__ = ["read_tokenizer_json", "read_tokenizer_json_spec", "spec_from_json"]
 
 _MARKER = "\u2581"
-
-
-def load_tokenizer_json(path: str) -> SpmTokenizer:
-    """A tokenizer from a ``tokenizer.json`` holding a Llama-style BPE model."""
-    return tokenizer_from_spec(read_tokenizer_json_spec(path))
 
 
 def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
@@ -221,22 +215,9 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
     vocab = model.get("vocab")
     if not isinstance(vocab, LazyVocab) and (not isinstance(vocab, dict) or not vocab):
         raise ModelFormatError(path, None, "model.vocab is missing or empty")
-    added_entries = data.get("added_tokens") or []
-    if not isinstance(added_entries, list):
-        raise ModelFormatError(path, None, "added_tokens is not a list")
-    for entry in added_entries:
-        entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
-        # (tokenizers reads the id as a u32, then gives the token its own.)
-        if entry_id is None or not 0 <= entry_id < 2**32 or not isinstance(entry.get("content"), str):
-            raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
-        if entry.get("normalized") and front_end[0] == "prepend" and entry["content"]:
-            raise UnsupportedFeatureError(
-                f"{path}: added token {entry['content']!r} is matched after normalization "
-                f"(normalized=true), which spmbpe does not implement with a normalizer"
-            )
+    added_entries = _added_entries(data, front_end, path)
     added = _added_tokens(added_entries, vocab, path, reference)
     table, model_ids, vocab = _vocabulary(vocab, added, path)
-    n = len(table)
     if reference == "transformers":
         # tokenizers' matching of single_word and normalized added tokens
         # (spmbpe/_transformers5.py TokenizersMatcher), carried in front_end.
@@ -245,14 +226,7 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
             tuple(sorted({e["content"] for e in added_entries if e.get("single_word")})),
             tuple(sorted({e["content"] for e in added_entries if e.get("normalized")})),
         )
-    types = bytearray([TokenType.NORMAL]) * n
-    for i in range(model_ids.count(1), n):
-        types[i] = TokenType.USER_DEFINED
-    for token in added:
-        types[token.id] = TokenType.CONTROL if token.special else TokenType.USER_DEFINED
-    for found in byte_piece_ids(table):
-        if types[found] == TokenType.NORMAL:
-            types[found] = TokenType.BYTE
+    types = _types(table, model_ids.count(1), added)
 
     left, right, merged = _merge_rules(model.get("merges"), vocab, table, model_ids, path)
     unk_token = model.get("unk_token")
@@ -264,11 +238,7 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         left, right, merged, bool(model.get("fuse_unk", False)), bool(model.get("ignore_merges", False))
     )
     return TokenizerSpec.build(
-        table,
-        None,
-        bytes(types),
-        ranked_merges,
-        bos_id=bos_id,
+        table, None, types, ranked_merges, bos_id=bos_id,
         eos_id=eos_id,
         unk_id=unk_id,
         add_bos=bos_id is not None,
@@ -280,6 +250,39 @@ def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers
         added_tokens=added,
         front_end=front_end,
     )
+
+
+def _added_entries(data: Dict[str, Any], front_end: Tuple[Any, ...], path: str) -> List[Dict[str, Any]]:
+    """The file's added_tokens entries, checked."""
+    entries = data.get("added_tokens") or []
+    if not isinstance(entries, list):
+        raise ModelFormatError(path, None, "added_tokens is not a list")
+    for entry in entries:
+        entry_id = json_id(entry.get("id")) if isinstance(entry, dict) else None
+        # (tokenizers reads the id as a u32, then gives the token its own.)
+        if entry_id is None or not 0 <= entry_id < 2**32 or not isinstance(entry.get("content"), str):
+            raise ModelFormatError(path, None, f"added_tokens holds an invalid entry: {entry!r:.200}")
+        if entry.get("normalized") and front_end[0] == "prepend" and entry["content"]:
+            raise UnsupportedFeatureError(
+                f"{path}: added token {entry['content']!r} is matched after normalization "
+                f"(normalized=true), which spmbpe does not implement with a normalizer"
+            )
+    return entries
+
+
+def _types(table: PieceTable, model_pieces: int, added: List[AddedToken]) -> bytes:
+    """Each piece's type: the model's NORMAL (BYTE for <0xNN>), the ids past
+    them USER_DEFINED, an added token's CONTROL when special."""
+    n = len(table)
+    types = bytearray([TokenType.NORMAL]) * n
+    for i in range(model_pieces, n):
+        types[i] = TokenType.USER_DEFINED
+    for token in added:
+        types[token.id] = TokenType.CONTROL if token.special else TokenType.USER_DEFINED
+    for found in byte_piece_ids(table):
+        if types[found] == TokenType.NORMAL:
+            types[found] = TokenType.BYTE
+    return bytes(types)
 
 
 def _added_tokens(

@@ -178,6 +178,30 @@ def test_constructor_properties():
     assert default.token_type(M_ID) == TokenType.NORMAL
 
 
+def test_constructor_keywords_are_the_spec_settings_with_its_defaults():
+    """The constructor's keyword list lives in TokenizerSpec: each keyword
+    past the vocabulary's lists is a spec setting forwarded as given, and its
+    default is the spec's own, so the two cannot drift apart."""
+    import dataclasses
+    import inspect
+
+    from spmbpe.spec import TokenizerSpec
+
+    fields = {f.name: f for f in dataclasses.fields(TokenizerSpec)}
+    keywords = list(inspect.signature(SpmTokenizer.__init__).parameters.values())[1:]
+    assert [p.name for p in keywords[:3]] == ["tokens", "scores", "token_types"]
+    assert len(keywords) > 3
+    for parameter in keywords[3:]:
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, parameter.name
+        assert parameter.name in fields, parameter.name
+        assert parameter.default == fields[parameter.name].default, parameter.name
+    tok = rank_tok(bos_id=2, pad_id=0, add_bos=True, prefix_scheme="once", reference="sentencepiece")
+    given = {"bos_id": 2, "pad_id": 0, "add_bos": True, "prefix_scheme": "once", "reference": "sentencepiece"}
+    settings = tok._spec.settings
+    for parameter in keywords[3:]:
+        assert settings[parameter.name] == given.get(parameter.name, parameter.default), parameter.name
+
+
 def test_token_type_enum_numbers_match_gguf():
     assert [int(t) for t in (TokenType.NORMAL, TokenType.UNKNOWN, TokenType.CONTROL,
                              TokenType.USER_DEFINED, TokenType.UNUSED, TokenType.BYTE)] == [1, 2, 3, 4, 5, 6]

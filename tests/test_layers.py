@@ -6,12 +6,19 @@
   counts: at module level, inside a function (a lazy import is still a
   dependency) and under ``TYPE_CHECKING`` (a type-only cycle is still two
   modules that cannot be read apart).
-* No module imports another module's private (``_``-prefixed) names.
+* No module imports another module's private (``_``-prefixed) names, nor
+  reads another's private attributes: ``x._name``, where x is not ``self``
+  or ``cls`` and no code of the module itself defines ``_name`` (an
+  attribute the module sets, a function, class or variable it defines; a
+  Protocol's stubs describe another module's object and define nothing),
+  is a read of another module's private (``.py`` files by their syntax
+  tree, ``.pyx``/``.pxd`` by a pattern).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import os
 import pathlib
 import subprocess
@@ -28,15 +35,25 @@ KNOWN_PRIVATE_IMPORTS = {
     # Normalizer.__reduce__'s reconstructor, which the state format needs to
     # rebuild a normalizer; the compiled module has no public name for it.
     ("_state", "_normalizer", "_rebuild"),
-    # The CLI's array writing, which moves to a module ray and the CLI share
-    # (issue 20, the CLI's part).
-    ("ray", "cli", "_array_dtype"),
-    ("ray", "cli", "_array_metadata"),
 }
 
 
+def _module_name(path: pathlib.Path) -> str:
+    """A module's dotted name below spmbpe ("tokenizer", "references.base",
+    "references" for a subpackage; "__init__" for spmbpe itself)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
 def _modules() -> List[str]:
-    return sorted(p.stem for p in PACKAGE.glob("*.py"))
+    return sorted(_module_name(p) for p in PACKAGE.rglob("*.py"))
+
+
+def _path(name: str) -> pathlib.Path:
+    path = PACKAGE.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def _imports() -> Tuple[Dict[str, Set[str]], List[Tuple[str, str, str]]]:
@@ -46,29 +63,30 @@ def _imports() -> Tuple[Dict[str, Set[str]], List[Tuple[str, str, str]]]:
     graph: Dict[str, Set[str]] = {name: set() for name in _modules()}
     private = []
     for name in _modules():
-        tree = ast.parse((PACKAGE / f"{name}.py").read_text(encoding="utf-8"))
+        path = _path(name)
+        package = name if path.name == "__init__.py" and name != "__init__" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                pairs = [
-                    (alias.name.split(".")[1] if "." in alias.name else "__init__", [])
-                    for alias in node.names if alias.name.split(".")[0] == "spmbpe"
-                ]
+                found = [(alias.name.partition(".")[2] or "__init__", []) for alias in node.names
+                         if alias.name.split(".")[0] == "spmbpe"]
             elif isinstance(node, ast.ImportFrom):
-                module = node.module or ""
-                if node.level == 1 and not module:
-                    # from . import x: a module, or a name of the package
-                    pairs = [
-                        (alias.name, []) if alias.name in known else ("__init__", [alias.name])
-                        for alias in node.names
-                    ]
-                elif node.level == 1 or module.split(".")[0] == "spmbpe":
-                    parts = module.split(".")[1:] if node.level == 0 else module.split(".")
-                    pairs = [(parts[0] if parts else "__init__", [alias.name for alias in node.names])]
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if package else []
+                    module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                elif (node.module or "").split(".")[0] == "spmbpe":
+                    module = node.module.partition(".")[2]  # type: ignore[union-attr]
                 else:
                     continue
+                found = [
+                    (f"{module}.{alias.name}" if module else alias.name, [])
+                    if (f"{module}.{alias.name}" if module else alias.name) in known
+                    else (module or "__init__", [alias.name])
+                    for alias in node.names
+                ]
             else:
                 continue
-            for target, names in pairs:
+            for target, names in found:
                 assert target in known, f"{name} imports an unknown spmbpe module {target!r}"
                 if target != name:
                     graph[name].add(target)
@@ -120,13 +138,104 @@ def test_the_cycle_finder_finds_cycles():
 def test_the_import_graph_has_no_cycle():
     graph, _ = _imports()
     assert "tokenizer" in graph["loading"]  # the walk sees imports
-    assert "_streaming" in graph["tokenizer"]  # and the ones inside functions
+    assert "gguf" in graph["loading"]  # and the ones inside functions
+    assert {"references.base", "_decoding"} <= graph["references.llamacpp"]  # and in subpackages
     assert _cycles(graph) == []
 
 
 def test_no_module_imports_private_names_of_another():
     _, private = _imports()
     assert sorted(set(private) - KNOWN_PRIVATE_IMPORTS) == []
+    assert KNOWN_PRIVATE_IMPORTS <= set(private)  # none stale
+
+
+# Private attributes read across modules that other work removes: (the
+# reading file, the attribute), each with who reads what.
+KNOWN_PRIVATE_ATTRIBUTES = {
+    # The compiled core's test hooks reach into a tokenizer's core, and the
+    # batch scheduler's policy (issue 50, the compiled core's part).
+    ("_testing.pyx", "_core"),
+    ("core/batch.pyx", "_cuts_long_texts"),
+}
+
+
+def _defined(tree: ast.AST) -> Set[str]:
+    """Every name a module's own code defines (Protocol stubs aside)."""
+    protocols = [
+        node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+        and any(getattr(b, "id", getattr(b, "attr", None)) == "Protocol" for b in node.bases)
+    ]
+    stubs = {id(n) for p in protocols for n in ast.walk(p) if n is not p}
+    out: Set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in stubs:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            out.add(node.value)  # __slots__ entries, setattr names
+    return out
+
+
+_PYX_DEFINES = re.compile(
+    r"(?:\b(?:def|class|cdef|cpdef)\b[^(:=\n]*?\b(_\w+)\s*[(:=\[])"
+    r"|(?:^\s*(?:cdef\s+)?(?:public\s+|readonly\s+)?[\w\[\]\*, .]*?\b(_\w+)\s*(?:=|$))|self\.(_\w+)\s*=",
+    re.M,
+)
+_PYX_READS = re.compile(r"\b(\w+)\.(_[A-Za-z]\w*)")
+
+
+def _private_attribute_reads() -> List[Tuple[str, int, str, Set[str]]]:
+    """(file, line, attribute, the files that define it) for each read of a
+    private attribute that its own file does not define but another does."""
+    defined: Dict[str, Set[str]] = {}
+    reads: Dict[str, List[Tuple[int, str]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(PACKAGE))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined[name] = _defined(tree)
+        reads[name] = [
+            (node.lineno, node.attr) for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ]
+    for path in sorted([*PACKAGE.rglob("*.pyx"), *PACKAGE.rglob("*.pxd")]):
+        name = str(path.relative_to(PACKAGE))
+        text = path.read_text(encoding="utf-8")
+        defined[name] = {g for m in _PYX_DEFINES.finditer(text) for g in m.groups() if g}
+        reads[name] = [
+            (text.count("\n", 0, m.start()) + 1, m.group(2)) for m in _PYX_READS.finditer(text)
+            if m.group(1) not in ("self", "cls", "spmbpe") and not m.group(2).startswith("__")
+        ]
+    owners: Dict[str, Set[str]] = {}
+    for name, names in defined.items():
+        for attribute in names:
+            owners.setdefault(attribute, set()).add(name)
+    return [
+        (name, line, attribute, owners[attribute])
+        for name, found in reads.items() for line, attribute in found
+        if attribute not in defined[name] and attribute in owners
+    ]
+
+
+def test_no_module_reads_private_attributes_of_another():
+    reads = _private_attribute_reads()
+    assert sorted({(name, attribute) for name, _, attribute, _ in reads} - KNOWN_PRIVATE_ATTRIBUTES) == [], reads
+    assert KNOWN_PRIVATE_ATTRIBUTES <= {(name, attribute) for name, _, attribute, _ in reads}  # none stale
+
+
+def test_the_attribute_check_sees_a_read_through(tmp_path):
+    tree = ast.parse("class P(Protocol):\n    def _core(self): ...\ndef f(tok):\n    return tok._core, self._x\n")
+    assert "_core" not in _defined(tree) and "f" in _defined(tree)
+    assert "_own" in _defined(ast.parse("class A:\n    def __init__(self):\n        self._own = 1\n"))
 
 
 _MODULES = [m for m in _modules() if m not in ("__init__", "__main__")]
@@ -195,11 +304,11 @@ def test_a_file_becomes_a_frozen_spec_then_a_tokenizer(name, reference):
 
     import spmbpe
     from spmbpe.loading import read_spec
-    from spmbpe.planners import PLANNERS
+    from spmbpe.references import REFERENCES
     from spmbpe.tokenizer import tokenizer_from_spec
 
     spec = read_spec(DATA / name)
-    assert spec.reference == reference and reference in PLANNERS
+    assert spec.reference == reference and reference in REFERENCES
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.add_bos = not spec.add_bos  # type: ignore[misc]
     tok = tokenizer_from_spec(spec)

@@ -1,7 +1,7 @@
 """Lines of text input encoded from the bytes read (the command line's way).
 
 ``spmbpe encode`` reads a text file as bytes; a run of whole lines that is
-all UTF-8 goes to the merge as those bytes (SpmTokenizer._encode_line_block
+all UTF-8 goes to the merge as those bytes (SpmTokenizer.encode_line_block
 over BatchJob.start_lines), with no str per line.  Its ids must be exactly
 encode_batch's over the same lines -- and so the references' -- and a block
 that the fast way cannot take (an added token of the policy in it, a line
@@ -47,7 +47,7 @@ def flat(rows):
 
 
 def block_ids(tok, block, **kw):
-    got = tok._encode_line_block(block, **kw)
+    got = tok.encode_line_block(block, **kw)
     if got is None:
         return None
     data, offsets = got
@@ -196,7 +196,7 @@ def test_a_vocabulary_whose_texts_are_all_planned_takes_encode_batchs_way():
     them out of any text): every text is planned, no block goes the byte
     way."""
     tok = spmbpe.load(DATA_DIR / "mistral-v3.model")
-    assert tok._encode_line_block(b"plain text\n", special="none") is None
+    assert tok.encode_line_block(b"plain text\n", special="none") is None
 
 
 def test_corpus_lines_in_one_block_give_tokenizers_ids():
@@ -250,7 +250,7 @@ def test_a_line_the_merge_refuses_sends_the_block_encode_batchs_way():
     _testing.limit_segment_bytes(tok._core, 600)
     block = b"fine\n" + b"x" * 900 + b"\nfine too\n"
     for threads in (1, 2):
-        assert tok._encode_line_block(block, special="none", num_threads=threads) is None
+        assert tok.encode_line_block(block, special="none", num_threads=threads) is None
     with pytest.raises(ValueError, match="900 UTF-8 bytes"):
         tok.encode_batch(LineBlock(block).strings(), special="none")
     assert block_ids(tok, b"fine\n", special="none") == flat([tok.encode("fine")])
@@ -259,7 +259,7 @@ def test_a_line_the_merge_refuses_sends_the_block_encode_batchs_way():
 def test_a_block_that_is_not_utf8_is_refused():
     tok = spmbpe.load(MODEL)
     with pytest.raises(ValueError, match="invalid byte 7"):
-        tok._encode_line_block(b"ok\nfine\xff\n", special="none")
+        tok.encode_line_block(b"ok\nfine\xff\n", special="none")
     assert block_ids(tok, b"", special="none") == ([], [])
 
 
@@ -338,7 +338,7 @@ def test_bytes_not_utf8_deep_in_a_block_are_named(threads):
         cut = good.rfind(b"\n", 0, at) + 1
         bad = good[:cut] + b"ab\xe2\x96" + good[cut:]
         with pytest.raises(ValueError, match=f"invalid byte {cut + 2}$"):
-            tok._encode_line_block(bad, special="none", num_threads=threads)
+            tok.encode_line_block(bad, special="none", num_threads=threads)
 
 
 def test_a_line_the_merge_refuses_deep_in_a_block_sends_it_encode_batchs_way():
@@ -348,7 +348,7 @@ def test_a_line_the_merge_refuses_deep_in_a_block_sends_it_encode_batchs_way():
     block = ("\n".join(lines[:3000]) + "\n" + "y" * 900 + "\n" + "\n".join(lines[3000:]) + "\n").encode("utf-8")
     assert len(block) > 48 * 4096
     for threads in (1, 2):
-        assert tok._encode_line_block(block, special="none", num_threads=threads) is None
+        assert tok.encode_line_block(block, special="none", num_threads=threads) is None
 
 
 def test_line_block_documents():

@@ -364,10 +364,10 @@ def test_model_without_pieces(tmp_path):
     path.write_bytes(data)
     with pytest.raises((ModelFormatError, UnsupportedModelError), match="no pieces|not a tokenizer file"):
         spmbpe.load(str(path))
-    from spmbpe.sentencepiece import load_model_proto
+    from spmbpe.sentencepiece import read_model_proto_spec
 
     with pytest.raises(ModelFormatError, match="no pieces"):
-        load_model_proto(str(path))
+        read_model_proto_spec(str(path))
 
 
 @pytest.mark.parametrize(
@@ -493,10 +493,10 @@ def test_json_not_an_object(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises((ModelFormatError, UnsupportedModelError)):
         spmbpe.load(str(path))
-    from spmbpe.tokenizer_json import load_tokenizer_json
+    from spmbpe.tokenizer_json import read_tokenizer_json_spec
 
     with pytest.raises(ModelFormatError, match="JSON object"):
-        load_tokenizer_json(str(path))
+        read_tokenizer_json_spec(str(path))
 
 
 @pytest.mark.parametrize(

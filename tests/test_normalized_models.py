@@ -65,7 +65,7 @@ def _lines():
 def test_every_corpus_line_equals_sentencepiece(pair):
     tok, sp = pair
     lines = _lines()
-    assert tok._normalizers is not None  # every variant needs the normalizer stage
+    assert tok._spec.normalizers is not None  # every variant needs the normalizer stage
     got = tok.encode_batch(lines, num_threads=2)
     expected = sp.encode(lines)
     bad = [(line, e, g) for line, e, g in zip(lines, expected, got) if e != g]

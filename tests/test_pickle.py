@@ -27,7 +27,6 @@ import pytest
 import spmbpe
 from spmbpe import AddedToken, SpmTokenizer, TokenType
 from spmbpe._state import state_bytes
-from spmbpe.spec import _LATER_SETTINGS
 
 from spm_proto import bpe_model_proto
 from test_hf_folder import build_folder
@@ -271,27 +270,81 @@ def test_a_model_with_normalizer_and_denormalizer_round_trips(tmp_path):
 
 
 def test_every_setting_is_part_of_the_state():
-    """Each keyword of TokenizerSpec.build (every setting there is) is
-    recorded, so a setting added later cannot be left out of the pickle
-    and the fingerprint."""
-    from spmbpe.spec import TokenizerSpec
+    """Each setting of a spec (each field after the data: the keywords of
+    TokenizerSpec.build) and each option of a reference is recorded, so a
+    setting added later cannot be left out of the pickle and the
+    fingerprint."""
+    from spmbpe._state import _LEFT_OUT, _options
+    from spmbpe.spec import DATA_FIELDS, TokenizerSpec
+    from spmbpe.tokenizer import tokenizer_from_spec
 
-    names = [
-        p.name for p in inspect.signature(TokenizerSpec.build).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
+    names = [f.name for f in dataclasses.fields(TokenizerSpec) if f.name not in DATA_FIELDS]
+    names.remove("reference_options")
     assert len(names) > 10
     spec = _list_tokenizer()._spec
     # Settings added later are left out at their defaults (so the state of a
-    # tokenizer that does not use them is what it was before they existed)...
-    assert sorted(spec.options) == sorted(set(names) - set(_LATER_SETTINGS))
-    # ... and written whenever they are set.
-    later = dataclasses.replace(
-        spec, hf_add_prefix_space=False, hf_additional_special_tokens=("[X]",), hf_clean_up_spaces=True,
-        named_unk_id=0, unk_surface="??",
-    )
-    assert sorted(later.options) == sorted(names)
+    # tokenizer that does not use them is what it was before they existed);
+    # the first state format wrote two of transformers 4's options always.
+    always = {"hf_special_tokens", "hf_unk_token"}
+    assert sorted(_options(spec)) == sorted((set(names) - set(_LEFT_OUT)) | always)
+    # ... and written whenever they are set, transformers 4's options by
+    # their names in that format; they read back as they were.
+    own = dict(add_prefix_space=False, additional_special_tokens=("[X]",), clean_up_spaces=True,
+               special_tokens=("<s>",), unk_token="<x>")
+    later = dataclasses.replace(spec, named_unk_id=0, unk_surface="??", reference="transformers4", reference_options=own)
+    hf = {"hf_add_prefix_space", "hf_additional_special_tokens", "hf_clean_up_spaces"}
+    assert sorted(_options(later)) == sorted(set(names) | always | hf)
     assert state_bytes(later) != state_bytes(spec)
+    back = pickle.loads(pickle.dumps(tokenizer_from_spec(later)))
+    assert back.reference == "transformers4" and back._spec.reference_options == own
+    assert back._spec.settings == {**later.settings, "reference_options": own}
+
+
+STATE_GOLDENS = DATA / "state-68c0db6.pickle.gz"
+
+
+def test_pickles_of_an_older_spmbpe_load_and_give_the_same_ids():
+    """Pickles written by spmbpe 68c0db6 (tools/make_state_goldens.py), one
+    per reference: the same ids, decodes and fingerprint; transformers 4's,
+    whose state named it "huggingface", reads as "transformers4" and is
+    written with that name (its fingerprint is then the new state's)."""
+    import gzip
+
+    goldens = pickle.loads(gzip.decompress(STATE_GOLDENS.read_bytes()))["goldens"]
+    assert {g["reference"] for g in goldens.values()} == {
+        "llama.cpp", "sentencepiece", "transformers", "transformers4", "tokenizers"
+    }
+    for name, golden in goldens.items():
+        tok = pickle.loads(golden["pickle"])
+        assert tok.reference == golden["reference"], name
+        ids = [tok.encode(text, special="all", add_special_tokens=True) for text in golden["texts"]]
+        assert ids == golden["ids"], name
+        assert [tok.decode(i) for i in ids] == golden["decoded"], name
+        assert [tok.decode(i, skip_special=True) for i in ids] == golden["decoded_skipping"], name
+        state = state_bytes(tok._whole_spec())
+        if golden["reference"] == "transformers4":
+            assert b"huggingface" in golden["pickle"] and b"huggingface" not in state
+            assert b"transformers4" in state
+            assert tok.fingerprint != golden["fingerprint"]
+        else:
+            assert tok.fingerprint == golden["fingerprint"], name
+        again = pickle.loads(pickle.dumps(tok))
+        assert again.fingerprint == tok.fingerprint and again.reference == tok.reference
+        assert [again.encode(t, special="all", add_special_tokens=True) for t in golden["texts"]] == ids
+
+
+def test_a_pickle_loads_in_a_fresh_interpreter():
+    """Unpickling imports only spmbpe._state (the reconstructor's module):
+    it builds the tokenizer without the caller importing spmbpe."""
+    import gzip
+
+    golden = pickle.loads(gzip.decompress(STATE_GOLDENS.read_bytes()))["goldens"]["transformers4"]
+    script = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).encode(sys.argv[1], special='all'))"
+    for data in (golden["pickle"], pickle.dumps(pickle.loads(golden["pickle"]))):
+        out = subprocess.run(
+            [sys.executable, "-c", script, golden["texts"][1]], input=data, capture_output=True, check=True,
+        )
+        assert out.stdout.decode().strip() == str(golden["ids"][1][1:])
 
 
 def test_fingerprint_is_stable_across_processes_and_runs(sources):

@@ -231,10 +231,14 @@ def test_pieces_changed_after_reading_are_checked_again():
     # that check only while the proto still holds those very pieces.
     from spmbpe._spm_model import read_model_proto
     from spmbpe.errors import VocabularyError
-    from spmbpe.sentencepiece import tokenizer_from_model_proto
+    from spmbpe.sentencepiece import spec_from_model_proto
+    from spmbpe.tokenizer import tokenizer_from_spec
+
+    def tokenizer_from_model_proto(proto):
+        return tokenizer_from_spec(spec_from_model_proto(proto))
 
     proto = read_model_proto(DATA / "mistral-v1.model")
-    assert proto._pieces_checked()
+    assert proto.pieces_checked()
     assert tokenizer_from_model_proto(proto).encode("Hello world") == [22557, 1526]
 
     # Offsets moved in place: piece 3 now ends inside a character.
@@ -242,7 +246,7 @@ def test_pieces_changed_after_reading_are_checked_again():
               and proto.arena[proto.offsets[i]] >= 0x80)
     moved = read_model_proto(DATA / "mistral-v1.model")
     moved.offsets[at + 1] = moved.offsets[at] + 1
-    assert not moved._pieces_checked()
+    assert not moved.pieces_checked()
     with pytest.raises(VocabularyError, match=f"piece {at} is not valid UTF-8"):
         tokenizer_from_model_proto(moved)
 
@@ -251,6 +255,6 @@ def test_pieces_changed_after_reading_are_checked_again():
     arena = bytearray(swapped.arena)
     arena[swapped.offsets[at]] = 0xFF
     swapped.arena = bytes(arena)
-    assert not swapped._pieces_checked()
+    assert not swapped.pieces_checked()
     with pytest.raises(VocabularyError, match=f"piece {at} is not valid UTF-8"):
         tokenizer_from_model_proto(swapped)

@@ -867,7 +867,7 @@ def test_the_readers_utf8_check_equals_pythons_decoder_in_every_run(entries):
         model = parse_model_proto(data)
         assert [model.piece_bytes(i) for i in range(len(model))] == pieces
         assert list(model.scores) == [-float(i) for i in range(len(pieces))]
-        assert model._pieces_checked()
+        assert model.pieces_checked()
         return
     err = _error(data)
     assert f"piece {expected} is not valid UTF-8" in err.reason, err.reason

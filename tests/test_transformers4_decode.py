@@ -54,7 +54,7 @@ def _check(tok, hf, ids):
         assert got == expected, (ids, skip, hf.convert_ids_to_tokens(ids), expected, got)
         chunks, rest = _stream(tok, ids, skip_special=skip)
         assert "".join(chunks) + rest == expected, (ids, skip, chunks, rest)
-        if not tok._spec.hf_clean_up_spaces:
+        if not tok._spec.reference_options.get("clean_up_spaces"):
             assert tok.decode_bytes(ids, skip_special=skip) == expected.encode("utf-8")
 
 

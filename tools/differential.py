@@ -192,7 +192,7 @@ def run_libraries(texts: Texts, seconds: float, report: Report) -> None:
             flat, starts = tok.encode_batch(batch, special="none", num_threads=threads, return_numpy=True)
             report.check("encode_batch NumPy", batch, [flat[a:b].tolist() for a, b in zip(starts, starts[1:])], each)
             lines = [t.replace("\r", " ").replace("\n", " ") for t in batch]
-            got = tok._encode_line_block("".join(t + "\n" for t in lines).encode("utf-8"), special="none",
+            got = tok.encode_line_block("".join(t + "\n" for t in lines).encode("utf-8"), special="none",
                                          num_threads=threads)
             if got is not None:
                 ids_, offsets = np.frombuffer(got[0], np.uint32), np.frombuffer(got[1], np.int64)

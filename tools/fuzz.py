@@ -488,7 +488,7 @@ def check_tokenizer(tok, text: str, policy, *, roundtrip: bool = False, strict: 
     skipped = tok.decode(ids, skip_special=True)
     if tok.reference == "transformers4":
         # skip_special leaves out all_special_ids, and nothing else.
-        control = {i for i in ids if tok._skip_special[i]}
+        control = {i for i in ids if tok._decoder.skip_table[i]}
     else:
         # skip_special leaves out CONTROL and UNKNOWN ids and special added tokens.
         special_added = {t.id for t in tok.added_tokens if t.special}
