@@ -111,6 +111,9 @@ def spmbpe_key(fmt: str, call: str = "ordinary") -> str:
 
 def spmbpe_column(fmt: str, call: str, path: str) -> Column:
     import spmbpe
+    # `import spmbpe` defers its modules to the first load; imported here,
+    # as every peer's are, "loaded" is the tokenizer's memory, not the library's.
+    import spmbpe.loading  # noqa: F401
 
     loop = None
     if call == "ordinary":

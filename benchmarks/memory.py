@@ -58,6 +58,9 @@ def loader(key: str):
     module, path = TOKENIZERS[key]
     mod = sys.modules.get(module) or __import__(module)
     if module == "spmbpe":
+        # `import spmbpe` defers its modules to the first load: imported
+        # here, the library's code stays out of the tokenizer's memory.
+        __import__("spmbpe.loading")
         return lambda: mod.load(path)
     if key == "sentencepiece":
         return lambda: mod.SentencePieceProcessor(model_file=str(path))
