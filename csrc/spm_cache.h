@@ -352,17 +352,6 @@ static inline void spm_cache_view_of(const spm_cache *c, spm_cache_view *v) {
     v->offset_mask = spm_cache_offset_mask(c->offset_bits);
 }
 
-/* Starts loading the slot where a lookup of hash h begins, so that the
- * cache miss overlaps the work on the chunk before. */
-static inline void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&v->slots[(uint32_t)h & v->mask]);
-#else
-    (void)v;
-    (void)h;
-#endif
-}
-
 /* The entry of the key k in the view's table, or NULL. */
 static inline const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const spm_chunk_key *k) {
     uint32_t tag = (uint32_t)(k->h >> 32) >> v->offset_bits;

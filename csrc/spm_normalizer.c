@@ -49,7 +49,6 @@ struct spm_normalizer {
     unsigned flags;
     int has_charsmap;
     uint32_t *units;      /* NULL without a charsmap; n_units entries */
-    size_t n_units;       /* a multiple of 256 */
     uint32_t root;        /* offset of unit 0 */
     char *strings;        /* replacement strings + a final NUL */
     size_t strings_len;   /* without that final NUL */
@@ -210,7 +209,6 @@ static int load_charsmap(spm_normalizer *nz, const unsigned char *blob,
     nz->units = (uint32_t *)malloc(n_units * sizeof(uint32_t));
     if (nz->units == NULL) return SPM_NORM_ENOMEM;
     for (j = 0; j < n_units; j++) nz->units[j] = read_u32le(blob + 4 + 4 * j);
-    nz->n_units = n_units;
 
     nz->strings_len = blob_len - strings_off;
     nz->strings = (char *)malloc(nz->strings_len + 1);
@@ -412,8 +410,6 @@ void spm_normalizer_free(spm_normalizer *nz)
 unsigned spm_normalizer_flags(const spm_normalizer *nz) { return nz->flags; }
 
 int spm_normalizer_has_charsmap(const spm_normalizer *nz) { return nz->has_charsmap; }
-
-size_t spm_normalizer_trie_units(const spm_normalizer *nz) { return nz->n_units; }
 
 int spm_normalizer_is_identity(const spm_normalizer *nz)
 {

@@ -77,26 +77,13 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         if (duplicate) {
             /* First id wins: a duplicated piece keeps its lowest id. */
             if (v->first_duplicate < 0) v->first_duplicate = id;
-            v->duplicates++;
             continue;
         }
         v->slots[i].id = id;
         v->slots[i].head = head;
-        v->slots[i].score = 0.0f;
         v->tags[i] = tag;
     }
     return v;
-}
-
-void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected) {
-    for (uint32_t i = 0; i < v->cap; i++) {
-        if (!v->tags[i]) continue;
-        spm_vocab_slot *slot = &v->slots[i];
-        int32_t id = slot->id & SPM_ID_MASK;
-        slot->score = scores[id];
-        slot->id = selected[id] ? (id | SPM_MERGEABLE) : id;
-    }
-    v->marked = 1;
 }
 
 void spm_vocab_free(spm_vocab *v) {
