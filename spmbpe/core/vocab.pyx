@@ -234,10 +234,9 @@ cdef carray.array _FLOAT_ARRAY = array("f")
 
 def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     """Reads consecutive ModelProto `pieces` entries in the common layout from
-    buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A, one-byte
-    length), the score (0x15, a
-    float32) and optionally the type (0x18, 1..6), in that order -- what every
-    sentencepiece serializer writes.  Stops at the first entry in any other
+    buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A,
+    one-byte length), the score (0x15, a float32) and optionally the type
+    (0x18, 1..6), in that order -- what every sentencepiece serializer writes.  Stops at the first entry in any other
     shape, which the caller parses with the general reader.
 
     Returns (arena, offsets, scores, types, end, bad): the piece bytes back
