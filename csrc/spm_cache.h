@@ -194,10 +194,6 @@ static inline const spm_cache_entry *spm_cache_entry_in(const char *data, uint32
     return (const spm_cache_entry *)(data + ((size_t)(word & offset_mask) - 1) * 4);
 }
 
-static inline const spm_cache_entry *spm_cache_entry_at(const spm_cache *c, uint32_t word) {
-    return spm_cache_entry_in(c->data, spm_cache_offset_mask(c->offset_bits), word);
-}
-
 /* The tag a slot holds for hash h: the upper bits of its upper half, as
  * many as the offset leaves. */
 static inline uint32_t spm_cache_tag(const spm_cache *c, uint64_t h) {
@@ -309,10 +305,6 @@ static inline int spm_cache_word_holds(const char *data, uint32_t offset_bits, u
     return spm_cache_entry_is(spm_cache_entry_in(data, offset_mask, word), k);
 }
 
-static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const spm_chunk_key *k) {
-    return spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), word, tag, k);
-}
-
 /* One call's view of the cache for its lookups: the table as it was when
  * the call began, and what a lookup needs from the cache, in locals (not
  * loaded again at every lookup).  A table replaced by growth during the
@@ -413,11 +405,11 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
         spm_unlock(&c->growing);
         return NULL;
     }
-    uint32_t used = 0;
+    uint32_t used = 0, offset_mask = spm_cache_offset_mask(c->offset_bits);
     for (uint32_t k = 0; k <= t->mask; k++) {
         uint32_t word = spm_load_acquire_u32(&t->slots[k]);
         if (word == 0) continue;
-        uint32_t i = spm_load_u32(&spm_cache_entry_at(c, word)->hash_lo) & grown->mask;
+        uint32_t i = spm_load_u32(&spm_cache_entry_in(c->data, offset_mask, word)->hash_lo) & grown->mask;
         while (grown->slots[i]) i = (i + 1) & grown->mask;
         grown->slots[i] = word;
         used++;
@@ -498,7 +490,8 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_c
             }
             /* (Another thread took this slot: `seen` is its word.) */
         }
-        if (spm_cache_holds(c, seen, tag, k)) return;
+        if (spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), seen, tag, k))
+            return;
         i = (i + 1) & t->mask;
     }
 }

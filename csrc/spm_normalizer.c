@@ -555,6 +555,20 @@ static int buf_reserve(spm_norm_buf *buf, size_t need, int want_align)
 /* ------------------------------------------------------------------------ */
 /* Normalize.                                                                 */
 
+/* Writes a space at o[*len] (U+2581 when `escape`), from input offset `from`. */
+static inline void emit_space(char *o, size_t *al, int want_align, size_t *len, int escape, size_t from)
+{
+    if (escape) {
+        memcpy(o + *len, k_space_symbol, 3);
+        if (want_align) al[*len] = al[*len + 1] = al[*len + 2] = from;
+        *len += 3;
+    } else {
+        o[*len] = ' ';
+        if (want_align) al[*len] = from;
+        *len += 1;
+    }
+}
+
 #define ENSURE(extra)                                                        \
     do {                                                                     \
         if (buf->cap - len < (extra)) {                                      \
@@ -615,17 +629,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
     }
 
     /* 2. Dummy prefix. */
-    if (dummy && !suffix) {
-        if (escape) {
-            memcpy(o, k_space_symbol, 3);
-            if (want_align) al[0] = al[1] = al[2] = consumed;
-            len = 3;
-        } else {
-            o[0] = ' ';
-            if (want_align) al[0] = consumed;
-            len = 1;
-        }
-    }
+    if (dummy && !suffix) emit_space(o, al, want_align, &len, escape, consumed);
 
     /* 3. The text. */
     is_prev_space = remove_extra;
@@ -656,15 +660,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
                remove_extra_whitespaces, else emitted (escaped or not). */
             if (!is_prev_space) {
                 ENSURE(max_step);
-                if (escape) {
-                    memcpy(o + len, k_space_symbol, 3);
-                    if (want_align) al[len] = al[len + 1] = al[len + 2] = consumed;
-                    len += 3;
-                } else {
-                    o[len] = ' ';
-                    if (want_align) al[len] = consumed;
-                    len++;
-                }
+                emit_space(o, al, want_align, &len, escape, consumed);
             }
             is_prev_space = remove_extra;
             consumed++;
@@ -721,17 +717,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
 
     /* 5. Dummy suffix. */
     ENSURE(4);
-    if (dummy && suffix) {
-        if (escape) {
-            memcpy(o + len, k_space_symbol, 3);
-            if (want_align) al[len] = al[len + 1] = al[len + 2] = consumed;
-            len += 3;
-        } else {
-            o[len] = ' ';
-            if (want_align) al[len] = consumed;
-            len++;
-        }
-    }
+    if (dummy && suffix) emit_space(o, al, want_align, &len, escape, consumed);
 
     if (want_align) al[len] = consumed;
     buf->len = len;
