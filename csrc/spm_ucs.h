@@ -23,9 +23,8 @@ static inline uint32_t spm_ucs_at(int kind, const void *data, size_t i) {
 }
 
 /* Writes the UTF-8 of code point c (0x80 or more, no surrogate) at o, where
- * 4 bytes are free; returns the end.  (One 4-byte store: the bytes of a
- * character stored one by one were read back as one word by escape, which
- * waited for the three stores.) */
+ * 4 bytes are free; returns the end.  (One 4-byte store, so that a word
+ * read back soon does not wait for several.) */
 static inline uint8_t *spm_utf8_put(uint8_t *o, uint32_t c) {
     uint8_t b[4];
     int n;

@@ -27,8 +27,8 @@ def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t 
     """encode_batch's split of `texts` into consecutive groups of about
     total / parts characters each (at least min_share, at most max_items
     texts): (share, longest, stops), stops[k] being where group k ends and
-    longest the length of the longest text.  A C loop: the Python one took
-    a millisecond per 10,000 texts while the threads waited."""
+    longest the length of the longest text (a C loop: the threads wait
+    for it)."""
     cdef Py_ssize_t n = len(texts), i, total, longest, last, share, filled = 0, start = 0
     cdef list stops = []
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
@@ -47,8 +47,7 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     """(share, longest, several) of batch_slices(texts, parts,
     min_share, max_items) in one pass, without the stops: `several` says
     whether its split has two groups or more (a batch that needs no
-    planning is one job whatever its groups: reading every text's length
-    twice was a visible share of a two-thread batch of short lines)."""
+    planning is one job whatever its groups, and reads each length once)."""
     cdef Py_ssize_t n = len(texts), total, longest, last, share
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
     # (The split closes a group before the last text exactly when the texts

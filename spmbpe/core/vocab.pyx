@@ -308,8 +308,7 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
 def utf8_pieces(bytes arena, const int64_t[::1] offsets):
     """The text of each piece arena[offsets[i]:offsets[i + 1]], as
     ``.decode("utf-8")`` gives it (UnicodeDecodeError the same), without a
-    bytes object per piece (slicing and decoding the pieces one by one was
-    a visible share of loading a folder's tokenizer.model)."""
+    bytes object per piece."""
     cdef Py_ssize_t n = offsets.shape[0] - 1, i, size = PyBytes_GET_SIZE(arena)
     cdef const char *data = PyBytes_AS_STRING(arena)
     if n < 0:
