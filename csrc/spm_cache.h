@@ -40,10 +40,6 @@
 #include "spm_atomic.h"
 #include "spm_bytes.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* One cached chunk, in the data arena: this header, the key's bytes padded
  * with zeros to 8 (so that a key compares a word at a time with the text's
  * words, masked to its length), then the ids.  A key is a chunk's text as it lies in the input,
@@ -671,9 +667,5 @@ static inline size_t spm_cache_words(const spm_cache_view *v, const char *s, siz
     *lookups += found;
     return i;
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* SPM_CACHE_H */

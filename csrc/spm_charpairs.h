@@ -26,10 +26,6 @@
 
 #include "spm_bytes.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* A filter of 32768 bits, one set per key's hash, answers most lookups:
  * in CJK text nearly every adjacent pair is absent, and probing the table
  * for an absent key would be most of the cost of finding the cuts. */
@@ -194,9 +190,5 @@ static inline void spm_charpairs_free(spm_charpairs *p) {
         free(p);
     }
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif

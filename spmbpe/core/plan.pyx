@@ -374,8 +374,7 @@ cdef int encode_str(const CoreTables *t, Workspace *w, PyObject *text, int prefi
     it (the GIL is not needed: the caller holds a reference to it, and a
     str does not change), with the dummy prefix by the PREFIX_* rule
     `prefix`.  An ASCII str is its own UTF-8; any other is converted into
-    the workspace, not asked for the UTF-8 copy CPython would keep on it
-    (encode_batch left one on every such text of the caller's list).
+    the workspace, not asked for the UTF-8 copy CPython would keep on it.
     ERR_SURROGATE when it holds one."""
     cdef Py_ssize_t n = str_length(text), m
     cdef int kind
