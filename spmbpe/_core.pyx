@@ -81,7 +81,6 @@ from spmbpe._csrc cimport (
     spm_least_in,
     highest_bit,
     spm_bytes_before,
-    spm_pairs_new_ranked,
     spm_pairs_rank,
     spm_pairs_slot,
     SPM_CACHE_MAX_DATA,

@@ -86,9 +86,7 @@ cdef extern from "spm_pairs.h" nogil:
         size_t count
 
     spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
-                             const int32_t *merged)
-    spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right,
-                                    const int32_t *merged, const int32_t *rank)
+                             const int32_t *merged, const int32_t *rank)
     void spm_pairs_free(spm_pairs *p)
     int32_t spm_pairs_rank(const spm_pairs *p, int32_t left, int32_t right, int32_t *merged)
     int spm_pairs_slot(const spm_pairs *p, uint64_t i, int32_t *left, int32_t *right, int32_t *merged,

@@ -47,7 +47,7 @@ def distinct_rules(const int32_t[::1] left, const int32_t[::1] right, const int3
     if right.shape[0] != n or merged.shape[0] != n:
         raise ValueError(f"the rules' columns differ in length ({n}, {right.shape[0]}, {merged.shape[0]})")
     cdef spm_pairs *pairs = spm_pairs_new(<size_t>n, &left[0] if n else NULL, &right[0] if n else NULL,
-                                          &merged[0] if n else NULL)
+                                          &merged[0] if n else NULL, NULL)
     if pairs == NULL:
         raise MemoryError("cannot allocate the merge rules")
     try:
