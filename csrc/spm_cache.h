@@ -41,12 +41,12 @@
 #include "spm_bytes.h"
 
 /* One cached chunk, in the data arena: this header, the key's bytes padded
- * with zeros to 8 (so that a key compares a word at a time with the text's
- * words, masked to its length), then the ids.  A key is a chunk's text as it lies in the input,
- * spaces as spaces: a chunk that starts with "▁" (a space, a "▁", or the
- * dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its bytes, so
- * that " word", "▁word" and a text's first "word" with the dummy prefix
- * are one entry. */
+ * with zeros to 8 (a key compares a word at a time with the text's words,
+ * masked to its length), then the ids.  A key is a chunk's text as it lies
+ * in the input, spaces as spaces: a chunk that starts with "▁" (a space, a
+ * "▁", or the dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its
+ * bytes, so that " word", "▁word" and a text's first "word" with the dummy
+ * prefix are one entry. */
 typedef struct {
     uint32_t hash_lo;  /* lower hash bits, for rehashing when the table grows; atomic */
     uint16_t key_len;  /* bytes | SPM_CACHE_LEAD; 0: no entry (the end of a writer's block) */

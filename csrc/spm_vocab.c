@@ -47,11 +47,9 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         return NULL;
     }
     v->cap = (uint32_t)cap;
-    /* (A slot is empty while its tag is 0: the slots themselves are written
-     * only when a piece lands there, so the build touches each once.) */
-    /* The pieces land in random slots of a table larger than the second-
-     * level cache: each piece's hash is computed SPM_VOCAB_AHEAD pieces
-     * early and its home slot prefetched, so the misses overlap. */
+    /* A slot is empty while its tag is 0 (a slot is written only when a
+     * piece lands there).  Each piece's hash is computed SPM_VOCAB_AHEAD
+     * pieces early and its home slot prefetched, so the misses overlap. */
     uint64_t ring_h[SPM_VOCAB_AHEAD], ring_head[SPM_VOCAB_AHEAD];
     for (int32_t id = 0; id < n && id < SPM_VOCAB_AHEAD; id++) spm_vocab_hash_piece(v, id, ring_h, ring_head);
     for (int32_t id = 0; id < n; id++) {

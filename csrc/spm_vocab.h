@@ -100,11 +100,10 @@ static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const ch
     }
 }
 
-/* A lookup hashed ahead of its probe.  A loop of many independent lookups
- * (loading a tokenizer.json's 59,000 merge rules: three each) hashes each
- * key some lookups early and starts loading its home slot and tag, so that
- * the misses in a table larger than the second-level cache overlap
- * (spm_vocab_new's build does the same for its inserts). */
+/* A lookup hashed ahead of its probe: a loop of many independent lookups
+ * (loading a tokenizer.json's merge rules) hashes each key some lookups
+ * early and starts loading its home slot and tag, so that the misses
+ * overlap (as spm_vocab_new's build does for its inserts). */
 typedef struct {
     const char *s;
     size_t len;
