@@ -280,10 +280,10 @@ static inline int spm_json_plain8(const char *s) {
  * transitions are one word (a "shift DFA"): state k is the number 6k, and
  * the row of byte b holds, 6 bits at offset 6k, the state that b leads to
  * from state k, so a step is one load and one shift, with no branch on the
- * byte.  States: 0 between
- * characters, 1 a fault (which it never leaves), 2 one continuation byte
- * to go, 3 two, 4 after E0 (A0..BF next), 5 after ED (80..9F next), 6
- * three to go, 7 after F0 (90..BF next), 8 after F4 (80..8F next). */
+ * byte.  States: 0 between characters, 1 a fault (which it never leaves),
+ * 2 one continuation byte to go, 3 two, 4 after E0 (A0..BF next), 5 after
+ * ED (80..9F next), 6 three to go, 7 after F0 (90..BF next), 8 after F4
+ * (80..8F next). */
 #define SPM_UTF8_T(from, to) ((uint64_t)(6 * (to)) << (6 * (from)))
 #define SPM_UTF8_ROW(s0, s2, s3, s4, s5, s6, s7, s8)                                                        \
     (SPM_UTF8_T(0, s0) | SPM_UTF8_T(1, 1) | SPM_UTF8_T(2, s2) | SPM_UTF8_T(3, s3) | SPM_UTF8_T(4, s4) |    \
@@ -332,16 +332,13 @@ static inline size_t spm_utf8_fault_from(const uint8_t *s, size_t i, size_t n) {
     return (state & 63) == 0 ? n : start;
 }
 
-/* Bytes the DFA reads before it looks for a run of ASCII again (16 made
- * Russian and Japanese half as fast: a block's branches cost as much as the
- * DFA's steps). */
+/* Bytes the DFA reads before it looks for a run of ASCII again (a shorter
+ * block's branches cost as much as the DFA's steps on non-Latin text). */
 #define SPM_UTF8_BLOCK 64
 
 /* How many bytes of text[0:n] are `c`.  Eight bytes a step: each byte that is
  * `c` becomes a 1 in its lane of a word, the lanes are summed for up to 255
- * steps (no lane can then overflow), and the lanes added up.  (memchr from
- * one "\n" to the next, what the command line's reader counted lines with,
- * paid a call a line.) */
+ * steps (no lane can then overflow), and the lanes added up. */
 static inline size_t spm_count_byte(const char *text, size_t n, unsigned char c) {
     const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
     const uint64_t pattern = ones * c, pairs = 0x00FF00FF00FF00FFULL;
@@ -373,12 +370,10 @@ static inline size_t spm_count_byte(const char *text, size_t n, unsigned char c)
  * the kernels, which take valid UTF-8, read it.  ASCII goes 8 bytes at a
  * time, other text through the DFA a block at a time (a block ends where a
  * character does); a block where it meets a fault is read again byte by
- * byte (spm_utf8_fault_from), which says where the fault starts.  (Byte by byte,
- * a branch per byte and per character is slow on Russian and Japanese
- * text; testing for ASCII at every 8 bytes instead of after a block is a
- * branch the CPU mispredicts on such text.  The ASCII steps are a loop of
- * their own: as a `continue` of the outer loop their speed depended on
- * where a build placed the code.) */
+ * byte (spm_utf8_fault_from), which says where the fault starts.  (A branch
+ * per byte, or a test for ASCII every 8 bytes, is mispredicted on Russian
+ * and Japanese text.  The ASCII steps are a loop of their own so that
+ * their speed does not depend on where a build places the code.) */
 static inline size_t spm_utf8_valid_prefix(const char *text, size_t n) {
     const uint8_t *s = (const uint8_t *)text;
     size_t i = 0;

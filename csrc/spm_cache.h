@@ -1,26 +1,19 @@
 /* spm_cache: chunk text -> ids, one table shared by every thread encoding
- * with a tokenizer.
+ * with a tokenizer (so that a word is merged once, not once per thread).
  *
  * When no piece can span the boundary before a "▁" that follows other text,
  * the merge of each chunk between such boundaries does not depend on its
  * neighbours, so a chunk seen before (a word, mostly) can reuse its ids.
- * One table for all threads means a word is merged once, not once per
- * thread: with a cache per thread, two threads on a fresh tokenizer each
- * merged most of the same common words, which cost much of the gain of
- * the second thread.
  *
  * Insert-only and lock-free while threads encode:
  *  - An entry (hash, lengths, key bytes, ids) is written into the data arena,
  *    in a block the inserting thread took with an atomic add, then published by a
- *    compare-and-swap of one 32-bit slot word: the entry's offset in as many
- *    low bits as the arena needs (offset_bits: 21 for the default 6 MiB) and
- *    the top bits of the hash's upper half in the rest (a tag that rejects
- *    most other keys without reading the entry).  A reader that loads the
- *    word (acquire) sees the whole entry.  Two threads inserting the same key
- *    find each other's entry.  (Slots of 64 bits, a 32-bit tag beside the
- *    offset, made the table at its largest 1 MB, the size of the CPU's
- *    second-level cache, and a lookup's load of its slot waited on a miss;
- *    half as large, it stays nearer the CPU.)
+ *    compare-and-swap of one 32-bit slot word: the entry's offset in the low
+ *    offset_bits bits and the top bits of the hash's upper half in the rest
+ *    (a tag that rejects most other keys without reading the entry; 32-bit
+ *    slots keep the table near the CPU).  A reader that loads the word
+ *    (acquire) sees the whole entry.  Two threads inserting the same key
+ *    find each other's entry.
  *  - The table doubles when half full (spm_cache_at_limit): the thread that takes the growth
  *    lock copies the slots into a new table and publishes it.  Threads still
  *    reading the old table keep a valid table (it is retired, not freed);
@@ -31,14 +24,10 @@
  *    calls in flight, under the GIL): the entries found since the last
  *    sweep stay, packed at the arena's start, and the rest make room for
  *    new chunks.  A hit marks its entry (SPM_CACHE_SEEN), so a chunk seen
- *    once is not kept over one that recurs, and a corpus larger than the
- *    cache, or one whose text changes (another language, code after
- *    prose), keeps what serves it.  (Emptied wholesale when lookups mostly
- *    missed, a cache filled by one kind of text and half-serving the next
- *    was kept, or emptied of what still served: a 90 MB document of code,
- *    manual pages and seven languages ran at half the speed of its 10 KB
- *    pieces.)  spm_cache_quiesce, also when no thread uses the cache, frees
- *    the tables growth retired.
+ *    once is not kept over one that recurs, and a corpus whose text changes
+ *    (another language, code after prose) keeps what serves it.
+ *    spm_cache_quiesce, also when no thread uses the cache, frees the
+ *    tables growth retired.
  */
 #ifndef SPM_CACHE_H
 #define SPM_CACHE_H
@@ -51,17 +40,13 @@
 #include "spm_atomic.h"
 #include "spm_bytes.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* One cached chunk, in the data arena: this header, the key's bytes padded
- * with zeros to 8 (so that a key compares a word at a time with the text's
- * words, masked to its length), then the ids.  A key is a chunk's text as it lies in the input,
- * spaces as spaces: a chunk that starts with "▁" (a space, a "▁", or the
- * dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its bytes, so
- * that " word", "▁word" and a text's first "word" with the dummy prefix
- * are one entry. */
+ * with zeros to 8 (a key compares a word at a time with the text's words,
+ * masked to its length), then the ids.  A key is a chunk's text as it lies
+ * in the input, spaces as spaces: a chunk that starts with "▁" (a space, a
+ * "▁", or the dummy prefix) keeps it as SPM_CACHE_LEAD instead of among its
+ * bytes, so that " word", "▁word" and a text's first "word" with the dummy
+ * prefix are one entry. */
 typedef struct {
     uint32_t hash_lo;  /* lower hash bits, for rehashing when the table grows; atomic */
     uint16_t key_len;  /* bytes | SPM_CACHE_LEAD; 0: no entry (the end of a writer's block) */
@@ -81,15 +66,11 @@ typedef struct {
 } spm_chunk_key;
 
 /* hash_lo's top bit, which no table's mask reaches (2^24 slots at most):
- * the entry was found since the last sweep (spm_cache_mark).  (A bit in
- * key_len instead, set on entries not yet found so that a found one's
- * length compared as it is, cost the lookups' code more than this test of
- * a word already loaded.) */
+ * the entry was found since the last sweep (spm_cache_mark). */
 #define SPM_CACHE_SEEN 0x80000000u
 
 /* The counters inserts write sit on cache lines of their own, away from
- * what every lookup reads: with them together, each insert by one thread
- * evicted that line from the other core. */
+ * what every lookup reads. */
 #define SPM_CACHE_LINE 64
 
 typedef struct spm_cache_table {
@@ -209,10 +190,6 @@ static inline const spm_cache_entry *spm_cache_entry_in(const char *data, uint32
     return (const spm_cache_entry *)(data + ((size_t)(word & offset_mask) - 1) * 4);
 }
 
-static inline const spm_cache_entry *spm_cache_entry_at(const spm_cache *c, uint32_t word) {
-    return spm_cache_entry_in(c->data, spm_cache_offset_mask(c->offset_bits), word);
-}
-
 /* The tag a slot holds for hash h: the upper bits of its upper half, as
  * many as the offset leaves. */
 static inline uint32_t spm_cache_tag(const spm_cache *c, uint64_t h) {
@@ -324,17 +301,11 @@ static inline int spm_cache_word_holds(const char *data, uint32_t offset_bits, u
     return spm_cache_entry_is(spm_cache_entry_in(data, offset_mask, word), k);
 }
 
-static inline int spm_cache_holds(const spm_cache *c, uint32_t word, uint32_t tag, const spm_chunk_key *k) {
-    return spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), word, tag, k);
-}
-
 /* One call's view of the cache for its lookups: the table as it was when
- * the call began, and what a lookup needs from the cache, in locals.
- * Loaded from the cache at every lookup, the table pointer (an acquire
- * load), its mask and the offset's width cost more than the lookup's own
- * work.  A table replaced by growth during the call stays valid (it is
- * retired, not freed, until no thread encodes); a chunk inserted into
- * its successor is merely not seen, which costs a merge. */
+ * the call began, and what a lookup needs from the cache, in locals (not
+ * loaded again at every lookup).  A table replaced by growth during the
+ * call stays valid (retired, not freed, until no thread encodes); a chunk
+ * inserted into its successor is merely not seen, which costs a merge. */
 typedef struct {
     const uint32_t *slots;
     const char *data;          /* the arena */
@@ -350,17 +321,6 @@ static inline void spm_cache_view_of(const spm_cache *c, spm_cache_view *v) {
     v->mask = t->mask;
     v->offset_bits = c->offset_bits;
     v->offset_mask = spm_cache_offset_mask(c->offset_bits);
-}
-
-/* Starts loading the slot where a lookup of hash h begins, so that the
- * cache miss overlaps the work on the chunk before. */
-static inline void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&v->slots[(uint32_t)h & v->mask]);
-#else
-    (void)v;
-    (void)h;
-#endif
 }
 
 /* The entry of the key k in the view's table, or NULL. */
@@ -414,12 +374,8 @@ static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const spm
 
 /* Whether a table holding `used` chunks takes no more: below its largest
  * size it doubles at half full, which keeps probes short while memory is
- * cheap to add; at its largest it fills to three quarters.  (A table of
- * 131,072 slots takes 98,304 chunks instead of 65,536: the Python standard
- * library's 31 MB has 106,000 distinct ones, and those left out were merged
- * at every sighting.  Doubling the table for them instead spread the
- * frequent chunks over twice the memory, and a corpus of 66,000 chunks ran
- * slower.) */
+ * cheap to add; at its largest it fills to three quarters (more chunks
+ * kept, without spreading the frequent ones over twice the memory). */
 static inline int spm_cache_at_limit(const spm_cache *c, const spm_cache_table *t, uint32_t used) {
     uint64_t slots = (uint64_t)t->mask + 1;
     if (slots < c->max_slots) return (uint64_t)used * 2 >= slots;
@@ -445,11 +401,11 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
         spm_unlock(&c->growing);
         return NULL;
     }
-    uint32_t used = 0;
+    uint32_t used = 0, offset_mask = spm_cache_offset_mask(c->offset_bits);
     for (uint32_t k = 0; k <= t->mask; k++) {
         uint32_t word = spm_load_acquire_u32(&t->slots[k]);
         if (word == 0) continue;
-        uint32_t i = spm_load_u32(&spm_cache_entry_at(c, word)->hash_lo) & grown->mask;
+        uint32_t i = spm_load_u32(&spm_cache_entry_in(c->data, offset_mask, word)->hash_lo) & grown->mask;
         while (grown->slots[i]) i = (i + 1) & grown->mask;
         grown->slots[i] = word;
         used++;
@@ -530,7 +486,8 @@ static inline void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_c
             }
             /* (Another thread took this slot: `seen` is its word.) */
         }
-        if (spm_cache_holds(c, seen, tag, k)) return;
+        if (spm_cache_word_holds(c->data, c->offset_bits, spm_cache_offset_mask(c->offset_bits), seen, tag, k))
+            return;
         i = (i + 1) & t->mask;
     }
 }
@@ -710,9 +667,5 @@ static inline size_t spm_cache_words(const spm_cache_view *v, const char *s, siz
     *lookups += found;
     return i;
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* SPM_CACHE_H */

@@ -4,15 +4,14 @@
  * A merge joins two adjacent symbols into a piece that covers both, so no
  * merge can ever cross the point between characters a and b unless some
  * buildable piece contains "ab".  Most vocabularies hold few pieces with
- * CJK, kana or Hangul pairs (Mistral v1: 28), so Chinese and Japanese text,
- * which has no spaces to chunk at, can still be cut almost everywhere into
- * chunks that merge on their own -- with exactly the ids of the whole.
+ * CJK, kana or Hangul pairs, so Chinese and Japanese text, which has no
+ * spaces to chunk at, can still be cut almost everywhere into chunks that
+ * merge on their own -- with exactly the ids of the whole.
  *
  * Only pairs with a character of 2 or more UTF-8 bytes, neither of them
  * U+2581, are kept here (the boundaries before "▁" have their own rule, and
  * pairs of ASCII characters are bits of a table of their own:
- * spm_ascii_scan).  Mistral v1 holds 883 such pairs, so Cyrillic and Greek
- * words are cut too.  A key is the pair's UTF-8 bytes (at most 8) packed by
+ * spm_ascii_scan); Cyrillic and Greek words are cut too.  A key is the pair's UTF-8 bytes (at most 8) packed by
  * spm_head8, zero padded: UTF-8 is prefix-free and the pair has a byte of
  * 0x80 or more, so keys are distinct and never 0, the empty slot.
  * Read-only after construction.
@@ -27,15 +26,9 @@
 
 #include "spm_bytes.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* A filter of 32768 bits (4 KB), one set per key's hash, answers most
- * lookups: in CJK text nearly every adjacent pair is absent, and probing
- * the table for an absent key was most of the cost of finding the cuts.
- * (With 4096 bits, Mistral v1's 883 pairs set a fifth of them, and a fifth
- * of the absent pairs still probed the table.) */
+/* A filter of 32768 bits, one set per key's hash, answers most lookups:
+ * in CJK text nearly every adjacent pair is absent, and probing the table
+ * for an absent key would be most of the cost of finding the cuts. */
 #define SPM_CHARPAIRS_FILTER_LOG2 15
 #define SPM_CHARPAIRS_FILTER_WORDS ((1u << SPM_CHARPAIRS_FILTER_LOG2) / 64)
 
@@ -148,9 +141,8 @@ static inline int64_t spm_piece_scan(spm_charpairs *p, const char *arena, int64_
  * can be cut too: no merge crosses the point between a and b unless such a
  * piece holds "ab" (punctuation beside letters, mostly), and a byte that no
  * piece of two or more bytes holds (digits and newlines in Llama's and
- * Mistral's vocabularies) is never merged at all.  (Plain byte stores, not
- * bits: setting bits reads each word back, and a piece's pairs mostly land
- * in the same words, so a bit per store made every store wait for the last.)
+ * Mistral's vocabularies) is never merged at all.  (Byte stores, not bits:
+ * a bit per store would wait for the last store to the same word.)
  * spm_ascii_pack turns `seen` into the bit table spm_ascii_pair_held reads. */
 #define SPM_ASCII_PAIRS (128 * 128)
 
@@ -198,9 +190,5 @@ static inline void spm_charpairs_free(spm_charpairs *p) {
         free(p);
     }
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif

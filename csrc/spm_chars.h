@@ -16,10 +16,6 @@
 
 #include "spm_bytes.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 typedef struct {
     uint32_t key; /* the character's UTF-8, packed (spm_char_key); 0 = free */
     int32_t id;   /* its symbol */
@@ -90,9 +86,5 @@ static inline void spm_chars_free(spm_chars *c) {
         free(c);
     }
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* SPM_CHARS_H */

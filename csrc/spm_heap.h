@@ -14,10 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 typedef struct {
     uint64_t key;       /* (uint64)rank << 32 | left symbol index */
     int32_t merged;     /* the piece the pair makes */
@@ -90,9 +86,5 @@ static inline int spm_heap_pop(spm_heap *h, spm_bigram *out) {
     if (n) it[i] = last;
     return 0;
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* SPM_HEAP_H */

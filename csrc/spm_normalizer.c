@@ -49,7 +49,6 @@ struct spm_normalizer {
     unsigned flags;
     int has_charsmap;
     uint32_t *units;      /* NULL without a charsmap; n_units entries */
-    size_t n_units;       /* a multiple of 256 */
     uint32_t root;        /* offset of unit 0 */
     char *strings;        /* replacement strings + a final NUL */
     size_t strings_len;   /* without that final NUL */
@@ -210,7 +209,6 @@ static int load_charsmap(spm_normalizer *nz, const unsigned char *blob,
     nz->units = (uint32_t *)malloc(n_units * sizeof(uint32_t));
     if (nz->units == NULL) return SPM_NORM_ENOMEM;
     for (j = 0; j < n_units; j++) nz->units[j] = read_u32le(blob + 4 + 4 * j);
-    nz->n_units = n_units;
 
     nz->strings_len = blob_len - strings_off;
     nz->strings = (char *)malloc(nz->strings_len + 1);
@@ -413,8 +411,6 @@ unsigned spm_normalizer_flags(const spm_normalizer *nz) { return nz->flags; }
 
 int spm_normalizer_has_charsmap(const spm_normalizer *nz) { return nz->has_charsmap; }
 
-size_t spm_normalizer_trie_units(const spm_normalizer *nz) { return nz->n_units; }
-
 int spm_normalizer_is_identity(const spm_normalizer *nz)
 {
     return !nz->has_charsmap &&
@@ -559,6 +555,20 @@ static int buf_reserve(spm_norm_buf *buf, size_t need, int want_align)
 /* ------------------------------------------------------------------------ */
 /* Normalize.                                                                 */
 
+/* Writes a space at o[*len] (U+2581 when `escape`), from input offset `from`. */
+static inline void emit_space(char *o, size_t *al, int want_align, size_t *len, int escape, size_t from)
+{
+    if (escape) {
+        memcpy(o + *len, k_space_symbol, 3);
+        if (want_align) al[*len] = al[*len + 1] = al[*len + 2] = from;
+        *len += 3;
+    } else {
+        o[*len] = ' ';
+        if (want_align) al[*len] = from;
+        *len += 1;
+    }
+}
+
 #define ENSURE(extra)                                                        \
     do {                                                                     \
         if (buf->cap - len < (extra)) {                                      \
@@ -619,17 +629,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
     }
 
     /* 2. Dummy prefix. */
-    if (dummy && !suffix) {
-        if (escape) {
-            memcpy(o, k_space_symbol, 3);
-            if (want_align) al[0] = al[1] = al[2] = consumed;
-            len = 3;
-        } else {
-            o[0] = ' ';
-            if (want_align) al[0] = consumed;
-            len = 1;
-        }
-    }
+    if (dummy && !suffix) emit_space(o, al, want_align, &len, escape, consumed);
 
     /* 3. The text. */
     is_prev_space = remove_extra;
@@ -660,15 +660,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
                remove_extra_whitespaces, else emitted (escaped or not). */
             if (!is_prev_space) {
                 ENSURE(max_step);
-                if (escape) {
-                    memcpy(o + len, k_space_symbol, 3);
-                    if (want_align) al[len] = al[len + 1] = al[len + 2] = consumed;
-                    len += 3;
-                } else {
-                    o[len] = ' ';
-                    if (want_align) al[len] = consumed;
-                    len++;
-                }
+                emit_space(o, al, want_align, &len, escape, consumed);
             }
             is_prev_space = remove_extra;
             consumed++;
@@ -725,17 +717,7 @@ int spm_normalizer_normalize(const spm_normalizer *nz, const char *input, size_t
 
     /* 5. Dummy suffix. */
     ENSURE(4);
-    if (dummy && suffix) {
-        if (escape) {
-            memcpy(o + len, k_space_symbol, 3);
-            if (want_align) al[len] = al[len + 1] = al[len + 2] = consumed;
-            len += 3;
-        } else {
-            o[len] = ' ';
-            if (want_align) al[len] = consumed;
-            len++;
-        }
-    }
+    if (dummy && suffix) emit_space(o, al, want_align, &len, escape, consumed);
 
     if (want_align) al[len] = consumed;
     buf->len = len;

@@ -86,8 +86,6 @@ const char *spm_normalizer_strerror(int code);
 unsigned spm_normalizer_flags(const spm_normalizer *nz);
 /* 1 when the blob was non-empty (a character mapping is applied). */
 int spm_normalizer_has_charsmap(const spm_normalizer *nz);
-/* Number of trie units (0 without a blob). */
-size_t spm_normalizer_trie_units(const spm_normalizer *nz);
 /*
  * 1 when normalizing valid UTF-8 returns it unchanged: no charsmap, and none
  * of add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces.

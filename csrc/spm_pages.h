@@ -1,11 +1,8 @@
-/* Fresh memory, faulted in by one call instead of a fault per page.
- *
- * Writing a large output (a long document's list of ids) into memory that
- * the process has never touched costs a page fault per 4 KiB.  Linux 5.14+
- * can take the whole range's faults in one madvise(MADV_POPULATE_WRITE),
- * which is faster than faulting them one by one (docs/performance.md).
- * Elsewhere, or when the kernel refuses, nothing is done and the pages
- * fault as they are written. */
+/* Fresh memory, faulted in by one call instead of a fault per page: a
+ * large output (a long document's ids) written into untouched memory
+ * faults every 4 KiB, and Linux 5.14+ takes the whole range's faults in one
+ * madvise(MADV_POPULATE_WRITE) (docs/performance.md).  Elsewhere, or when
+ * the kernel refuses, the pages fault as they are written. */
 #ifndef SPM_PAGES_H
 #define SPM_PAGES_H
 

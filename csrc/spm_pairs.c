@@ -2,12 +2,8 @@
 
 #include <stdlib.h>
 
-spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged) {
-    return spm_pairs_new_ranked(n, left, right, merged, NULL);
-}
-
-spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
-                                const int32_t *rank) {
+spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
+                         const int32_t *rank) {
     spm_pairs *p = (spm_pairs *)calloc(1, sizeof(spm_pairs));
     uint64_t cap = 16;
     int bits = 4, compact = 1;

@@ -5,7 +5,7 @@
  * HuggingFace tokenizers' BPE ranks *pairs* (its merges list: rank = place
  * in the list); sentencepiece ranks *pieces* by score, and the pairs are
  * derived at load from every way a buildable piece splits into two symbols
- * (spm_pairs_new_ranked, with each pair's rank the rank of its piece's
+ * (spm_pairs_new, with each pair's rank the rank of its piece's
  * score).  Open addressing with linear probing; a pair listed twice keeps
  * its last rank, as tokenizers' HashMap built from the list does.
  * Read-only after construction.
@@ -55,12 +55,10 @@ static inline uint64_t spm_pair_home(const spm_pairs *p, uint64_t key) {
     return (key * 0x9E3779B97F4A7C15ULL) >> p->shift;
 }
 
-/* n rules: rule i joins left[i] and right[i] into merged[i] with rank i.
- * Returns NULL when out of memory. */
-spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged);
-/* The same with rule i's rank rank[i] (rank NULL: i). */
-spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
-                                const int32_t *rank);
+/* n rules: rule i joins left[i] and right[i] into merged[i] with rank
+ * rank[i] (rank NULL: i).  Returns NULL when out of memory. */
+spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right, const int32_t *merged,
+                         const int32_t *rank);
 void spm_pairs_free(spm_pairs *p);
 
 /* The rank of the rule for (left, right), its piece in merged[0]; -1 when

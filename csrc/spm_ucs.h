@@ -2,10 +2,9 @@
  * 4 bytes per code point), a block at a time.
  *
  * PyUnicode_AsUTF8AndSize makes a UTF-8 copy of a str that is not ASCII and
- * keeps it on the str for the str's lifetime: encoding a 40 MB document
- * left as much again attached to the caller's text, and writing the copy
- * cost a page fault per 4 KiB.  A long text is instead
- * converted block by block into a buffer that stays in the CPU's cache.
+ * keeps it on the str for the str's lifetime (as much memory again, and its
+ * page faults).  A long text is instead converted block by block into a
+ * buffer that stays in the CPU's cache.
  * Python's own encoder is the reference: the same bytes, and a surrogate
  * (which UTF-8 cannot hold) is an error.
  */
@@ -24,9 +23,8 @@ static inline uint32_t spm_ucs_at(int kind, const void *data, size_t i) {
 }
 
 /* Writes the UTF-8 of code point c (0x80 or more, no surrogate) at o, where
- * 4 bytes are free; returns the end.  (One 4-byte store: the bytes of a
- * character stored one by one were read back as one word by escape, which
- * waited for the three stores.) */
+ * 4 bytes are free; returns the end.  (One 4-byte store, so that a word
+ * read back soon does not wait for several.) */
 static inline uint8_t *spm_utf8_put(uint8_t *o, uint32_t c) {
     uint8_t b[4];
     int n;
@@ -59,11 +57,9 @@ static inline int spm_ucs_is_surrogate(uint32_t c) { return (c & 0xFFFFF800u) ==
  * bytes written, or -1 - i when code point i is a surrogate.
  *
  * Runs of ASCII are copied 32 then 8 (kind 1) or 16 then 4 (kind 2) at a
- * time, tried only at an ASCII character: in Cyrillic or Japanese text a
- * wide read tried at every character failed at every one, and cost more
- * than the character (its words, loaded right after the block was copied
- * through the stack, waited for the store).  The words are read straight
- * from the text. */
+ * time, tried only at an ASCII character (in Cyrillic or Japanese text a
+ * wide read tried at every character would fail at every one).  The words
+ * are read straight from the text. */
 static inline ptrdiff_t spm_ucs_to_utf8(int kind, const void *data, size_t start, size_t end, char *out) {
     uint8_t *o = (uint8_t *)out;
     size_t i = start;

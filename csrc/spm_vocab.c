@@ -47,11 +47,9 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         return NULL;
     }
     v->cap = (uint32_t)cap;
-    /* (A slot is empty while its tag is 0: the slots themselves are written
-     * only when a piece lands there, so the build touches each once.) */
-    /* The pieces land in random slots of a table larger than the second-
-     * level cache: each piece's hash is computed SPM_VOCAB_AHEAD pieces
-     * early and its home slot prefetched, so the misses overlap. */
+    /* A slot is empty while its tag is 0 (a slot is written only when a
+     * piece lands there).  Each piece's hash is computed SPM_VOCAB_AHEAD
+     * pieces early and its home slot prefetched, so the misses overlap. */
     uint64_t ring_h[SPM_VOCAB_AHEAD], ring_head[SPM_VOCAB_AHEAD];
     for (int32_t id = 0; id < n && id < SPM_VOCAB_AHEAD; id++) spm_vocab_hash_piece(v, id, ring_h, ring_head);
     for (int32_t id = 0; id < n; id++) {
@@ -77,26 +75,13 @@ spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets) {
         if (duplicate) {
             /* First id wins: a duplicated piece keeps its lowest id. */
             if (v->first_duplicate < 0) v->first_duplicate = id;
-            v->duplicates++;
             continue;
         }
         v->slots[i].id = id;
         v->slots[i].head = head;
-        v->slots[i].score = 0.0f;
         v->tags[i] = tag;
     }
     return v;
-}
-
-void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected) {
-    for (uint32_t i = 0; i < v->cap; i++) {
-        if (!v->tags[i]) continue;
-        spm_vocab_slot *slot = &v->slots[i];
-        int32_t id = slot->id & SPM_ID_MASK;
-        slot->score = scores[id];
-        slot->id = selected[id] ? (id | SPM_MERGEABLE) : id;
-    }
-    v->marked = 1;
 }
 
 void spm_vocab_free(spm_vocab *v) {

@@ -1,14 +1,10 @@
 /* spm_vocab: the vocabulary as an open-addressing hash table from a piece's
- * UTF-8 bytes to its id (the lowest id when a text is listed twice), with
- * each piece's merge score in its slot.
+ * UTF-8 bytes to its id (the lowest id when a text is listed twice).
  *
- * One table serves both lookups: "which id is this text?" (loading, single
- * characters) and, in the merge loop, "is left+right a piece the merger may
- * build, and at what score?" -- asked for every adjacent pair, many times per
- * word, so it must cost one slot: a slot holds the piece's first 8 bytes, its
- * score and its id in 16 bytes, and a miss (most lookups) rarely reads
- * anything else.  1.25 slots per piece, not a power of two: memory is a target
- * (at most 3x the vocabulary file).
+ * A lookup costs one slot: a slot holds the piece's first 8 bytes and its
+ * id, and a miss (most lookups) rarely reads anything else.  1.25 slots per
+ * piece, not a power of two: memory is a target (at most 3x the vocabulary
+ * file).
  */
 #ifndef SPM_VOCAB_H
 #define SPM_VOCAB_H
@@ -23,23 +19,19 @@
 extern "C" {
 #endif
 
-/* In a slot's id: set when the merger may build the piece (spm_vocab_mark). */
-#define SPM_MERGEABLE 0x40000000
+/* The most ids a table takes. */
 #define SPM_ID_MASK 0x3FFFFFFF
 
 typedef struct {
     uint64_t head;  /* the first min(len, 8) bytes, zero padded */
-    float score;    /* merge score (spm_vocab_mark), 0 before */
-    int32_t id;     /* the id, | SPM_MERGEABLE (an empty slot, tag 0, is unwritten) */
+    int32_t id;     /* (an empty slot, tag 0, is unwritten) */
 } spm_vocab_slot;
 
 typedef struct {
     const char *arena;       /* all pieces, back to back (not owned) */
     const int32_t *offsets;  /* n + 1 offsets into arena (not owned) */
     int32_t n;               /* number of ids */
-    int32_t duplicates;      /* ids whose piece an earlier id already has */
-    int32_t first_duplicate; /* the first such id, or -1 */
-    int32_t marked;          /* whether spm_vocab_mark has run */
+    int32_t first_duplicate; /* the first id whose piece an earlier id has, or -1 */
     int32_t nul_tails;       /* some piece of 1-8 bytes ends with a NUL byte */
     spm_vocab_slot *slots;
     /* A byte per slot from its piece's hash (0: empty), read before the
@@ -80,9 +72,6 @@ static inline uint8_t spm_vocab_tag(uint64_t h) {
 /* NULL when out of memory or n >= 2**30. */
 spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets);
 void spm_vocab_free(spm_vocab *v);
-/* Gives each selected id its score and makes it buildable by merges (a
- * duplicate text's higher ids have no slot: the lowest id decides). */
-void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected);
 
 /* The slot of the piece s[0:len] whose head and hash are given, or NULL. */
 static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const char *s, size_t len, uint64_t head,
@@ -100,7 +89,7 @@ static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const ch
                  * also says the length (no piece ends with NUL either); 8
                  * bytes fill the head, which then says nothing of it. */
                 if (len - 1 < 7 && !v->nul_tails && s[len - 1] != 0) return slot;
-                id = slot->id & SPM_ID_MASK;
+                id = slot->id;
                 int32_t a = v->offsets[id];
                 if ((size_t)(v->offsets[id + 1] - a) == len &&
                     (len <= 8 || spm_bytes_equal(v->arena + a + 8, s + 8, len - 8)))
@@ -111,18 +100,10 @@ static inline const spm_vocab_slot *spm_vocab_probe(const spm_vocab *v, const ch
     }
 }
 
-/* The slot of the piece s[0:len], or NULL.  `padded`: see spm_head8. */
-static inline const spm_vocab_slot *spm_vocab_slot_of(const spm_vocab *v, const char *s, size_t len,
-                                                      int padded) {
-    uint64_t head = spm_head8(s, len, padded);
-    return spm_vocab_probe(v, s, len, head, spm_vocab_hash(head, s, len, padded));
-}
-
-/* A lookup hashed ahead of its probe.  A loop of many independent lookups
- * (loading a tokenizer.json's 59,000 merge rules: three each) hashes each
- * key some lookups early and starts loading its home slot and tag, so that
- * the misses in a table larger than the second-level cache overlap
- * (spm_vocab_new's build does the same for its inserts). */
+/* A lookup hashed ahead of its probe: a loop of many independent lookups
+ * (loading a tokenizer.json's merge rules) hashes each key some lookups
+ * early and starts loading its home slot and tag, so that the misses
+ * overlap (as spm_vocab_new's build does for its inserts). */
 typedef struct {
     const char *s;
     size_t len;
@@ -147,26 +128,14 @@ static inline void spm_vocab_key_of(const spm_vocab *v, const char *s, size_t le
 /* The lowest id of the key's piece, or -1. */
 static inline int32_t spm_vocab_find_key(const spm_vocab *v, const spm_vocab_key *k) {
     const spm_vocab_slot *slot = spm_vocab_probe(v, k->s, k->len, k->head, k->h);
-    return slot ? (slot->id & SPM_ID_MASK) : -1;
+    return slot ? slot->id : -1;
 }
 
 /* The lowest id of the piece s[0:len], or -1. */
 static inline int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t len) {
-    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 0);
-    return slot ? (slot->id & SPM_ID_MASK) : -1;
-}
-
-/* spm_vocab_find where s may be read 8 bytes past any position (the escaped
- * text's slack; spm_head8). */
-static inline int32_t spm_vocab_find_padded(const spm_vocab *v, const char *s, size_t len) {
-    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 1);
-    return slot ? (slot->id & SPM_ID_MASK) : -1;
-}
-
-/* The slot of s[0:len] when the merger may build it, or NULL (s padded). */
-static inline const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t len) {
-    const spm_vocab_slot *slot = spm_vocab_slot_of(v, s, len, 1);
-    return slot && (slot->id & SPM_MERGEABLE) ? slot : NULL;
+    uint64_t head = spm_head8(s, len, 0);
+    const spm_vocab_slot *slot = spm_vocab_probe(v, s, len, head, spm_vocab_hash(head, s, len, 0));
+    return slot ? slot->id : -1;
 }
 
 #ifdef __cplusplus

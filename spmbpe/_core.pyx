@@ -9,10 +9,7 @@ best-scoring pair first (core/encode.pyx), with the GIL released.  Policy
 (added tokens, where the dummy prefix goes, BOS/EOS) is the Python layer's;
 this module knows nothing of it.
 
-One extension assembled from one file per concern (as uvloop's loop.pyx
-includes handles/*.pyx); each core/X.pyx has its declarations in
-core/X.pxd, included from _core.pxd.  The kernels are C functions over a
-read-only `CoreTables` (core/tables.pxd) and one thread's `Workspace`.
+One extension assembled from one file per concern (spmbpe/_core.pxd).
 """
 
 import sys
@@ -84,7 +81,6 @@ from spmbpe._csrc cimport (
     spm_least_in,
     highest_bit,
     spm_bytes_before,
-    spm_pairs_new_ranked,
     spm_pairs_rank,
     spm_pairs_slot,
     SPM_CACHE_MAX_DATA,

@@ -47,28 +47,19 @@ cdef extern from "spm_ucs.h" nogil:
 cdef extern from "spm_vocab.h" nogil:
     ctypedef struct spm_vocab:
         int32_t n
-        int32_t duplicates
         int32_t first_duplicate
-        int32_t marked
-
-    ctypedef struct spm_vocab_slot:
-        float score
-        int32_t id
 
     enum:
         SPM_ID_MASK
 
     spm_vocab *spm_vocab_new(int32_t n, const char *arena, const int32_t *offsets)
     void spm_vocab_free(spm_vocab *v)
-    void spm_vocab_mark(spm_vocab *v, const float *scores, const unsigned char *selected)
     int32_t spm_vocab_find(const spm_vocab *v, const char *s, size_t length)
-    int32_t spm_vocab_find_padded(const spm_vocab *v, const char *s, size_t length)
     ctypedef struct spm_vocab_key:
         const char *s
         size_t len
     void spm_vocab_key_of(const spm_vocab *v, const char *s, size_t length, int padded, spm_vocab_key *k)
     int32_t spm_vocab_find_key(const spm_vocab *v, const spm_vocab_key *k)
-    const spm_vocab_slot *spm_vocab_mergeable(const spm_vocab *v, const char *s, size_t length)
 
 
 cdef extern from "spm_heap.h" nogil:
@@ -95,9 +86,7 @@ cdef extern from "spm_pairs.h" nogil:
         size_t count
 
     spm_pairs *spm_pairs_new(size_t n, const int32_t *left, const int32_t *right,
-                             const int32_t *merged)
-    spm_pairs *spm_pairs_new_ranked(size_t n, const int32_t *left, const int32_t *right,
-                                    const int32_t *merged, const int32_t *rank)
+                             const int32_t *merged, const int32_t *rank)
     void spm_pairs_free(spm_pairs *p)
     int32_t spm_pairs_rank(const spm_pairs *p, int32_t left, int32_t right, int32_t *merged)
     int spm_pairs_slot(const spm_pairs *p, uint64_t i, int32_t *left, int32_t *right, int32_t *merged,
@@ -106,7 +95,6 @@ cdef extern from "spm_pairs.h" nogil:
 
 cdef extern from "spm_cache.h" nogil:
     ctypedef struct spm_cache_entry:
-        int key_len
         int ids_len
 
     ctypedef struct spm_cache_table:
@@ -125,16 +113,9 @@ cdef extern from "spm_cache.h" nogil:
     size_t SPM_CACHE_MAX_DATA
     size_t SPM_CACHE_BLOCK
 
-    uint32_t SPM_CACHE_LEAD
     ctypedef struct spm_chunk_key:
-        const char *s
-        size_t len
-        size_t avail
-        uint32_t code
         uint64_t h
 
-    uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint32_t code)
-    uint64_t spm_hash_words(uint64_t a, uint64_t b, uint32_t code)
     size_t spm_cache_words(const spm_cache_view *v, const char *s, size_t n, size_t i, int lead, int32_t *out,
                            size_t *count, uint64_t *lookups)
     void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead)
@@ -146,7 +127,6 @@ cdef extern from "spm_cache.h" nogil:
         pass
 
     void spm_cache_view_of(const spm_cache *c, spm_cache_view *v)
-    void spm_cache_view_prefetch(const spm_cache_view *v, uint64_t h)
     const spm_cache_entry *spm_cache_view_get(const spm_cache_view *v, const spm_chunk_key *k)
     const spm_cache_entry *spm_cache_get(const spm_cache *c, const spm_chunk_key *k)
     const int32_t *spm_cache_ids(const spm_cache_entry *e)

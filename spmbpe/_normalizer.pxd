@@ -12,14 +12,12 @@ cdef extern from "spm_normalizer.h" nogil:
         size_t len
         size_t cap
         size_t *align
-        size_t align_cap
         size_t align_len
 
     enum:
         SPM_NORM_OK
         SPM_NORM_ENOMEM
         SPM_NORM_EOVERFLOW
-        SPM_NORM_EINVAL
         SPM_NORM_ADD_DUMMY_PREFIX
         SPM_NORM_REMOVE_EXTRA_WHITESPACES
         SPM_NORM_ESCAPE_WHITESPACES
@@ -33,7 +31,6 @@ cdef extern from "spm_normalizer.h" nogil:
     const char *spm_normalizer_strerror(int code)
     unsigned spm_normalizer_flags(const spm_normalizer *nz)
     int spm_normalizer_has_charsmap(const spm_normalizer *nz)
-    size_t spm_normalizer_trie_units(const spm_normalizer *nz)
     int spm_normalizer_is_identity(const spm_normalizer *nz)
 
     void spm_norm_buf_init(spm_norm_buf *buf)

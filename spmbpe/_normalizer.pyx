@@ -328,38 +328,30 @@ cdef class Normalizer:
     def normalize_bytes(self, data):
         """Normalizes UTF-8 bytes (malformed sequences become U+FFFD, one per
         bad byte) and returns bytes, like sentencepiece given bytes."""
-        cdef bytes raw = _as_bytes(data)
-        cdef spm_norm_buf buf
-        cdef int rc
-        cdef const char *p = PyBytes_AS_STRING(raw)
-        cdef size_t n = <size_t>PyBytes_GET_SIZE(raw)
-        spm_norm_buf_init(&buf)
-        try:
-            with nogil:
-                rc = spm_normalizer_normalize(self._nz, p, n, &buf, 0)
-            if rc != SPM_NORM_OK:
-                _raise_norm_error(rc)
-            return PyBytes_FromStringAndSize(buf.data, <Py_ssize_t>buf.len)
-        finally:
-            spm_norm_buf_free(&buf)
+        return _normalized_bytes(self, data, False)
 
     def normalize_bytes_with_offsets(self, data):
         """``(normalized bytes, byte offsets)``: sentencepiece's
         ``norm_to_orig`` (``normalize(data, with_offsets=True)`` on bytes):
         one entry per output byte plus the end, or ``[]`` when sentencepiece
         returns none (empty input; all whitespace removed)."""
-        cdef bytes raw = _as_bytes(data)
-        cdef spm_norm_buf buf
-        cdef int rc
-        cdef const char *p = PyBytes_AS_STRING(raw)
-        cdef size_t n = <size_t>PyBytes_GET_SIZE(raw)
-        spm_norm_buf_init(&buf)
-        try:
-            with nogil:
-                rc = spm_normalizer_normalize(self._nz, p, n, &buf, 1)
-            if rc != SPM_NORM_OK:
-                _raise_norm_error(rc)
-            out = PyBytes_FromStringAndSize(buf.data, <Py_ssize_t>buf.len)
-            return out, _size_list(buf.align, buf.align_len)
-        finally:
-            spm_norm_buf_free(&buf)
+        return _normalized_bytes(self, data, True)
+
+
+cdef object _normalized_bytes(Normalizer nz, data, bint offsets):
+    """Normalizer.normalize_bytes, with its byte offsets when `offsets`."""
+    cdef bytes raw = _as_bytes(data)
+    cdef spm_norm_buf buf
+    cdef int rc
+    cdef const char *p = PyBytes_AS_STRING(raw)
+    cdef size_t n = <size_t>PyBytes_GET_SIZE(raw)
+    spm_norm_buf_init(&buf)
+    try:
+        with nogil:
+            rc = spm_normalizer_normalize(nz._nz, p, n, &buf, offsets)
+        if rc != SPM_NORM_OK:
+            _raise_norm_error(rc)
+        out = PyBytes_FromStringAndSize(buf.data, <Py_ssize_t>buf.len)
+        return (out, _size_list(buf.align, buf.align_len)) if offsets else out
+    finally:
+        spm_norm_buf_free(&buf)

@@ -2,9 +2,8 @@
 # array outputs' ids and document indexes as the training tools' files hold
 # them, little-endian on any host, and the text outputs' lines of decimal ids;
 # and encode_batch's flat result, joined from its groups' results.  Made here
-# rather than with NumPy, so that encoding text needs no NumPy: its import
-# is a visible share of a run over a large file, and formatting the ids of a
-# batch through NumPy's table of strings took longer than encoding them.
+# rather than with NumPy, so that encoding text needs no NumPy (its import
+# and its string formatting cost more than the encoding).
 #
 # Ids come in as native uint32 (the core's output, or a NumPy array),
 # offsets as native int64: n + 1 starts of n documents.  Each result is a

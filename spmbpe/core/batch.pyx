@@ -27,8 +27,8 @@ def batch_slices(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t 
     """encode_batch's split of `texts` into consecutive groups of about
     total / parts characters each (at least min_share, at most max_items
     texts): (share, longest, stops), stops[k] being where group k ends and
-    longest the length of the longest text.  A C loop: the Python one took
-    a millisecond per 10,000 texts while the threads waited."""
+    longest the length of the longest text (a C loop: the threads wait
+    for it)."""
     cdef Py_ssize_t n = len(texts), i, total, longest, last, share, filled = 0, start = 0
     cdef list stops = []
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
@@ -47,8 +47,7 @@ def batch_shape(list texts, Py_ssize_t parts, Py_ssize_t min_share, Py_ssize_t m
     """(share, longest, several) of batch_slices(texts, parts,
     min_share, max_items) in one pass, without the stops: `several` says
     whether its split has two groups or more (a batch that needs no
-    planning is one job whatever its groups: reading every text's length
-    twice was a visible share of a two-thread batch of short lines)."""
+    planning is one job whatever its groups, and reads each length once)."""
     cdef Py_ssize_t n = len(texts), total, longest, last, share
     share = batch_share(texts, parts, min_share, &longest, &total, &last)
     # (The split closes a group before the last text exactly when the texts
@@ -158,9 +157,7 @@ cdef class BatchJob:
     finished unit's ids are copied out of the workspace, so that `lead`
     builds its Python lists (which needs the GIL, and is the one part no
     other thread can do) between its own units and while it waits, instead
-    of after everything.  `close` gives the workspaces back.  (Groups run
-    as separate calls each woke a thread and took the GIL twice, and the
-    lists were built while the other threads had nothing left to merge.)
+    of after everything.  `close` gives the workspaces back.
     """
 
     def __init__(self, SpmCore core not None):
@@ -180,9 +177,8 @@ cdef class BatchJob:
         (batch_slices' share: its characters / cut_parts, at least
         min_share), which the caller then cuts for the threads
         (_batch_groups): the texts' lengths are read as they are taken, in
-        the one pass over the batch that the job needs anyway, not in a pass
-        of their own before it (each pass over a large batch reads every
-        str's header from memory, serially, while the helpers wait)."""
+        the one pass over the batch that the job needs anyway (each pass
+        reads every str's header while the helpers wait)."""
         cdef const uint64_t[::1] seed_view = seeds if seeds is not None else _NO_SEEDS
         cdef Py_ssize_t n_parts, total = 0, longest = 0
         if self.batch is not None or self.closed:
@@ -218,15 +214,13 @@ cdef class BatchJob:
         line ends with "\\n" (the last may lack it), a "\\r" before the "\\n"
         is left out (as the command line reads text files), and each line is
         one text part with the dummy prefix by the PREFIX_* rule `prefix`.
-        No str is made for a line (the command line's input is read as
-        bytes: a str per line cost more than merging a short one), nor any
-        record per line: the block is cut into about `units` units of whole
-        lines, and each worker finds the lines of its units, checks their
-        bytes to be UTF-8 and merges them (encode_lines).  (Lines found,
-        checked and recorded here, 80 bytes each, kept the leader busy
-        while the helpers waited.)  Only a flat result
-        (lead(True)); a block that is not UTF-8 makes lead raise ValueError
-        naming the byte."""
+        No str is made for a line (a str per line costs more than merging a
+        short one), nor any record per line: the block is cut into about
+        `units` units of whole lines, and each worker finds the lines of its
+        units, checks their bytes to be UTF-8 and merges them
+        (encode_lines), so the leader does not keep the helpers waiting.
+        Only a flat result (lead(True)); a block that is not UTF-8 makes
+        lead raise ValueError naming the byte."""
         if self.batch is not None or self.closed:
             raise RuntimeError("a BatchJob takes one batch")
         self.batch = []

@@ -1,4 +1,4 @@
-# Ids back to bytes (declared in core/decode.pxd).
+# Ids back to bytes.
 
 cdef inline int hex_value(char c) noexcept nogil:
     if c'0' <= c <= c'9':

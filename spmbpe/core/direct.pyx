@@ -30,8 +30,8 @@ cdef class TokenizerBase:
     """The compiled base of SpmTokenizer (spmbpe/tokenizer.py).
 
     ``encode`` and ``encode_ordinary`` live here so that a call reaches the
-    merge without running Python code: a Python method in between cost a
-    large share of encoding a short line with a warm cache.
+    merge without running Python code (a short line with a warm cache costs
+    little more than the call).
     """
 
     def __cinit__(self):

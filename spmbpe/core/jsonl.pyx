@@ -1,7 +1,7 @@
 # The text fields of JSONL lines, for the command line's reader
 # (spmbpe/_cli_read.py): each line one JSON object, each wanted field a JSON
-# string, decoded here in one pass over the block.  Parsing JSONL with json,
-# line by line, took several times longer than encoding the text.
+# string, decoded here in one pass over the block (json.loads, line by
+# line, cost more than encoding the text).
 #
 # Only the plain case is read here, a strict subset of what json.loads reads,
 # read as json.loads reads it: a line of JSON whitespace is no document; any

@@ -1,11 +1,7 @@
 # A tokenizer.json's vocabulary and merge rules read from the file's bytes
-# (spmbpe/tokenizer_json.py, included by _core.pyx after core/rules.pyx and
-# core/jsonl.pyx, whose JSON scanning it uses).  json.loads spent most of its
-# parse of a tokenizer.json on the rules, each a new list of two new strs
-# that merge_rule_ids then only looked up; here each
-# rule goes from the file's bytes to its three ids.  The vocabulary's 32,000
-# members, a str and an int each that the loader turned around and encoded
-# again, go from the file's bytes to the table's arena.
+# (spmbpe/tokenizer_json.py; uses core/rules.pyx and core/jsonl.pyx): each
+# rule goes from the file's bytes to its three ids, and the vocabulary to
+# the table's arena, with no Python object made per rule or piece.
 #
 # model_spans finds model.merges and model.vocab in a document that is wholly
 # the plain JSON of core/jsonl.pyx (a strict subset of json.loads's grammar,
@@ -31,8 +27,7 @@ cdef Py_ssize_t _member_name(const uint8_t *s, Py_ssize_t i, Py_ssize_t n, uint8
     """_json_key with the name decoded into `name` (room for
     _NAME_SOURCE_MAX + 8 bytes: _json_string writes 8 at a time) only when
     its source is short enough to spell one looked for; a longer one gets
-    name_len -1.  (Decoded whatever its length, each name needed room for
-    the longest, the document's size.)"""
+    name_len -1."""
     cdef Py_ssize_t after = _json_string(s, i, n, NULL, NULL) if i < n and s[i] == 34 else -1
     if after < 0:
         return -1

@@ -51,9 +51,6 @@ cdef class Plan:
     cdef str text_of(self, Py_ssize_t index)
 
 cdef int check_rc(int rc, const CoreTables *t, Workspace *w, str text) except -1
-cdef int check_tokens(const CoreTables *t, Plan plan) except -1
-cdef int encode_run(const CoreTables *t, Workspace *w, const PlanPart *items, Py_ssize_t n_items,
-                    Py_ssize_t *failed) noexcept nogil
 
 
 # How a text that is one segment gets the dummy prefix (planners.Direct): a

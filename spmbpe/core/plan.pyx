@@ -10,27 +10,20 @@ cdef class Plan:
     """A planned text: the parts the core encodes, in order.
 
     A planner fills it; SpmCore.encode_parts, encode_parts_offsets and
-    encode_parts_batch read it.  Two kinds of part:
-
-    * a token, ``add_token(token_id, start=0, end=0)``: the id, emitted as
-      is; ``start``/``end`` its character span in the original text (for
-      ``encode_parts_offsets``);
-    * a text, ``add_text(text, prefix, skip=0, origin=0, lead=0,
-      alignment=None)``: a segment to escape (spaces as "▁", the dummy
-      prefix when `prefix`) and merge, leaving out its first `skip` ids;
-      ``text[lead:]`` is the original text from character `origin` on (its
-      first `lead` characters are synthetic: a prefix or HF's unk token put
-      in front, zero-width for offsets).  For normalized text,
-      ``alignment[k]`` is the original offset of character k (and
-      ``alignment[len(text)]`` of the end), replacing origin and lead.
+    encode_parts_batch read it.  Two kinds of part: a token (add_token),
+    emitted as is, and a text, ``add_text(text, prefix, skip=0, origin=0,
+    lead=0, alignment=None)``: a segment to escape (spaces as "▁", the dummy
+    prefix when `prefix`) and merge, leaving out its first `skip` ids;
+    ``text[lead:]`` is the original text from character `origin` on (its
+    first `lead` characters are synthetic: a prefix or HF's unk token put
+    in front, zero-width for offsets).  For normalized text,
+    ``alignment[k]`` is the original offset of character k (and
+    ``alignment[len(text)]`` of the end), replacing origin and lead.
 
     Each part is checked when added (TypeError or ValueError naming what is
     wrong), so the core reads the parts unchecked; only a token id's range,
     which depends on the vocabulary, is checked by the core (once per plan,
-    by the largest id).  ``parts()`` gives the parts back as tuples, for
-    tests and debugging: ``(token_id, start, end)`` and ``(text, prefix,
-    skip, origin, lead)``, with ``alignment`` as a sixth item when there is
-    one.
+    by the largest id).
     """
 
     def __cinit__(self):
@@ -381,8 +374,7 @@ cdef int encode_str(const CoreTables *t, Workspace *w, PyObject *text, int prefi
     it (the GIL is not needed: the caller holds a reference to it, and a
     str does not change), with the dummy prefix by the PREFIX_* rule
     `prefix`.  An ASCII str is its own UTF-8; any other is converted into
-    the workspace, not asked for the UTF-8 copy CPython would keep on it
-    (encode_batch left one on every such text of the caller's list).
+    the workspace, not asked for the UTF-8 copy CPython would keep on it.
     ERR_SURROGATE when it holds one."""
     cdef Py_ssize_t n = str_length(text), m
     cdef int kind

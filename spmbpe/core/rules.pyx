@@ -1,7 +1,7 @@
 # Merge rules as ids, looked up in a PieceTable (included by _core.pyx after
 # core/vocab.pyx): the rules of a tokenizer.json, and the rules transformers
-# 5 derives for a vocabulary that has none.  In Python they made a new str
-# per part and per join; here they are hash lookups on the pieces' bytes.
+# 5 derives for a vocabulary that has none: hash lookups on the pieces'
+# bytes, with no str made per part.
 #
 # Both answer only for the model's own pieces (`model_ids[id]` != 0).  A
 # part whose lowest id is not one (an added token with the same text and a

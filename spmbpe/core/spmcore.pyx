@@ -47,7 +47,7 @@ def distinct_rules(const int32_t[::1] left, const int32_t[::1] right, const int3
     if right.shape[0] != n or merged.shape[0] != n:
         raise ValueError(f"the rules' columns differ in length ({n}, {right.shape[0]}, {merged.shape[0]})")
     cdef spm_pairs *pairs = spm_pairs_new(<size_t>n, &left[0] if n else NULL, &right[0] if n else NULL,
-                                          &merged[0] if n else NULL)
+                                          &merged[0] if n else NULL, NULL)
     if pairs == NULL:
         raise MemoryError("cannot allocate the merge rules")
     try:
@@ -59,10 +59,8 @@ def distinct_rules(const int32_t[::1] left, const int32_t[::1] right, const int3
 
 
 cdef int id_ints_make(IdInts *ints, int32_t n) except -1:
-    """Makes every id's int object, all at once.  Made one by one as ids
-    first appeared, they were scattered among the lists returned meanwhile,
-    and each kept its block of Python's allocator from being given back
-    after a large batch."""
+    """Makes every id's int object, all at once (not scattered among the
+    lists returned, where each would keep its allocator block alive)."""
     cdef int32_t i
     cdef object obj
     cdef PyObject **objects = <PyObject **>calloc(n, sizeof(PyObject *))

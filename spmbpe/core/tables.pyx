@@ -219,8 +219,7 @@ cdef spm_pairs *score_pairs(CoreTables *t, const uint8_t[::1] buildable, const f
                     columns[3 * splits + m] = ranks[i]
                     m += 1
                 k += min(<Py_ssize_t>utf8_len(<uint8_t>arena[k]), e - k)
-        pairs = spm_pairs_new_ranked(<size_t>m, columns, columns + splits, columns + 2 * splits,
-                                     columns + 3 * splits)
+        pairs = spm_pairs_new(<size_t>m, columns, columns + splits, columns + 2 * splits, columns + 3 * splits)
         if pairs == NULL:
             raise MemoryError("cannot allocate the merge pairs")
         return pairs
@@ -446,7 +445,7 @@ cdef bytes load_ranked_tables(CoreTables *t, const int32_t[::1] l, const int32_t
             raise ValueError(f"merge rule {i} names an id outside the vocabulary")
     if t.pairs != NULL:
         spm_pairs_free(t.pairs)
-    t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL)
+    t.pairs = spm_pairs_new(n, &l[0] if n else NULL, &r[0] if n else NULL, &m[0] if n else NULL, NULL)
     if t.pairs == NULL:
         raise MemoryError("cannot allocate the merge rules")
     t.ranked = True

@@ -21,8 +21,8 @@ cdef bint texts_take_strs(BatchTexts *b, list batch, int prefix, Py_ssize_t *tot
     while the threads read it), and its size in b.ends until the units are
     cut; their characters in all and the most in one into `total` and
     `longest`.  The threads read each str as CPython stores it
-    (encode_strs): no PlanPart per text (80 bytes, new pages that cost more
-    than the gathering) and no UTF-8 copy left on the caller's texts.
+    (encode_strs): no PlanPart per text and no UTF-8 copy left on the
+    caller's texts.
     False, holding nothing, when a text is not a str."""
     cdef Py_ssize_t i, n = b.n_texts, length
     cdef int kind

@@ -142,43 +142,12 @@ def first_invalid_utf8_piece(const uint8_t[::1] arena, const int64_t[::1] offset
 
 
 cdef bint utf8_valid(const uint8_t *s, Py_ssize_t n, bint padded) noexcept nogil:
-    """Strict UTF-8 (no overlong forms, surrogates or code points past
-    U+10FFFF), as Python's decoder accepts it.  `padded`: 8 bytes may be
-    read past s + n (spm_head8)."""
-    cdef Py_ssize_t i = 0
-    cdef uint8_t c, c1
+    """Strict UTF-8, as Python's decoder accepts it (spm_utf8_valid_prefix);
+    most pieces are ASCII, checked a word at a time.  `padded`: 8 bytes may
+    be read past s + n (spm_head8)."""
     if spm_ascii_after_marker(<const char *>s, <size_t>n, padded):
         return True
-    while i < n:
-        c = s[i]
-        if c < 0x80:
-            i += 1
-            continue
-        if 0xC2 <= c <= 0xDF:
-            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
-                return False
-            i += 2
-        elif 0xE0 <= c <= 0xEF:
-            if i + 2 >= n:
-                return False
-            c1 = s[i + 1]
-            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
-                return False
-            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
-                return False
-            i += 3
-        elif 0xF0 <= c <= 0xF4:
-            if i + 3 >= n:
-                return False
-            c1 = s[i + 1]
-            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
-                return False
-            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
-                return False
-            i += 4
-        else:
-            return False
-    return True
+    return spm_utf8_valid_prefix(<const char *>s, <size_t>n) == <size_t>n
 
 
 def split_length_prefixed(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t count,
@@ -234,10 +203,9 @@ cdef carray.array _FLOAT_ARRAY = array("f")
 
 def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     """Reads consecutive ModelProto `pieces` entries in the common layout from
-    buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A, one-byte
-    length), the score (0x15, a
-    float32) and optionally the type (0x18, 1..6), in that order -- what every
-    sentencepiece serializer writes.  Stops at the first entry in any other
+    buf[pos:]: key 0x0A, one-byte length, then the piece string (0x0A,
+    one-byte length), the score (0x15, a float32) and optionally the type
+    (0x18, 1..6), in that order -- what every sentencepiece serializer writes.  Stops at the first entry in any other
     shape, which the caller parses with the general reader.
 
     Returns (arena, offsets, scores, types, end, bad): the piece bytes back
@@ -309,8 +277,7 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
 def utf8_pieces(bytes arena, const int64_t[::1] offsets):
     """The text of each piece arena[offsets[i]:offsets[i + 1]], as
     ``.decode("utf-8")`` gives it (UnicodeDecodeError the same), without a
-    bytes object per piece (slicing and decoding the pieces one by one was
-    a visible share of loading a folder's tokenizer.model)."""
+    bytes object per piece."""
     cdef Py_ssize_t n = offsets.shape[0] - 1, i, size = PyBytes_GET_SIZE(arena)
     cdef const char *data = PyBytes_AS_STRING(arena)
     if n < 0:

@@ -2,42 +2,10 @@
 # set up, grown and freed.
 
 cdef inline void ws_init(Workspace *w) noexcept nogil:
-    w.sym_id = NULL
-    w.sym_start = NULL
-    w.sym_end = NULL
-    w.sym_char = NULL
-    w.sym_prev = NULL
-    w.sym_next = NULL
-    w.sym_gen = NULL
-    w.symbols_cap = 0
-    spm_heap_init(&w.heap)
-    w.utf8 = NULL
-    w.utf8_cap = 0
-    w.scratch = NULL
-    w.scratch_cap = 0
-    w.ids = NULL
-    w.ids_len = 0
-    w.ids_cap = 0
-    w.spans = NULL
-    w.spans_cap = 0
-    w.want_spans = False
-    w.bad_len = 0
-    w.split_left = NULL
-    w.split_right = NULL
-    w.split_touched = NULL
-    w.split_touched_len = 0
-    w.split_touched_cap = 0
-    w.alpha = 0.0
-    w.rng = 0
-    w.bounds = NULL
-    w.bounds_len = 0
-    w.bounds_cap = 0
-    w.want_bounds = False
-    spm_cache_writer_init(&w.cache_writer)
-    w.cache_lookups = 0
-    w.cache_was_full = False
-    w.seen = NULL
-    w.seen_count = 0
+    """An empty workspace: every field zero (no buffer, nothing wanted, an
+    empty heap and cache writer, as spm_heap_init and
+    spm_cache_writer_init make them)."""
+    memset(w, 0, sizeof(Workspace))
 
 
 cdef inline uint64_t splitmix64(uint64_t *state) noexcept nogil:
