@@ -1,46 +1,13 @@
-"""Token arrays on disk, in the layouts training code reads as is: written
-by ``spmbpe encode --format npy|bin|ds`` and by ``spmbpe.ray.write_arrays``
-alike (one writer, so both give the same bytes).
-
-For ``--output OUT.npy`` / ``OUT.bin`` / ``OUT.ds``:
-
-- ``npy``: ``OUT.npy``, every id of every document in input order, one
-  flat ``.npy`` array (``uint16`` when the vocabulary has at most 65,536
-  ids, else ``uint32``); ``OUT.docs.npy``: ``int64``, the start of each
-  document in it plus the total (documents + 1 values).
-- ``bin``: Megatron-LM's indexed dataset, byte for byte as megatron-core's
-  ``IndexedDatasetBuilder`` writes it with ``add_item`` + ``end_document``
-  per document (what ``tools/preprocess_data.py`` does): ``OUT.bin``, the
-  ids as raw little-endian integers in ``DType.optimal_dtype(vocab_size)``
-  (``uint16`` below 65,500 ids, else ``int32``), and ``OUT.idx`` (see
-  write_megatron_index). The ``.bin`` alone is also nanoGPT's flat file
-  (``numpy.memmap(path, dtype=numpy.uint16, mode="r")``).
-- ``ds``: datatrove's tokenized files, as its ``TokenizedFile`` writes
-  them: ``OUT.ds``, the ids as little-endian ``uint16`` (``uint32`` past
-  65,536 ids), and ``OUT.ds.index``, the ``uint64`` end of each document
-  (in tokens), which ``DatatroveFolderDataset`` reads.
-- ``OUT.npy.meta.json`` / ``OUT.bin.meta.json`` / ``OUT.ds.meta.json``:
-  spmbpe version, tokenizer fingerprint, settings, dtype, document and
-  token counts, the shards and whether the run is complete; named after
-  the output itself, so that outputs of several formats in one folder each
-  keep their own.
-
-With a shard size the arrays are cut at document boundaries into shards of
-at most that many tokens (a longer document is a shard of its own):
-``OUT-00000.npy`` + ``OUT-00000.docs.npy``, ``OUT-00001.npy``, ... (or
-``.bin`` + ``.idx``, ``.ds`` + ``.ds.index``); the metadata file is
-rewritten after every shard, so an interrupted run keeps its complete
-shards and a resumed run goes on from there.
+"""Token arrays on disk, in the layouts training code reads as is (npy,
+Megatron's indexed dataset, datatrove's tokenized files; docs/cli.md says
+what each file holds): written by ``spmbpe encode --format npy|bin|ds`` and
+by ``spmbpe.ray.write_arrays`` alike, so both give the same bytes.
 
 A new run under an output name replaces everything an earlier run wrote
-under it (the files its metadata lists, and any file named as this module
-names outputs: ``OUT.npy``, ``OUT-00007.docs.npy``, ...). The earlier files
-are removed in the same signal-proof step that commits the new run's first
-file, so the folder holds either the earlier run, whole, or the new one's
-complete shards with the new metadata: never a mix that a loader globbing
-``OUT-*.npy`` would read as one data set. A run that fails before its first
-file is complete leaves the earlier output as it was.
-"""
+under it, in the same signal-proof step that commits its first file: the
+folder holds the earlier run, whole, or the new one's complete shards with
+the new metadata, never a mix that a loader globbing ``OUT-*.npy`` would read
+as one data set."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
-"""The command line's progress line and final summary on standard error:
-documents, MB of input read (of the total when known), tokens, and the
-rates documents/s, MB/s and tokens/s, as Megatron-LM's preprocessing tools
-log them (``Processed N documents (D docs/s, M MB/s)``).
+"""The command line's progress line and final summary on standard error, as
+Megatron-LM's preprocessing tools log them (``Processed N documents (D
+docs/s, M MB/s)``); docs/cli.md, ``--progress``, says what they show.
 
 For gzip input the MB are those of the decompressed text, and the share of
 the total is that of the compressed files read (their sizes on disk are the
-total): ``12.3 MB of text (1.9/4.0 MB of input files, 48%)``.
-
-A resumed run counts from where it resumes: the documents and tokens of
-the shards it keeps and the input it skips are in the counts from the
-start, and the rates measure this run's own work."""
+total).  A resumed run counts the kept shards and skipped input from the
+start, and its rates measure this run's own work."""
 
 from __future__ import annotations
 

@@ -173,14 +173,9 @@ class StreamingDecoder:
     ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
     with ``legacy``, a special token puts a space in front of the pieces
     before it: without ``skip_special``, their text waits for the next
-    special or added token or ``flush()``.
+    special or added token or ``flush()``."""
 
-    >>> d = tok.streaming_decoder()                             # doctest: +SKIP
-    >>> [d.add_token(i) for i in [15043, 3186]], d.flush()      # doctest: +SKIP
-    (['Hello', ' world'], '')
-    """
-
-    __slots__ = ("_decoder", "_errors", "_utf8", "_held", "_denormalizer")
+    __slots__ = ("_decoder", "_utf8", "_held", "_denormalizer")
 
     def __init__(
         self,
@@ -195,7 +190,6 @@ class StreamingDecoder:
         # leading space still to strip, a byte run not yet settled, an id
         # that is left out if it comes last.
         self._decoder = decoder.id_decoder(skip_special, special_as_text)
-        self._errors = errors
         self._denormalizer = decoder.transform
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
         self._held: List[str] = []

@@ -1,8 +1,8 @@
 """A small pure-Python reader of GGUF *metadata* (the key/value section).
 
-Only the header and the key/value pairs are read; tensor descriptions and
-tensor data are never touched, so reading the vocabulary of a multi-gigabyte
-model file costs no more than reading a vocabulary-only file.
+Only the header and the key/value pairs are read, never the tensors, so the
+vocabulary of a multi-gigabyte model file costs no more than a
+vocabulary-only file.
 
 File layout (GGUF versions 2 and 3, all integers little-endian, or all
 big-endian in a big-endian file)::
@@ -17,14 +17,9 @@ big-endian in a big-endian file)::
         value  scalar, string, or array (uint32 element type, uint64 count,
                elements)
 
-Values come back as Python objects: integer types as ``int``, FLOAT32/64 as
-``float``, BOOL as ``bool``, STRING as ``str``.  Arrays of strings become
-``list[str]``, arrays of bools ``list[bool]``, numeric arrays a compact
-``array.array`` (typecode ``'f'`` for FLOAT32, ``'i'`` for INT32, ``'I'`` for
-UINT32, ...), and an array of arrays (one level of nesting) a ``list`` of those.
-Any malformation raises :class:`~spmbpe.errors.ModelFormatError` with the byte
-offset where the offending item starts.
-"""
+Numeric arrays come back as a compact ``array.array``.  Any malformation
+raises :class:`~spmbpe.errors.ModelFormatError` with the byte offset where the
+offending item starts."""
 
 from __future__ import annotations
 

@@ -1,28 +1,15 @@
 """The spmbpe command line (its program, console script and ``python -m
 spmbpe``, is spmbpe/__main__.py); docs/cli.md is its reference.
 
-    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin, ds)
-    spmbpe count [INPUT ...]      token totals per input and overall
-    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin, ds, an output by name)
-    spmbpe info [MODEL]           what a tokenizer file holds
-
-    echo "Hello world" | spmbpe encode              # bundled mistral-v1: 22557 1526
-    spmbpe encode --model tokenizer.model --format npy --output corpus.npy a.txt b.jsonl
-
-Inputs are text files (a document per line, per paragraph or per file:
-``--documents``), JSONL files (a document per object, its ``--field``, or
-one per ``--json-keys`` key) or standard input; gzip-compressed ones (a
-``.gz`` name, or data starting with the gzip magic bytes, standard input
-too) are decompressed as they are read. Errors are one line on
-standard error, ``spmbpe: error: ...``, naming the file and line; exit code
-1 (2 for a bad option or model), 130/143 when interrupted.
+Errors are one line on standard error, ``spmbpe: error: ...``, naming the
+file and line; exit code 1 (2 for a bad option or model), 130/143 when
+interrupted.
 
 The layers: this module parses the arguments and turns every failure into
 one line; _cli_encode runs encode and count (_cli_read reads documents,
 _cli_progress reports), _cli_decode and _cli_info the other commands; the
 files themselves are written by _arrays (shared with spmbpe.ray) through
-_atomic, with _signals deciding where an interrupt takes effect.
-"""
+_atomic, with _signals deciding where an interrupt takes effect."""
 
 from __future__ import annotations
 

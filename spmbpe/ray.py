@@ -1,14 +1,6 @@
 """Tokenizing a Ray Data dataset, on one machine or a cluster (``pip install
-spmbpe[ray]``).
-
-    import ray, spmbpe, spmbpe.ray
-
-    tok = spmbpe.load("tokenizer.model")                  # read once, on the driver
-    ds = ray.data.read_text("corpus/")                    # a row per line, column "text"
-    spmbpe.ray.write_arrays(ds, tok, "corpus.npy")        # as `spmbpe encode --format npy`
-    ids = spmbpe.ray.tokenize(ds, tok)                    # or a Dataset with a column "input_ids"
-
-(docs/api.md, "Ray Data", has the example that tests/test_ray.py runs.)
+spmbpe[ray]``); docs/api.md, "Ray Data", has the example that tests/test_ray.py
+runs.
 
 The tokenizer travels to the workers as its pickle (the vocabulary's bytes,
 never a path), once per worker: each worker of the ``map_batches`` actor
@@ -16,12 +8,9 @@ pool unpickles it in its constructor and encodes every batch it gets with
 ``encode_batch(..., return_numpy=True)``.  The result is an Arrow list column
 built from the flat ids and offsets, with no Python int per token.
 
-``write_arrays`` tokenizes the same way, gathers the documents on the driver
-in dataset order and writes them with the command line's own writer (``spmbpe/_arrays.py``), so
-the files are byte for byte those of ``spmbpe encode --format npy|bin|ds``
-on the same documents and options; ``tokenize`` alone returns a Ray Dataset
-any Ray writer takes (``write_parquet`` to shared storage, ...).
-"""
+``write_arrays`` gathers the documents on the driver in dataset order and
+writes them with the command line's own writer (``spmbpe/_arrays.py``), so the
+files are byte for byte those of ``spmbpe encode --format npy|bin|ds``."""
 
 from __future__ import annotations
 
