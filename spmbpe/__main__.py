@@ -3,13 +3,10 @@
 
 An interrupt at any moment ends the program with one line and status 130
 (143 for SIGTERM), never a traceback: ``import spmbpe`` imports nothing by
-itself (spmbpe/__init__.py), so this module runs before any of the
-command's imports, most of its start-up, and catches what they raise; once the command is done, SIGINT gets its default action back, so
-that the interpreter's shutdown, which no handler of ours covers, ends at
-once on Ctrl-C instead of printing one.  (The interpreter's own start-up,
-before this module, is CPython's.)  This module imports nothing at its top
-but ``sys``, which every interpreter has loaded.
-"""
+itself, so this module, which imports only ``sys`` at its top, runs before
+the command's imports and catches what they raise; once the command is
+done, SIGINT gets its default action back, so that the interpreter's
+shutdown, which no handler of ours covers, ends at once on Ctrl-C."""
 
 import sys
 

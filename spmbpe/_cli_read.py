@@ -121,15 +121,11 @@ def _stdin() -> IO[bytes]:
 class InputStream(io.RawIOBase):
     """One input (a path, or ``-``: standard input), plain or gzip, as
     bytes: ``read1(n)`` returns up to `n` bytes, as soon as some are there
-    (b"" at the end); also a raw stream for io.BufferedReader.
-
-    Gzip input (`compressed`): a name ending in .gz, or data starting with
-    the gzip magic bytes. It is decompressed as it is read (concatenated
-    members one after the other, as zcat does); a truncated or corrupt
-    stream raises CliError naming the input, the compressed position and
-    the line and byte of the decompressed data reached. `position()`: the
-    bytes of the input file read so far (compressed bytes for gzip), what
-    progress measures against the file size."""
+    (b"" at the end); also a raw stream for io.BufferedReader.  Gzip input
+    is decompressed as it is read, concatenated members one after the other
+    as zcat does.  `position()`: the bytes of the input file read so far
+    (compressed bytes for gzip), what progress measures against the file
+    size."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -573,34 +569,20 @@ class DocumentDecoder:
             return [data.decode("utf-8", "replace" if self.errors == "replace" else "strict")], [record]
         except UnicodeDecodeError as e:
             if self.errors == "strict":
-                line = data.count(b"\n", 0, e.start) + 1
+                line = self.file_base + data.count(b"\n", 0, e.start) + 1
                 line_start = data.rfind(b"\n", 0, e.start) + 1
-                raise CliError(
-                    f"{name}, line {line}: invalid UTF-8 at byte {e.start - line_start} of the line"
-                    + (f", byte {e.start:,} of the decompressed data" if self.compressed else "")
-                    + " (--errors replace or skip to go on)"
-                ) from None
+                raise self.bad_utf8(name, line, e.start - line_start, e.start) from None
             self.skipped += 1
             return [], []
 
 
 class DocumentReader:
     """Documents of `paths` (``-`` or no path: standard input) in batches of
-    about `batch_bytes` bytes of input, in input order.
-
-    Text input is cut into documents by `documents`: ``line`` (each line),
-    ``paragraph`` (runs of lines between blank or whitespace-only lines,
-    joined with "\\n"; a document never spans two inputs) or ``file`` (each
-    input whole, its text as is). JSONL input has a document per object:
-    its `fields` (one column of documents per field, in that order).
-    `skip_empty` leaves out documents whose text is empty (counted in
-    `empty`).
-
-    `errors` says what invalid UTF-8 does: ``strict`` raises CliError naming
-    the file and line, ``replace`` puts U+FFFD in its place, ``skip`` leaves
-    the document out (counted in `skipped`). `skip_records` input records
-    (lines; files with ``documents="file"``) are passed over unread first
-    (``--resume``)."""
+    about `batch_bytes` bytes of input, in input order, cut as the options
+    of the same names say (docs/cli.md: ``--documents``, ``--field``,
+    ``--json-keys``, ``--errors``, ``--skip-empty``); `skip_records` input
+    records (lines; files with ``documents="file"``) are passed over unread
+    first (``--resume``)."""
 
     def __init__(
         self,
@@ -826,13 +808,10 @@ class DocumentReader:
         "\\n"; the last line of the input may lack it), the global record
         number of the block's first line and the block's byte offset in the
         (decompressed) input; lines still to skip (resume) are dropped here.
-
-        Each block is read into a buffer of its own that becomes the block:
-        its lines go on to the merge without being copied out of it (a copy
-        per block, and one more to join a batch's blocks, each cost a pass
-        over the text and a page fault per 4 KiB of it).  A read
-        takes a batch's worth and a little more, so that a batch is mostly
-        one block."""
+        Each block is read into a buffer of its own that goes on to the merge
+        uncopied (a copy costs a pass over the text and its page faults); a
+        read takes a batch's worth and a little more, so that a batch is
+        mostly one block."""
         carry: List[Any] = []  # the parts of a line longer than a block
         tail = b""  # the start of the line the last block ended inside
         # (A pipe gives what has arrived, up to that: its lines are encoded

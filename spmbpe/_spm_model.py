@@ -1,17 +1,12 @@
-"""A pure-Python reader of sentencepiece ``.model`` files.
+"""A pure-Python reader of sentencepiece ``.model`` files: one serialized
+``sentencepiece.ModelProto`` (proto2, ``src/sentencepiece_model.proto``),
+decoded by ``_protobuf.py`` from the field tables below.
 
-A ``.model`` file is one serialized ``sentencepiece.ModelProto`` (proto2,
-sentencepiece's ``src/sentencepiece_model.proto``), decoded by the protobuf
-wire reader of ``_protobuf.py`` (without the ``protobuf`` package) from the
-tables below: the fields of ``ModelProto`` and ``SentencePiece`` and those
-declared on :class:`TrainerSpec` and :class:`NormalizerSpec`, with their
-numbers and proto defaults.  Beyond the wire format's errors, a piece that is
-not valid UTF-8 and a model without pieces raise :class:`ModelFormatError`;
-what sentencepiece checks when it *builds* a model (no duplicate pieces, one
-UNKNOWN piece, ...) is left to the caller.  A file cut between two top-level
-fields is a valid, shorter message (cut after its last piece, a model
-without ``trainer_spec``, so of ``model_type`` UNIGRAM).
-"""
+Beyond the wire format's errors, a piece that is not valid UTF-8 and a
+model without pieces raise :class:`ModelFormatError`; what sentencepiece
+checks when it *builds* a model (no duplicate pieces, one UNKNOWN piece,
+...) is left to the caller.  A file cut between two top-level fields is a
+valid, shorter message, as protobuf reads it."""
 
 from __future__ import annotations
 

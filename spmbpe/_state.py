@@ -1,23 +1,14 @@
-"""What a tokenizer is made of, as canonical bytes: its pickle and its fingerprint.
+"""What a tokenizer is made of, as canonical bytes: its pickle and its
+fingerprint (docs/architecture.md, "Beside the path").
 
-A tokenizer is fully described by its :class:`~spmbpe.spec.TokenizerSpec`:
-the piece table, the merge ranks, the token types, the settings (reference,
-prefix scheme, added tokens, special ids, normalizers, ...) and, for a
-``tokenizer.json``, its ranked merges.  This module writes a spec as one
-byte string in a small tagged format of its own, so that
-
-* pickling a tokenizer sends the vocabulary itself, never a path to a file
-  the worker may not have, and gives the same bytes in every process and
-  run (``datasets`` hashes functions through their pickle);
-* ``SpmTokenizer.fingerprint`` is the SHA-256 of those bytes: equal for the
-  same vocabulary and settings however they were loaded, different when any
-  setting that can change an id differs.
-
-The settings written are every keyword of ``TokenizerSpec.build``
-(``spec.settings``) and the reference's own options, so a new setting is
-covered without touching this module (or raises ``TypeError`` here when it is
-of a kind the format cannot write).
-"""
+A spec is written as one byte string in a small tagged format of its own,
+so that a pickle carries the vocabulary itself, never a path, with the same
+bytes in every process and run (``datasets`` hashes functions through their
+pickle), and the fingerprint (their SHA-256) changes when any setting that
+can change an id does.  Every keyword of ``TokenizerSpec.build``
+(``spec.settings``) and the reference's own options are written, so a new
+setting needs no change here (or raises ``TypeError`` when it is of a kind
+the format cannot write)."""
 
 from __future__ import annotations
 
