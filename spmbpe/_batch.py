@@ -36,11 +36,7 @@ _REFUSED = object()
 # slower text still ends close to the others.
 _UNITS_PER_THREAD = 16
 
-# The thread pools, one per thread count asked for, shared by every
-# tokenizer: a pool per tokenizer started new threads for each freshly
-# loaded one, and several tokenizers' batches may run on the same threads.  None is shut down while the process lives (another
-# thread may be using it).  A forked child inherits the pools but not their
-# threads, nor a usable lock: it starts afresh.
+
 def run_batch(
     core: SpmCore,
     plan: PlanFunction,
@@ -60,15 +56,10 @@ def run_batch(
     # Sampled texts are never cut (sentencepiece draws over whole texts).
     cut = not sample_alpha
     # The common batch, nothing to plan, is one job over the texts as they
-    # are (on one thread too: the job reads the strs as they are stored and
-    # fills the result as its units finish, where one call gathered a part
-    # per text and copied its ids twice), unless it is small or a long text
-    # must be cut for the threads: its shape is read in one pass, and no
-    # groups are built.
+    # are stored (on one thread too), unless it is small or a long text must
+    # be cut for the threads.  Past _MAX_GROUP texts the job itself reads
+    # whether one must be cut, and refuses the batch if so.
     one_job = False
-    # (A batch of more than _MAX_GROUP texts splits into several groups
-    # whatever their lengths: the job itself then reads whether a long text
-    # must be cut, as it takes the texts, and refuses the batch if so.)
     job_reads_shape = plain and not sample_alpha and len(texts) > _MAX_GROUP
     if plain and not job_reads_shape:
         share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, _MAX_GROUP)
@@ -170,12 +161,9 @@ def _encode_job(
 def encode_line_block(
     core: SpmCore, block: Union[bytes, bytearray], threads: int, prefix: int
 ) -> Optional[Tuple[bytearray, bytearray]]:
-    """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
-    segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
-    `threads` threads: (every id as native uint32 in a bytearray, the
-    offsets of each line's ids and the end as native int64 in a bytearray),
-    or None when a line failed (the caller's general path then raises the
-    error it would)."""
+    """The lines of `block` (BatchJob.start_lines), each one segment with
+    the dummy prefix by the PREFIX_* rule `prefix`, merged by `threads`
+    threads: as SpmTokenizer.encode_line_block returns them."""
     result = _run_job(core, threads, True, lambda job: job.start_lines(block, threads * _UNITS_PER_THREAD, prefix))
     return cast(Optional[Tuple[bytearray, bytearray]], result)
 
@@ -306,8 +294,7 @@ def join_numpy(
 
 
 def _or_none(token_id: Optional[int]) -> int:
-    """join_flat's id for "none": -1."""
-    return -1 if token_id is None else token_id
+    return -1 if token_id is None else token_id  # join_flat's "none"
 
 
 def text_error(texts: List[Any], error: Exception) -> Exception:
