@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Optional, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "isatty"]
 
 
 class Progress:
@@ -34,7 +34,7 @@ class Progress:
         self.summary = summary or enabled
         self.stream = stream if stream is not None else sys.stderr
         self.total_bytes = total_bytes
-        self.tty = enabled and _isatty(self.stream)
+        self.tty = enabled and isatty(self.stream)
         self.interval = interval if self.tty else max(interval, 1.0)
         self.start = time.monotonic()
         self.last = 0.0
@@ -127,7 +127,7 @@ class Progress:
             self.enabled = self.summary = False
 
 
-def _isatty(stream: TextIO) -> bool:
+def isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
