@@ -150,9 +150,7 @@ def restore(data: bytes) -> Any:
         raise ValueError(f"corrupt spmbpe tokenizer state: {len(data) - end} trailing bytes")
     table, rank, types, options, ranked_merges = value
     spec = TokenizerSpec.build(table, rank, types, ranked_merges, **_settings(options))
-    if _BUILDER is None:
-        # A fresh interpreter unpickling imports only this module; the
-        # tokenizer's registers the builder (this module sits below it).
+    if _BUILDER is None:  # a fresh interpreter unpickling has imported only this module
         import_module(f"{__package__}.tokenizer")
     assert _BUILDER is not None
     return _BUILDER(spec)

@@ -25,10 +25,6 @@ OPTIONS: Dict[str, Any] = {}
 
 
 class Planner(base.Planner):
-    """HuggingFace tokenizers' BPE model from a tokenizer.json: merges ranked
-    by the merges list (spec.ranked_merges), a Metaspace or Prepend+Replace
-    front end per text segment; added tokens split out first."""
-
     finds_unk_piece = False
 
     def direct(self) -> Optional[Direct]:
