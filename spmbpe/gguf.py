@@ -1,16 +1,8 @@
-"""Tokenizers from GGUF files, with llama.cpp's semantics.
-
-llama.cpp is what runs a GGUF file, so every rule here is llama.cpp's
-(``src/llama-vocab.cpp``, ``llama_vocab::impl::load`` and ``tokenize``):
-
-* the dummy prefix goes before every text fragment that starts the input or
-  follows a special token (``is_prev_special``);
-* CONTROL, USER_DEFINED and UNKNOWN pieces are split out of the text before
-  merging, longest first; with ``special="none"`` only USER_DEFINED ones;
-* a merge may build any piece of the vocabulary, whatever its type;
-* token attributes llama.cpp derives from token texts (the end-of-generation
-  list becomes CONTROL) and from the model name (Phi-3: RSTRIP) are applied.
-"""
+"""Tokenizers from GGUF files: the metadata read into a spec as llama.cpp
+reads it (``src/llama-vocab.cpp``, ``llama_vocab::impl::load``), with the
+token attributes llama.cpp derives from token texts (the end-of-generation
+list becomes CONTROL) and from the model name (Phi-3: RSTRIP); the encoding
+and decoding rules are references/llamacpp.py's."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Tokenizers from sentencepiece ``.model`` files, with sentencepiece's rules.
-
-sentencepiece is what runs a bare ``tokenizer.model``, so every rule here is
-its own (``src/bpe_model.cc``, ``model_interface.cc``,
-``sentencepiece_processor.cc``):
-
-* only NORMAL, USER_DEFINED and UNUSED pieces are built by merges, and an
-  UNUSED piece is split back into the halves that built it;
-* USER_DEFINED pieces are matched in the normalized text, longest first at
-  each position, and never merged with their neighbours; control pieces
-  spelled in the text are plain text;
-* without byte fallback, a run of unknown characters gives one ``<unk>``.
-"""
+"""Tokenizers from sentencepiece ``.model`` files: the ModelProto read into a
+spec, its ids, normalizer and BOS/EOS as sentencepiece takes them; the
+encoding and decoding rules are references/sentencepiece.py's."""
 
 from __future__ import annotations
 
