@@ -32,13 +32,11 @@ from .spec import TokenizerSpec
 from .tokenizer_json import (
     DerivedMerges, LazyVocab, MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json,
 )
-from .tokens import AddedToken, TokenType
+from .tokens import TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
 
 _MARKER = "\u2581"
-# (LLAMA_CLASSES: the classes whose __init__ rebuilds the pipeline as below;
-# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x.)
 
 
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
@@ -477,6 +475,3 @@ def generate_merges(vocab: Dict[str, int]) -> List[Tuple[str, str]]:
                     append((merged_id, k, size - k, left_id, right_id, left, right))
     rules.sort()
     return [(r[5], r[6]) for r in rules]
-
-
-# ------------------------------------------------------------ added-token matching

@@ -110,14 +110,14 @@ def _folder_spec(folder: str, reference: str) -> TokenizerSpec:
 
 def _reader(path: str) -> Callable[[str], TokenizerSpec]:
     """The loader that reads `path` into a spec, by its contents."""
+    from .tokenizer_json import read_tokenizer_json_spec
+
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.model")):
             from .huggingface import read_hf_folder_spec
 
             return read_hf_folder_spec
         if os.path.isfile(os.path.join(path, "tokenizer.json")):
-            from .tokenizer_json import read_tokenizer_json_spec
-
             return lambda folder: read_tokenizer_json_spec(os.path.join(folder, "tokenizer.json"))
         raise UnsupportedModelError(
             f"{path}: a folder with neither tokenizer.model nor tokenizer.json; spmbpe.load "
@@ -127,7 +127,6 @@ def _reader(path: str) -> Callable[[str], TokenizerSpec]:
         head = f.read(64)
     from .gguf import read_gguf_spec
     from .sentencepiece import read_model_proto_spec
-    from .tokenizer_json import read_tokenizer_json_spec
 
     if head[:4] == _GGUF_MAGIC:
         return read_gguf_spec
