@@ -82,9 +82,7 @@ MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 
 # Items per step when copying a spooled array: arrays of several MB made
-# afresh each step cost the page faults of new memory (NumPy asks for huge
-# pages past 4 MB, which the kernel zeroes), a large part of a big output's
-# close.
+# afresh each step cost the page faults of new memory.
 _STEP = 1 << 16
 
 # An output's ids go to disk in the background every this many bytes
@@ -166,8 +164,8 @@ def output_paths(output: str, fmt: str, shard: Optional[int]) -> Tuple[str, str]
 
 
 def meta_path(output: str, fmt: str) -> str:
-    """The metadata file of an output: named after the output itself
-    (``OUT.npy.meta.json``), so that each output in a folder has its own."""
+    """The metadata file of an output, ``OUT.npy.meta.json``: named after the
+    output itself, so that each output in a folder has its own."""
     return output_stem(output, fmt) + f"{_LAYOUTS[fmt].ids}.meta.json"
 
 
@@ -385,8 +383,7 @@ class _Shard:
             self.lengths = AtomicFile(self.index_path + ".lengths")
 
     def add(self, ids: Any, offsets: Any, records: int) -> None:
-        """Documents whose ids are `ids` (native uint32), starting at
-        `offsets` (native int64, n + 1; see ArrayOutput.write)."""
+        """Documents as ArrayOutput.write takes them."""
         try:
             self.ids.file.write(ids_le(ids, self.dtype.itemsize, self.dtype.limit))
         except OverflowError as e:
@@ -444,14 +441,10 @@ class _Shard:
 
 
 class ArrayOutput:
-    """An array output (see the module's text): shards of whole documents,
-    each committed when complete, and the metadata file rewritten after
-    each.
-
-    `meta` holds everything but the counts and shards (array_metadata);
-    `resume` (the metadata of an earlier incomplete run) continues its shard
-    list. Whatever else earlier runs left under the output name (`replaced`)
-    is removed when the first shard is committed."""
+    """An array output: shards of whole documents, each committed when
+    complete, and the metadata file rewritten after each.  `meta` holds all
+    but the counts and shards (array_metadata); `resume` (the metadata of an
+    earlier incomplete run) continues its shard list."""
 
     def __init__(
         self,
@@ -474,8 +467,7 @@ class ArrayOutput:
         kept = [os.path.basename(self.meta_path)] if resume else []
         for shard in self.shards:
             kept += [shard["ids"], shard["index"]]
-        #: Files of earlier runs that this run replaces (removed with its
-        #: first commit).
+        #: Files of earlier runs that this run replaces (removed with its first commit).
         self.replaced: List[str] = earlier_output_files(output, fmt, kept)
         # The metadata file itself is not removed: this run's own replaces it
         # (os.replace) right after, so a reader always finds one.
@@ -498,12 +490,9 @@ class ArrayOutput:
         return sum(int(s["documents"]) for s in self.shards)
 
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
-        """Documents of one batch: flat `ids`, `offsets` (n + 1 starts),
-        and the input record count after each document.  `ids` is a
-        C-contiguous buffer of native uint32 and `offsets` one of native
-        int64: what SpmTokenizer.encode_batch(return_numpy=True) gives, as
-        NumPy arrays, or the core's bytearrays seen through memoryviews
-        (as_id_buffers)."""
+        """Documents of one batch: flat `ids` (native uint32), `offsets` (n +
+        1 starts, native int64), as encode_batch(return_numpy=True) gives them
+        or as_id_buffers views them, and the input record count after each."""
         n = len(offsets) - 1
         i = 0
         while i < n:

@@ -234,13 +234,10 @@ class InputStream(io.RawIOBase):
 
 
 class LineBlock:
-    """The documents of a run of whole lines of text input, kept as the
-    UTF-8 bytes read (bytes, or the bytearray read into; checked to be
-    UTF-8): one per line, without its "\\n"
-    and a "\\r" before it.  The encoder hands the bytes to the merge as they
-    are (SpmTokenizer._encode_line_block); `strings()` gives the documents
-    as strs, for every other use.  A str per line cost more than merging a
-    short line."""
+    """The documents of a run of whole lines of text input, one per line
+    (without its "\\n" and a "\\r" before it), kept as the UTF-8 bytes read:
+    the encoder hands them to the merge as they are (a str per line costs
+    more than merging a short line); `strings()` gives them as strs."""
 
     __slots__ = ("data", "count", "_strings")
 
@@ -281,17 +278,12 @@ class LineBlock:
 
 
 class Batch:
-    """Documents read together, from one input.
-
-    `columns` holds the documents' texts, one list per JSONL key (one list
-    for text input and a single ``--field``; a LineBlock for lines of text
-    input that are all UTF-8), `column_records` the number of
-    input records read from the start of the run just after each of those
-    documents (what a sharded run records to resume from); `records` the
-    same count at the end of the batch. A record is a line, or a file with
-    ``documents="file"``.
-    `nbytes`: bytes of (decompressed) input this batch covers, of which
-    `skipped_bytes` were passed over unread (``--resume``)."""
+    """Documents read together, from one input: `columns`, one list (or
+    LineBlock) per JSONL key; `column_records`, the input records (lines, or
+    files with ``documents="file"``) read from the start of the run just
+    after each document, what a sharded run resumes from; `records`, the
+    same at the end of the batch; `nbytes`, the bytes of (decompressed)
+    input covered, of which `skipped_bytes` were passed over (``--resume``)."""
 
     __slots__ = (
         "source", "columns", "column_records", "nbytes", "records", "file_bytes", "compressed",
@@ -312,18 +304,16 @@ class Batch:
         self.source = source
         self.columns = columns
         self.column_records = column_records
-        self.nbytes = nbytes  # bytes of (decompressed) input
+        self.nbytes = nbytes
         self.records = records
-        # Bytes of the input file read meanwhile: compressed bytes for gzip
-        # input (`compressed`), else about `nbytes`.
+        # Bytes of the input file read meanwhile (compressed ones for gzip).
         self.file_bytes = nbytes if file_bytes is None else file_bytes
         self.compressed = compressed
         self.skipped_bytes = skipped_bytes
 
     def text_bytes(self, column: int = 0) -> int:
-        """UTF-8 bytes of the text of a column's documents (no line ends,
-        JSON syntax or compression): measured when asked (count), not for
-        every batch."""
+        """UTF-8 bytes of the text of a column's documents, measured when
+        asked (count), not for every batch."""
         docs = self.columns[column]
         if isinstance(docs, LineBlock):
             return docs.text_bytes()
@@ -368,12 +358,8 @@ def input_size(path: str) -> Optional[int]:
 
 
 class DocumentDecoder:
-    """The documents of blocks of whole lines of one input: text lines (or
-    paragraphs, ``documents``) or JSONL objects (their ``fields``), invalid
-    UTF-8 as ``errors`` says (see DocumentReader); ``skipped`` counts the
-    documents left out.  Errors name the input and the line: ``file_base``
-    is the records before the current input, ``compressed`` whether it is
-    gzip."""
+    """The documents of blocks of whole lines of one input, as the
+    DocumentReader's options say; errors name the input and the line."""
 
     def __init__(self, fields: List[str], errors: str, documents: str) -> None:
         self.fields = fields
@@ -465,10 +451,9 @@ class DocumentDecoder:
     def jsonl_docs(
         self, name: str, data: bytes, line_no: int, offset: int, known_utf8: bool = False
     ) -> List[Tuple[List[str], List[int]]]:
-        """The documents of a block of JSONL lines: a column per field.
-        The plain lines are read by compiled code (core/jsonl.pyx); any
-        other line json.loads's way, in its place, which raises its error.
-        `known_utf8`: the caller has found the block valid UTF-8."""
+        """The documents of a block of JSONL lines, a column per field: the
+        plain lines read by compiled code (core/jsonl.pyx), any other one by
+        json.loads, in its place, which raises its error."""
         columns, numbers, refused = jsonl_fields(
             data if known_utf8 else self._utf8_jsonl(name, data, line_no, offset), self.field_keys, line_no
         )
