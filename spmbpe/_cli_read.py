@@ -319,16 +319,6 @@ class Batch:
             return docs.text_bytes()
         return len("".join(docs).encode("utf-8"))
 
-    @property
-    def texts(self) -> Sequence[str]:
-        """The documents of the first (or only) column."""
-        docs: Sequence[str] = self.columns[0]
-        return docs
-
-    @property
-    def doc_records(self) -> List[int]:
-        return self.column_records[0]
-
 
 #: How text input is cut into documents (``--documents``).
 DOCUMENT_MODES = ("line", "paragraph", "file")
@@ -721,8 +711,10 @@ class DocumentReader:
                     field_lines = [([], array("q")) for _ in self.fields]
                     got = self.decoder.jsonl_docs(name, data, line_no, offset, known_utf8)
                 else:
-                    if blocks:
-                        self._unpack(blocks, first_line, columns[0])
+                    if blocks:  # the batch so far as strs, before these
+                        joined = LineBlock(b"".join(blocks))
+                        columns[0][0].extend(joined.strings())
+                        columns[0][1].extend(range(first_line, first_line + len(joined)))
                         blocks = []
                     raw = False  # for the rest of the batch
                     got = [self.decoder.text_docs(name, data, line_no, offset)]
@@ -764,15 +756,6 @@ class DocumentReader:
             return None
         lines = LineBlock(blocks[0] if len(blocks) == 1 else b"".join(blocks), newlines)
         return [(lines, range(first_line, first_line + len(lines)))]
-
-    @staticmethod
-    def _unpack(blocks: List[bytes], first_line: int, column: Tuple[List[str], List[int]]) -> None:
-        """`blocks` as strs into a column of strs."""
-        packed = DocumentReader._packed(blocks, first_line)
-        assert packed is not None
-        lines, records = packed[0]
-        column[0].extend(lines.strings())
-        column[1].extend(records)
 
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""
