@@ -86,21 +86,11 @@ _MIN_KV_SIZE = 8 + 4 + 1
 _READ_ALL_LIMIT = 64 * 1024 * 1024
 
 class GGUFHeader:
-    """The header and metadata of a GGUF file.
-
-    Attributes:
-        path: the file's path as a string (``None`` for an in-memory buffer).
-        version: the GGUF version (2 or 3).
-        byte_order: ``"little"`` or ``"big"``.
-        tensor_count: the number of tensors the file declares (not read).
-        metadata: key -> value, in file order.
-        types: key -> the GGUF type name of the value, e.g. ``"UINT32"``,
-            ``"ARRAY[STRING]"`` or ``"ARRAY[ARRAY[INT32]]"``.
-        metadata_end: byte offset just past the last key/value pair (where
-            the tensor descriptions begin).
-        offsets: key -> byte offset where its key/value pair starts (for
-            error messages about a value).
-    """
+    """The header and metadata of a GGUF file: `metadata`, key -> value in
+    file order; `types`, key -> the GGUF type name of the value (``"UINT32"``,
+    ``"ARRAY[STRING]"``, ``"ARRAY[ARRAY[INT32]]"``); `offsets`, key -> where its
+    pair starts (for error messages); `metadata_end`, where the tensor
+    descriptions begin.  `path` is None for an in-memory buffer."""
 
     __slots__ = (
         "path", "version", "byte_order", "tensor_count", "metadata", "types",
@@ -137,11 +127,8 @@ class GGUFHeader:
 
 class RawStrings:
     """A string array kept as bytes: element i is
-    ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8).
-
-    ``data_offset`` is the file offset of the first element's length field,
-    so :meth:`file_offset` can name where element i's bytes sit.
-    """
+    ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8);
+    ``data_offset``, where the first element's length field is in the file."""
 
     __slots__ = ("arena", "offsets", "data_offset")
 
@@ -161,22 +148,16 @@ class RawStrings:
 def read_gguf_metadata(
     path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
 ) -> Dict[str, object]:
-    """Return the key/value metadata of the GGUF file at ``path``.
-
-    String arrays under `raw_string_keys` come back as :class:`RawStrings`
-    (no Python object per element: what the vocabulary loader wants).
-    """
+    """The key/value metadata of the GGUF file at ``path``; string arrays
+    under `raw_string_keys` as :class:`RawStrings` (no object per element)."""
     return read_gguf_header(path, raw_string_keys).metadata
 
 
 def read_gguf_header(
     path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
 ) -> GGUFHeader:
-    """Read the header and the metadata of the GGUF file at ``path``.
-
-    Raises FileNotFoundError if there is no such file, and ModelFormatError if
-    the file is not a well-formed GGUF v2/v3 file (as far as its metadata).
-    """
+    """The header and the metadata of the GGUF file at ``path``;
+    ModelFormatError if they are not well-formed GGUF v2/v3."""
     path_str = os.fspath(path)
     with open(path_str, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -194,11 +175,8 @@ def parse_gguf_header(
     path: object = None,
     raw_string_keys: Iterable[str] = (),
 ) -> GGUFHeader:
-    """Parse GGUF metadata from an in-memory buffer (``bytes``, ``bytearray``,
-    ``memoryview`` or ``mmap``).  ``path`` is only used in error messages.
-
-    Every value returned is a copy: nothing refers to ``data`` afterwards.
-    """
+    """read_gguf_header of an in-memory buffer (``path`` names it in
+    errors).  Every value returned is a copy: nothing refers to ``data``."""
     if not isinstance(data, (bytes, mmap.mmap)):
         data = bytes(data)
     parser = _Parser(data, None if path is None else str(path), frozenset(raw_string_keys))

@@ -123,17 +123,12 @@ def write_arrays(
     num_threads: int = 1,
 ) -> Dict[str, int]:
     """Tokenizes `column` of `ds` on the workers (:func:`tokenize`) and
-    writes the ids as ``spmbpe encode --format npy|bin|ds --output OUTPUT``
-    does: ``OUTPUT`` (all ids, ``uint16`` when the vocabulary fits),
-    ``OUTPUT.docs.npy`` (npy), Megatron's ``.idx`` (bin) or datatrove's
-    ``.ds.index`` (ds), and ``OUTPUT.npy.meta.json`` (``.bin.meta.json``,
-    ``.ds.meta.json``: tokenizer fingerprint, settings, counts), replacing
-    whatever an earlier run wrote
-    under that name; with `shard_size`, shards of at most that many tokens
-    at document boundaries.
-    The documents are gathered on the driver in the order of `ds`. `fmt`
-    defaults to the extension of `output`.  Returns the document and token
-    counts.
+    writes the ids, gathered on the driver in the order of `ds`, as ``spmbpe
+    encode --format npy|bin|ds --output OUTPUT`` does (docs/cli.md), with
+    its metadata file, replacing whatever an earlier run wrote under that
+    name; with `shard_size`, shards of at most that many tokens at document
+    boundaries.  `fmt` defaults to the extension of `output`.  Returns the
+    document and token counts.
     """
     import numpy as np
 
