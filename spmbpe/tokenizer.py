@@ -93,9 +93,8 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
         self._core = core = _make_core(spec, planner_cls, encode_unk)
         self._merge_settings: Optional[Tuple[bool, bool]] = None
         if spec.ranked_merges is not None:
-            # The core's table is then the rules' one copy (Mistral's 58,980:
-            # 0.7 MB more as the spec's arrays); the state reads them back
-            # (_whole_spec).
+            # The core's table is then the rules' one copy; the state reads
+            # them back (_whole_spec).
             self._merge_settings = spec.ranked_merges[3:]
             self._spec = dataclasses.replace(spec, ranked_merges=None)
         self._matcher = planner_cls.make_matcher(_added_tokens(spec, planner_cls), spec)
@@ -281,19 +280,11 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
     convert_ids_to_tokens = id_to_piece
     convert_tokens_to_ids = piece_to_id
 
-    # ------------------------------------------------------------ encoding
+    # encode and encode_ordinary are compiled, in TokenizerBase
+    # (spmbpe/core/direct.pyx): the per-line hot path.  The other encoders
+    # are EncodingMixin's (_encoding.py).
 
-    # encode(text, *, special="raise", add_special_tokens=False,
-    # enable_sampling=False, alpha=0.1, seed=None) and encode_ordinary are
-    # compiled, in TokenizerBase (spmbpe/core/direct.pyx): the per-line hot
-    # path.  A text in which no added token occurs goes straight to the
-    # core; any other one through the planner, then the core.  The others,
-    # encode_with_offsets and encode_batch, are EncodingMixin's (_encoding.py).
-
-    # ------------------------------------------------------------ transformers-style call
-
-    # The call transformers' tokenizers answer: spmbpe/_hf_call.py.
-    __call__ = call
+    __call__ = call  # the call transformers' tokenizers answer (_hf_call.py)
 
 def _unknown_id(spec: TokenizerSpec, planner_cls: Type[Planner]) -> Optional[int]:
     """The id unknown characters become: the file's, or a piece spelled
