@@ -1,10 +1,7 @@
 """encode_batch's scheduling: the batch cut into groups of work, the groups
-run on a shared thread pool (or one BatchJob), the results joined.
-
-The tokenizer checks the call's arguments (``SpmTokenizer.encode_batch``)
-and hands over its core and its planner's ``plan``; nothing here knows
-which reference is planned.
-"""
+run on a shared thread pool (or one BatchJob), the results joined.  The
+tokenizer checks the call's arguments and hands over its core and its
+planner's ``plan``; nothing here knows which reference is planned."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def _progress(args: argparse.Namespace, *, summary: bool = False) -> Progress:
 
 
 def _advance(progress: Progress, batch: Batch, documents: int, tokens: int) -> None:
-    progress.skipped(batch.skipped_bytes, 0)
+    progress.skipped(batch.skipped_bytes)
     progress.update(documents, batch.nbytes - batch.skipped_bytes, tokens, batch.file_bytes, batch.compressed)
 
 

@@ -3,13 +3,8 @@
 The compiled decoder (``IdDecoder``, ``spmbpe/core/decode.pyx``) renders ids
 by a small set of rules; each reference module (``spmbpe/references/``) says
 which rules it follows (its ``decode_rules(spec)``, keyed by
-``special_as_text``), packed here.  ``special_as_text=True`` renders control
-and unknown pieces as their text in every reference (what spmbpe 0.1 did for
-``.model`` files too).  :class:`Decoder` is what a tokenizer decodes with:
-those rules over its core, the ids ``skip_special`` leaves out and the text
-transform (a denormalizer, transformers' cleanup) applied to the whole text;
-:class:`StreamingDecoder` decodes with it one id at a time.
-"""
+``special_as_text``: control and unknown pieces as their text in every
+reference), packed here."""
 
 from __future__ import annotations
 
