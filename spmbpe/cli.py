@@ -41,25 +41,22 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Runs the command; every failure is one line on standard error."""
+    """Runs the command; every failure is one line on standard error (main
+    then removes what the run left unfinished)."""
     try:
         return int(args.run(args) or 0)
     except CliError as e:
-        discard_all()
         _error(str(e))
         return e.code
     except OutputError as e:
-        discard_all()
         _error(str(e))
         return 1
     except (Interrupted, KeyboardInterrupt) as e:
-        discard_all()
         # A sharded run keeps its complete shards (_encode_arrays says so).
         kept = getattr(e, "kept", None) or "no partial output was left"
         _error(f"interrupted; {kept}", prefix="spmbpe")
         return 128 + e.signum if isinstance(e, Interrupted) else 130
     except BrokenPipeError:
-        discard_all()
         # The reader of standard output went away (| head): stop quietly.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -68,12 +65,10 @@ def _run(args: argparse.Namespace) -> int:
             pass
         return 0
     except OSError as e:
-        discard_all()
         where = f"{e.filename}: " if e.filename else ""
         _error(f"{where}{e.strerror or e}")
         return 1
     except MemoryError:
-        discard_all()
         _error("out of memory (try a smaller --batch-size)")
         return 1
 
