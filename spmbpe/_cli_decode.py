@@ -86,14 +86,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
                     text = tok.decode(ids, skip_special=args.skip_special)
                 except (ValueError, IndexError, TypeError) as e:
                     raise CliError(f"{name}, {where}: {e}") from None
-                line = text if args.format == "txt" else json.dumps({field: text}, ensure_ascii=False)
-                lines.append(line)
-                size += len(line)
+                lines.append(text if args.format == "txt" else json.dumps({field: text}, ensure_ascii=False))
+                size += len(lines[-1])
                 if size >= 1 << 20:
-                    out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+                    out.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
                     lines, size = [], 0
-            if lines:
-                out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+            out.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
     return 0
 
 
