@@ -27,6 +27,7 @@ import mmap
 import os
 import struct
 from array import array
+from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, NoReturn, Optional, Tuple, Union
 
 from ._core import split_length_prefixed
@@ -85,6 +86,7 @@ _MIN_KV_SIZE = 8 + 4 + 1
 # pages are ever touched.
 _READ_ALL_LIMIT = 64 * 1024 * 1024
 
+@dataclass(eq=False)
 class GGUFHeader:
     """The header and metadata of a GGUF file: `metadata`, key -> value in
     file order; `types`, key -> the GGUF type name of the value (``"UINT32"``,
@@ -92,30 +94,14 @@ class GGUFHeader:
     pair starts (for error messages); `metadata_end`, where the tensor
     descriptions begin.  `path` is None for an in-memory buffer."""
 
-    __slots__ = (
-        "path", "version", "byte_order", "tensor_count", "metadata", "types",
-        "metadata_end", "offsets",
-    )
-
-    def __init__(
-        self,
-        path: Optional[str],
-        version: int,
-        byte_order: str,
-        tensor_count: int,
-        metadata: Dict[str, object],
-        types: Dict[str, str],
-        metadata_end: int,
-        offsets: Optional[Dict[str, int]] = None,
-    ) -> None:
-        self.path = path
-        self.version = version
-        self.byte_order = byte_order
-        self.tensor_count = tensor_count
-        self.metadata = metadata
-        self.types = types
-        self.metadata_end = metadata_end
-        self.offsets = {} if offsets is None else offsets
+    path: Optional[str]
+    version: int
+    byte_order: str  # "little" or "big"
+    tensor_count: int
+    metadata: Dict[str, object]
+    types: Dict[str, str]
+    metadata_end: int
+    offsets: Dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (
@@ -125,17 +111,15 @@ class GGUFHeader:
         )
 
 
+@dataclass(eq=False, repr=False)
 class RawStrings:
     """A string array kept as bytes: element i is
     ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8);
     ``data_offset``, where the first element's length field is in the file."""
 
-    __slots__ = ("arena", "offsets", "data_offset")
-
-    def __init__(self, arena: bytes, offsets: "array[int]", data_offset: int) -> None:
-        self.arena = arena
-        self.offsets = offsets
-        self.data_offset = data_offset
+    arena: bytes
+    offsets: "array[int]"
+    data_offset: int
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
