@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from .tokenizer import SpecialPolicy, SpmTokenizer
@@ -26,24 +27,16 @@ if TYPE_CHECKING:
 __all__ = ["tokenize", "write_arrays"]
 
 
+@dataclass(eq=False, repr=False)
 class _Encode:
     """The map_batches callable: one per worker, holding its tokenizer."""
 
-    def __init__(
-        self,
-        tokenizer: SpmTokenizer,
-        column: str,
-        output_column: str,
-        special: SpecialPolicy,
-        add_special_tokens: bool,
-        num_threads: Optional[int],
-    ) -> None:
-        self.tok = tokenizer
-        self.column = column
-        self.output_column = output_column
-        self.special = special
-        self.add_special_tokens = add_special_tokens
-        self.num_threads = num_threads
+    tok: SpmTokenizer
+    column: str
+    output_column: str
+    special: SpecialPolicy
+    add_special_tokens: bool
+    num_threads: Optional[int]
 
     def __call__(self, batch: Any) -> Any:
         import numpy as np
@@ -95,7 +88,7 @@ def tokenize(
     out = ds.map_batches(
         _Encode,
         fn_constructor_kwargs=dict(
-            tokenizer=tok, column=column, output_column=output_column, special=special,
+            tok=tok, column=column, output_column=output_column, special=special,
             add_special_tokens=add_special_tokens, num_threads=num_threads,
         ),
         batch_format="pyarrow",
