@@ -17,6 +17,7 @@ import stat
 import sys
 import zlib
 from array import array
+from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
@@ -277,6 +278,7 @@ class LineBlock:
         return self.strings()[index]
 
 
+@dataclass(eq=False)
 class Batch:
     """Documents read together, from one input: `columns`, one list (or
     LineBlock) per JSONL key; `column_records`, the input records (lines, or
@@ -285,31 +287,14 @@ class Batch:
     same at the end of the batch; `nbytes`, the bytes of (decompressed)
     input covered, of which `skipped_bytes` were passed over (``--resume``)."""
 
-    __slots__ = (
-        "source", "columns", "column_records", "nbytes", "records", "file_bytes", "compressed",
-        "skipped_bytes",
-    )
-
-    def __init__(
-        self,
-        source: str,
-        columns: List[Any],
-        nbytes: int,
-        records: int,
-        column_records: List[List[int]],
-        file_bytes: Optional[int] = None,
-        compressed: bool = False,
-        skipped_bytes: int = 0,
-    ) -> None:
-        self.source = source
-        self.columns = columns
-        self.column_records = column_records
-        self.nbytes = nbytes
-        self.records = records
-        # Bytes of the input file read meanwhile (compressed ones for gzip).
-        self.file_bytes = nbytes if file_bytes is None else file_bytes
-        self.compressed = compressed
-        self.skipped_bytes = skipped_bytes
+    source: str
+    columns: List[Any]
+    nbytes: int
+    records: int
+    column_records: List[List[int]]
+    file_bytes: int  # of the input file read meanwhile (compressed ones for gzip)
+    compressed: bool
+    skipped_bytes: int
 
     def text_bytes(self, column: int = 0) -> int:
         """UTF-8 bytes of the text of a column's documents, measured when
