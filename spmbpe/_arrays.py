@@ -65,18 +65,10 @@ ARRAY_FORMATS = tuple(_LAYOUTS)
 NPY_HEADER_BYTES = 128
 
 # Megatron-LM's indexed dataset index, as megatron/core/datasets/
-# indexed_dataset.py (_IndexWriter.__enter__/write, _IndexReader) writes and
-# reads it; all integers little-endian:
-#   9 bytes  b"MMIDIDX\x00\x00"
-#   u64      version, 1
-#   u8       dtype code (DType: uint8 1, int8 2, int16 3, int32 4, int64 5,
-#            float64 6, float32 7, uint16 8)
-#   u64      sequence count S
-#   u64      document count D (the length of the document index: documents + 1)
-#   i32[S]   tokens per sequence
-#   i64[S]   byte offset of each sequence in the .bin file
-#   i64[D]   document index: the first sequence of each document, then S
-# One document is one sequence here, so the document index is 0, 1, ..., S.
+# indexed_dataset.py (_IndexWriter, _IndexReader) writes and reads it: the
+# header, then i32[S] tokens per sequence, i64[S] byte offsets, i64[D] the
+# document index (docs/cli.md, --format bin).  One document is one sequence
+# here, so the document index is 0, 1, ..., S.
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 8}
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes

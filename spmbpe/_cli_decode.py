@@ -142,16 +142,9 @@ def _array_documents(
     bounds: Optional[List[Tuple[int, int]]]
     try:
         if fmt == "npy":
-            with open(path, "rb") as f:
-                descr, n, offset = read_npy_header(f)
-            ids = IntFile(path, descr, offset, n)
+            ids = _npy(path)
             starts_path = stem + ".docs.npy"
-            if os.path.isfile(starts_path):
-                with open(starts_path, "rb") as f:
-                    descr, n, offset = read_npy_header(f)
-                starts = IntFile(starts_path, descr, offset, n).ints()
-            else:
-                starts = [0, len(ids)]
+            starts = _npy(starts_path).ints() if os.path.isfile(starts_path) else [0, len(ids)]
             bounds = list(zip(starts[:-1], starts[1:]))
         elif fmt == "bin":
             index_path = stem + ".idx"
@@ -193,6 +186,12 @@ def _array_documents(
             raise CliError(f"{name}: its document boundaries run past its {len(ids)} ids")
     for i, (a, b) in enumerate(bounds):
         yield f"document {i + 1}", ids.ints(a, b)
+
+
+def _npy(path: str) -> IntFile:
+    with open(path, "rb") as f:
+        descr, n, offset = read_npy_header(f)
+    return IntFile(path, descr, offset, n)
 
 
 def _descr(dtype_name: str) -> str:
