@@ -38,6 +38,8 @@ __all__ = [
 
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The JSON type of a value json.loads made, but for str and dict ("object").
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", list: "array"}
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -501,7 +503,7 @@ class DocumentDecoder:
             if not isinstance(text, str):
                 raise CliError(
                     f"{self.location(name, number)}: field {field!r} is a JSON "
-                    f"{_json_type(text)}, not a string"
+                    f"{_JSON_TYPES.get(type(text), 'object')}, not a string"
                 )
             if "\\u" in line and _SURROGATE.search(text):
                 # "\ud800" escapes decode to lone surrogates: not UTF-8 text.
@@ -814,16 +816,3 @@ class DocumentReader:
         line_no = self.records + 1
         self.records += n
         yield data, line_no, offset
-
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"

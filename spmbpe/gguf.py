@@ -173,6 +173,7 @@ _ATTR_OF_TYPE: Dict[int, int] = {  # (a TokenType is an int)
     TokenType.UNUSED: _UNUSED,
     TokenType.BYTE: _BYTE,
 }
+_TYPE_OF_ATTR = {attr: TokenType(t) for t, attr in _ATTR_OF_TYPE.items()}
 
 # Texts llama.cpp marks CONTROL whatever the file says: the end-of-generation
 # list, and the end-of-turn/fill-in-the-middle lists of its auto-detection.
@@ -310,16 +311,9 @@ class _Lookup:
 def _type_of(attr: int) -> TokenType:
     """The TokenType a set of attribute bits acts as (CONTROL first: a
     CONTROL bit makes a token special whatever else it is)."""
-    if attr & _CONTROL:
-        return TokenType.CONTROL
-    if attr & _UNKNOWN:
-        return TokenType.UNKNOWN
-    if attr & _USER_DEFINED:
-        return TokenType.USER_DEFINED
-    if attr & _BYTE:
-        return TokenType.BYTE
-    if attr & _UNUSED:
-        return TokenType.UNUSED
+    for bit in (_CONTROL, _UNKNOWN, _USER_DEFINED, _BYTE, _UNUSED):
+        if attr & bit:
+            return _TYPE_OF_ATTR[bit]
     return TokenType.NORMAL
 
 
