@@ -59,8 +59,7 @@ def _not_gzip(name: str) -> CliError:
 class _Source:
     """The bytes of an open binary stream, its first two (`head`, read to
     tell gzip data) given back first; `count`: the bytes handed out so far
-    (for gzip input: the compressed position). ``read(n)`` returns what is
-    there, up to `n` bytes (b"" only at the end)."""
+    (for gzip input: the compressed position)."""
 
     def __init__(self, f: IO[bytes], own: bool) -> None:
         self._f = f
@@ -90,8 +89,7 @@ class _Source:
         return data
 
     def readinto(self, view: memoryview) -> int:
-        """read(len(view)) into `view`: what is there, straight from the
-        file (the first bytes given back first, on their own)."""
+        """read(len(view)) into `view`, straight from the file."""
         if self._pending:
             n = min(len(view), len(self._pending))
             view[:n] = self._pending[:n]
@@ -209,8 +207,7 @@ class InputStream(io.RawIOBase):
         return f"after line {self.lines:,} (byte {self.decompressed:,}) of the decompressed data"
 
     def readinto(self, b: Any) -> int:
-        """Up to len(b) bytes into `b`, as read1 gives them (plain input
-        goes straight into `b`)."""
+        """read1(len(b)) into `b` (plain input straight from the file)."""
         view = memoryview(b).cast("B")
         if self._gz is None:
             return self._src.readinto(view)
@@ -245,8 +242,7 @@ class LineBlock:
     __slots__ = ("data", "count", "_strings")
 
     def __init__(self, data: bytes, newlines: Optional[int] = None) -> None:
-        """`newlines`: how many "\\n" `data` holds, when the reader counted
-        them already."""
+        """`newlines`: how many "\\n" `data` holds, when already counted."""
         self.data = data
         if newlines is None:
             newlines = count_newlines(data)
@@ -383,8 +379,7 @@ class DocumentDecoder:
         return docs, recs
 
     def end_paragraph(self, docs: List[str], recs: List[int]) -> None:
-        """Ends the paragraph read so far (at a blank line, or at the end of
-        an input): its text joins its lines with "\\n"."""
+        """Ends the paragraph read so far: its lines joined with "\\n"."""
         if self._paragraph_bad:
             self.skipped += 1
         elif self._paragraph:
@@ -520,8 +515,7 @@ class DocumentDecoder:
         return texts
 
     def location(self, name: str, record: int) -> str:
-        """'file, line N' for a global record number (lines of earlier
-        inputs are subtracted)."""
+        """'file, line N' for a global record number."""
         return f"{name}, line {record - self.file_base}"
 
     def whole_file(self, name: str, data: bytes, record: int) -> Tuple[List[str], List[int]]:
@@ -584,8 +578,8 @@ class DocumentReader:
         return len(self.fields)
 
     def check_inputs(self) -> None:
-        """Raises CliError for the first input that cannot be opened, or
-        that `documents` does not apply to (before any output is started)."""
+        """CliError for the first input that cannot be opened, or that
+        `documents` does not apply to (before any output is started)."""
         for path in self.paths:
             if self.documents != "line" and self._format(path) == "jsonl":
                 raise CliError(

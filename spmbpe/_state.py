@@ -125,10 +125,8 @@ def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
     return (*distinct, fuse_unknown, ignore_merges)
 
 
-# What turns a spec into a tokenizer: spmbpe.tokenizer.tokenizer_from_spec, registered by
-# spmbpe/tokenizer.py when the class is defined.  (This module sits below
-# the tokenizer and must not import it; unpickling imports the spmbpe
-# package first, which defines the class.)
+# What turns a spec into a tokenizer: tokenizer_from_spec, registered by
+# spmbpe/tokenizer.py, which this module sits below and must not import.
 _BUILDER: Optional[Callable[[TokenizerSpec], Any]] = None
 
 

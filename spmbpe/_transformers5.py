@@ -228,10 +228,10 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
 def _pipeline_source(
     folder: str, spell: bool
 ) -> Tuple[Any, Any, Optional[Dict[str, Any]], List[Tuple[str, int]], Optional[List[Any]]]:
-    """What the pipeline takes from the folder's files: (the vocabulary, the
+    """What the pipeline takes from the folder's files: the vocabulary, the
     merges, the post-processor (None: the config's template), the model's
-    CONTROL/USER_DEFINED pieces with their kinds, the tokenizer.json's added
-    tokens (None without one))."""
+    CONTROL/USER_DEFINED pieces, the tokenizer.json's added tokens (None
+    without one)."""
     json_path = os.path.join(folder, "tokenizer.json")
     model_path = os.path.join(folder, "tokenizer.model")
     if os.path.isfile(json_path):
@@ -262,9 +262,8 @@ def _pipeline_source(
             vocab = model_vocab
             merges = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
         # ... and every CONTROL and USER_DEFINED piece becomes an added
-        # token (special for CONTROL), matched on the raw text.
-        # (The kinds as a set of ints, looked up once: an enum member's
-        # lookup and comparison per piece is slow over 32,000 pieces.)
+        # token (special for CONTROL), matched on the raw text.  (Kinds as
+        # ints: an enum member's comparison per piece is slow.)
         added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
         model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
         return vocab, merges, None, model_pieces, None
@@ -275,9 +274,8 @@ def _pipeline_source(
 
 class _ModelVocab(LazyVocab):
     """A tokenizer.model's pieces as the vocabulary convert makes of them
-    ({piece: id}, a repeated piece keeping its last id): spec_from_json
-    takes the reader's arena as it is, where a dict of 32,000 strs was
-    made, turned around by id and encoded back."""
+    ({piece: id}, a repeated piece keeping its last id), which
+    spec_from_json takes as the reader's arena, with no str per piece."""
 
     def __init__(self, proto: SpmModelProto) -> None:
         super().__init__()
@@ -360,8 +358,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
                   model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
     """The backend's added tokens, in the order transformers adds them
     (the first token of a text wins; tokenizers' add_tokens ignores a
-    repeat).  `file_added`: the tokenizer.json's added_tokens (None
-    without one)."""
+    repeat)."""
     where = os.path.join(folder, "tokenizer_config.json")
     explicit = _explicit_added(folder, config, file_added, json_path)
 
@@ -375,11 +372,9 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
             return
         if entry["content"] in seen:
             if special_again:
-                # TokenizersBackend._post_init gives the named and extra
-                # special tokens to tokenizers' add_special_tokens: a text
-                # already added (a USER_DEFINED piece, say) becomes special,
-                # its flags unchanged (AddedVocabulary.add_special_tokens
-                # marks the text, then ignores a token of the same text).
+                # TokenizersBackend._post_init: tokenizers' add_special_tokens
+                # makes a text already added (a USER_DEFINED piece, say)
+                # special, its flags unchanged.
                 seen[entry["content"]]["special"] = True
             return
         token_id = vocab.get(entry["content"])
