@@ -97,8 +97,7 @@ INT32 = IdType("int32", "<i4", 4, (1 << 31) - 1)
 
 
 def array_dtype(vocab_size: int, fmt: str) -> IdType:
-    """The type of the ids of an array output: what the format's own
-    writer picks for a vocabulary of `vocab_size` ids."""
+    """The ids' type: what the format's own writer picks for `vocab_size`."""
     if fmt == "bin":
         # megatron-core's DType.optimal_dtype: uint16 below 65,500 ids, else
         # int32 (its index has no uint32 code), what preprocess_data.py uses.
@@ -123,8 +122,7 @@ def array_metadata(
     tok: Any, model: Optional[str], fmt: str, dtype: IdType, settings: Dict[str, Any],
     inputs: List[Dict[str, Any]], shard_size: Optional[int],
 ) -> Dict[str, Any]:
-    """The metadata written beside an array output (OUT.npy.meta.json), but
-    for the counts and shards that ArrayOutput adds."""
+    """An array output's metadata, but for the counts and shards."""
     import spmbpe
 
     return {
@@ -169,8 +167,8 @@ def _shared_meta_path(output: str, fmt: str) -> str:
 
 
 def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
-    """The names (in the output's folder) of every file a run writes under
-    `stem`: ids and index, unsharded or of any shard, and the metadata."""
+    """The names of every file a run writes under `stem`: ids and index,
+    unsharded or of any shard, and the metadata."""
     layout = _LAYOUTS[fmt]
     ids, index = re.escape(layout.ids), re.escape(layout.docs)
     name = re.escape(stem)
@@ -178,9 +176,8 @@ def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
 
 
 def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> List[str]:
-    """Paths of the files that earlier runs wrote under `output` (format
-    `fmt`), but for the names in `keep`: what a new run must replace.
-    Found by name, and from the earlier metadata's list of shards."""
+    """Paths of the files that earlier runs wrote under `output`, but for
+    `keep`: found by name, and in the earlier metadata's list of shards."""
     stem = output_stem(output, fmt)
     folder = os.path.dirname(os.path.abspath(stem))
     pattern = _output_name_pattern(os.path.basename(stem), fmt)
@@ -220,9 +217,7 @@ def npy_header(descr: str, n: int) -> bytes:
 
 def read_npy_header(f: IO[bytes]) -> Tuple[str, int, int]:
     """(descr, length, data offset) of a 1-d .npy file of integers (any
-    header version), read as NumPy's format.py documents it, without NumPy:
-    the magic string, the version, the header's length (2 bytes in 1.0, 4
-    in 2.0 and 3.0) and the header, a Python dict literal."""
+    header version), read without NumPy as NumPy's format.py documents it."""
     if f.read(6) != b"\x93NUMPY":
         raise ValueError("not a .npy file")
     version = f.read(2)
@@ -260,11 +255,9 @@ LITTLE_ENDIAN = {
 
 class IntFile:
     """The integers a file holds from `offset` on, `count` of them (default:
-    to its end) in the NumPy `descr` given, read through a memory map,
-    without NumPy: ``ints(a, b)`` is the list of items a to b.  Items in
-    the machine's byte order are seen in place (memoryview.cast); the
-    others (a big-endian machine reading the little-endian outputs) are
-    copied and swapped a slice at a time."""
+    to its end) in the NumPy `descr` given, read through a memory map
+    without NumPy: in place in the machine's byte order, else copied and
+    swapped a slice at a time.  ``ints(a, b)``: the items a to b."""
 
     def __init__(self, path: str, descr: str, offset: int = 0, count: Optional[int] = None) -> None:
         parts = _INT_DESCR.fullmatch(descr)
@@ -327,9 +320,8 @@ def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype: IdTyp
 
 
 def read_megatron_index(path: str) -> Dict[str, Any]:
-    """The parts of a Megatron .idx file (layout: see MEGATRON_MAGIC): its
-    dtype name, and the sequence lengths, pointers and document index as
-    lists of ints (read without NumPy)."""
+    """A Megatron .idx file's dtype name, and its sequence lengths, pointers
+    and document index as lists of ints (read without NumPy)."""
     with open(path, "rb") as f:
         head = f.read(_MEGATRON_HEADER.size)
     if len(head) < _MEGATRON_HEADER.size:
@@ -477,8 +469,7 @@ class ArrayOutput:
 
     @property
     def committed_documents(self) -> int:
-        """Documents in the shards committed so far (what an interrupted
-        run keeps)."""
+        """Documents in the shards committed so far."""
         return sum(int(s["documents"]) for s in self.shards)
 
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
@@ -535,8 +526,7 @@ class ArrayOutput:
 
     def close(self, records: int) -> None:
         """Commits the last shard (an empty one when there was no document
-        at all) and marks the metadata complete; `records`: the input
-        records read in all."""
+        at all) and marks the metadata complete."""
         if self.current is not None or not self.shards:
             self._shard().records = records
             self._close(complete=True)
@@ -546,8 +536,7 @@ class ArrayOutput:
                 self._write_meta(True)
 
     def _remove_stale(self) -> None:
-        """Removes the earlier runs' files (inside the signals_held block
-        that commits this run's first file)."""
+        """Removes the earlier runs' files (inside a signals_held block)."""
         while self._stale:
             try:
                 os.unlink(self._stale[-1])

@@ -168,7 +168,7 @@ def encode_line_block(
 def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], Optional[bool]]) -> Any:
     """One BatchJob merged by `threads` threads, this one included: `start`
     gives it its texts while the helpers wake.  BatchJob.lead's result, or
-    _REFUSED when `start` returns False (the job refused the batch)."""
+    _REFUSED when the job refused the batch."""
     job = BatchJob(core)
     try:
         if threads <= 1:
@@ -230,10 +230,8 @@ def _batch_groups(
 
 
 def _cuts_long_texts(core: SpmCore, cut: bool, share: int, longest: int) -> bool:
-    """Whether a batch's long texts are cut at exact chunk boundaries for
-    the threads: a text longer than two shares, when cutting is allowed and
-    the core chunks.  (BatchJob.start applies the same rule to a batch it
-    reads the shape of.)"""
+    """Whether a batch's long texts (longer than two shares) are cut at
+    exact chunk boundaries for the threads, as BatchJob.start decides too."""
     return cut and core.chunked and longest > 2 * share
 
 
@@ -283,9 +281,8 @@ def join_numpy(
     results: List[Tuple[bytearray, Any]], bos_id: Optional[int], eos_id: Optional[int],
 ) -> Any:
     """encode_batch's NumPy result from the groups' flat ids and offsets,
-    with `bos_id`/`eos_id` (when not None) around each text.  One job's
-    result, with nothing around, is not copied: the arrays share the
-    core's buffers."""
+    with `bos_id`/`eos_id` (when not None) around each text; one job's
+    result alone is not copied (the arrays share the core's buffers)."""
     data, offsets = join_flat(results, owners, n_texts, _or_none(bos_id), _or_none(eos_id))
     return np.frombuffer(data, dtype=np.uint32).astype(dtype, copy=False), np.frombuffer(offsets, dtype=np.int64)
 
