@@ -20,8 +20,7 @@ _BY_EXTENSION = {".npy": "npy", ".bin": "bin", ".ds": "ds", ".jsonl": "jsonl", "
 
 def _metadata_of(path: str) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(path, metadata) when `path` names an array output by its metadata
-    file (OUT.npy.meta.json) or by the name it was written under (OUT.npy,
-    also when a sharded run wrote OUT-00000.npy, ... instead)."""
+    file or by the name it was written under (also when sharded)."""
     if path == "-":
         return None
     if path.endswith(".meta.json"):
@@ -131,10 +130,8 @@ def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[st
 def _array_documents(
     name: str, path: str, fmt: str, tok: Any, dtype_name: Optional[str] = None
 ) -> Iterator[Tuple[str, List[int]]]:
-    """The documents of one array file and the index beside it (npy:
-    OUT.docs.npy, else one document; bin: Megatron's .idx, else nanoGPT's
-    flat file, one document; ds: datatrove's .ds.index), read without
-    NumPy."""
+    """The documents of one array file and the index beside it (without
+    one: a single document), read without NumPy."""
     if path == "-":
         raise CliError(f"{fmt} input must be a file, not standard input", 2)
     suffix = "." + fmt

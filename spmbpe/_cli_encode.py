@@ -48,9 +48,8 @@ def _check_threads(args: argparse.Namespace) -> None:
 
 
 def _progress(args: argparse.Namespace, *, summary: bool = False) -> Progress:
-    """The progress line (``--progress``; default: when standard error is a
-    terminal) and, when `summary` (output to a file), the final summary
-    line, unless ``--no-progress``."""
+    """The progress line and, when `summary` (output to a file), the final
+    summary line, as ``--progress``/``--no-progress`` say."""
     sizes = [input_size(p) for p in (args.inputs or ["-"])]
     total = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
     enabled = args.progress if args.progress is not None else isatty(sys.stderr)
@@ -317,8 +316,8 @@ _RESUME_KEYS = ("spmbpe_version", "tokenizer_fingerprint", "format", "dtype", "s
 
 
 def _resume_state(output: str, fmt: str, meta: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The metadata of the run to continue (None: there is none, start
-    afresh), checked against this run's settings and files."""
+    """The metadata of the run to continue (None: start afresh), checked
+    against this run's settings and files."""
     path = meta_path(output, fmt)
     try:
         with open(path, "r", encoding="utf-8") as f:

@@ -50,9 +50,8 @@ class _Source:
 def spec_from_gguf_metadata(
     meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
 ) -> TokenizerSpec:
-    """The TokenizerSpec of already-read GGUF metadata (key -> value);
-    `offsets` (key -> byte offset of its pair) only make error messages
-    precise."""
+    """The TokenizerSpec of already-read GGUF metadata; `offsets` (key ->
+    byte offset of its pair) make error messages precise."""
     src = _Source(path, offsets)
     model = meta.get("tokenizer.ggml.model")
     if model is None:
@@ -219,8 +218,7 @@ def _token_attributes(
     table: PieceTable, types: bytes, meta: Dict[str, object], eos: Optional[int], n: int
 ) -> Dict[int, int]:
     """llama.cpp's attribute bits of every token that is special or that a
-    rule of llama_vocab::impl::load touches (by token text or model name);
-    every other token keeps the attribute of its type."""
+    rule of llama_vocab::impl::load touches (by token text or model name)."""
     attrs: Dict[int, int] = {}
     for kind in (TokenType.UNKNOWN, TokenType.CONTROL, TokenType.USER_DEFINED):
         i = types.find(kind)

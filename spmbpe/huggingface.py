@@ -192,8 +192,8 @@ def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
 
 
 def _appended(proto: SpmModelProto, extra: List[AddedToken], folder: str) -> SpmModelProto:
-    """The model proto with added tokens past its last piece appended (HF
-    gives them the next ids; they are never merge results)."""
+    """The model proto with the added tokens past its last piece appended
+    (never merge results)."""
     n = len(proto)
     expected = n
     pieces: List[bytes] = []

@@ -108,8 +108,7 @@ def spec_from_model_proto(
 
 
 def _denormalizer(proto: SpmModelProto) -> Optional[Normalizer]:
-    """The denormalizer_spec's rules, which sentencepiece applies to decoded
-    text, or None."""
+    """The denormalizer_spec's rules for decoded text, or None."""
     spec = proto.denormalizer
     if spec is None or not spec.precompiled_charsmap:
         return None
@@ -127,9 +126,8 @@ def _text_normalizers(
     proto: SpmModelProto, normalizer: NormalizerSpec
 ) -> Optional[Dict[bool, Normalizer]]:
     """sentencepiece's normalizer for this model, with and without the dummy
-    prefix ({True: ..., False: ...}), or None when it changes nothing but the
-    spaces and the prefix (identity rules, no whitespace removal), which the
-    core does itself at no cost."""
+    prefix, or None when it changes nothing but the spaces and the prefix,
+    which the core does itself at no cost."""
     if (
         not normalizer.precompiled_charsmap
         and not bool(normalizer.remove_extra_whitespaces)

@@ -205,9 +205,8 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
         return (restore, (state_bytes(self._whole_spec()),))
 
     def _whole_spec(self) -> TokenizerSpec:
-        """The spec this tokenizer was built from, with its merge rules read
-        back from the core: one rule per pair, in rank order, as the state
-        writes them (spmbpe/_state.py's _canonical_merges)."""
+        """The spec this tokenizer was built from, its merge rules read back
+        from the core as the state writes them (_state._canonical_merges)."""
         if self._merge_settings is None:
             return self._spec
         return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
@@ -319,9 +318,8 @@ def _make_core(spec: TokenizerSpec, planner_cls: Type[Planner], unk_id: Optional
 
 def _added_tokens(spec: TokenizerSpec, planner_cls: Type[Planner]) -> List[AddedToken]:
     """The tokens split out of the text before merging: the pieces the
-    reference splits out by type (llama.cpp: CONTROL, UNKNOWN and
-    USER_DEFINED), then the explicit ones, which override a piece of the
-    same text."""
+    reference splits out by type, then the explicit ones, which override a
+    piece of the same text."""
     by_content: Dict[str, AddedToken] = {}
     for i in planner_cls.typed_added_candidates(spec.types):
         piece = spec.table.piece(i)

@@ -184,11 +184,9 @@ class VocabInFile(LazyVocab, _SpanInFile):
 
 
 def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
-    """The TokenizerSpec of a ``tokenizer.json`` object (`path` names its
-    origin in errors); `reference` is "transformers" for the pipeline
-    spmbpe/_transformers5.py builds for a model folder, whose added tokens
-    may be single_word or normalized (tokenizers' matching, carried in the
-    front end)."""
+    """The TokenizerSpec of a ``tokenizer.json`` object (`path` names it in
+    errors); `reference` is "transformers" for the pipeline _transformers5.py
+    builds, whose added tokens may be single_word or normalized."""
     if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
     model = data["model"]
@@ -320,10 +318,9 @@ def _added_tokens(
 def _vocabulary(
     vocab: Union[Dict[str, Any], LazyVocab], added: List[AddedToken], path: str
 ) -> Tuple[PieceTable, bytearray, Union[Dict[str, Any], LazyVocab]]:
-    """The table of every id's piece -- model.vocab's, then the added
-    tokens' that it lacks (ids 0..n-1, none missing) --, a flag per id
-    for model.vocab's, and model.vocab: a LazyVocab still where compiled
-    code read it (LazyVocab.pieces), else json.loads's dict."""
+    """The table of every id's piece (model.vocab's, then the added tokens'
+    it lacks; ids 0..n-1), a flag per id for model.vocab's, and model.vocab
+    (still a LazyVocab where compiled code read it, else json.loads's dict)."""
     if isinstance(vocab, LazyVocab):
         read = vocab.pieces()
         if read is not None:
@@ -376,8 +373,7 @@ def _check_dense(top: int, n: int, has: Callable[[int], bool], path: str) -> Non
 
 def _ids_of_pieces(vocab: Dict[str, Any], path: str) -> Dict[int, str]:
     """model.vocab turned around, id -> piece, in the file's order; each id
-    a distinct JSON integer >= 0 (ModelFormatError naming the first that
-    is not)."""
+    a distinct JSON integer >= 0 (else ModelFormatError naming it)."""
     ids = list(vocab.values())
     # (Checked by built-ins at once, not by a Python loop over every
     # entry, a noticeable part of loading; bool is not int here.)
@@ -449,9 +445,8 @@ def _merge_rules(
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
     """(left, right, merged) ids of the merge rules, in rank order (a pair
     listed twice is kept twice: the core keeps the later one, as tokenizers
-    does).  The compiled lookups answer for a well-formed vocabulary; where
-    they do not (RuleNotResolved), the vocabulary dict decides, rule by
-    rule, and names a rule at fault."""
+    does).  Where the compiled lookups do not decide (RuleNotResolved), the
+    vocabulary dict does, rule by rule, and names a rule at fault."""
     if isinstance(merges, DerivedMerges):
         try:
             return split_merge_ids(table, model_ids)
