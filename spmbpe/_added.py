@@ -56,9 +56,8 @@ Fragment = Union[TextSpan, TokenAt]
 
 
 class _Automaton(Protocol):
-    """The part of ``ahocorasick.Automaton`` used here: the words are token
-    texts, their values ranks; a match is ``(index of its last character,
-    value)``."""
+    """The part of ``ahocorasick.Automaton`` used here: words are token
+    texts, values ranks, a match ``(index of its last character, rank)``."""
 
     def add_word(self, key: str, value: int, /) -> bool: ...
     def make_automaton(self) -> None: ...
@@ -148,14 +147,10 @@ class AddedTokenMatcher:
     def partition(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
     ) -> Optional[List[Fragment]]:
-        """The fragments of `text`, in order, or None when no added token
-        occurs (the whole text is one fragment).
-
-        `include_special`: special tokens take part (else only the
-        ``special=False`` ones do).  `allowed`: with `include_special`, the
-        special tokens that may appear; any other one raises
-        DisallowedSpecialError naming it and its offset.
-        """
+        """The fragments of `text` by llama.cpp's partition, or None when no
+        added token occurs.  `include_special`: special tokens take part
+        (else only the ``special=False`` ones); `allowed`: the special tokens
+        that may appear (_check_allowed)."""
         if self._automaton is None or (not include_special and not self.has_plain):
             return None
         occurrences: Dict[int, List[int]] = {}

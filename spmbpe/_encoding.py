@@ -118,8 +118,7 @@ class EncodingMixin:
         self, texts: List[Any], special: SpecialPolicy, include: bool, allowed: Optional[FrozenSet[str]],
         num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
     ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
-        """encode_batch's merge: (the texts, checked, the groups' results,
-        their owners: _batch.run_batch)."""
+        """encode_batch's merge: the texts, checked, and _batch.run_batch's result."""
         # No added token in any text: each is one segment, with the dummy
         # prefix by the rule the core is handed, and the core checks that it
         # is a str.  Else the texts with one are planned (_plan_unit leaves

@@ -114,13 +114,10 @@ _PIECE_WHAT = {"piece": "the piece string", "score": "the score", "type": "the t
 
 class SpmModelProto:
     """A decoded ``ModelProto``.  Pieces are kept compact: piece ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]`` (``offsets`` an ``array('q')`` of
-    ``len(self) + 1`` entries), ``scores`` an ``array('f')``, ``types`` one
-    ``SentencePiece.Type`` byte per piece.  ``trainer`` is a
-    :class:`TrainerSpec` (all defaults when the file has none);
-    ``normalizer`` and ``denormalizer`` are :class:`NormalizerSpec` objects,
-    or ``None`` when the file has none (sentencepiece then normalizes by
-    ``NormalizerSpec()``: :attr:`normalizer_or_default`)."""
+    ``arena[offsets[i]:offsets[i + 1]]``, ``scores`` an ``array('f')``,
+    ``types`` one ``SentencePiece.Type`` byte per piece.  ``normalizer`` and
+    ``denormalizer`` are ``None`` when the file has none (sentencepiece then
+    normalizes by ``NormalizerSpec()``: :attr:`normalizer_or_default`)."""
 
     __slots__ = ("path", "arena", "offsets", "scores", "types", "trainer", "normalizer", "denormalizer",
                  "_checked_pieces")
