@@ -49,11 +49,9 @@ class DecodeRules(NamedTuple):
 
 
 class TextCleanup:
-    """transformers' ``clean_up_tokenization``: spaces before punctuation
-    and English contractions removed from the decoded text, in this order
-    (PreTrainedTokenizerBase, with ``clean_up_tokenization_spaces``), after
-    `before` (a denormalizer) when given. Like a denormalizer, it reads the
-    text as a whole: a streaming decoder gives its text at ``flush()``."""
+    """transformers' ``clean_up_tokenization`` (PreTrainedTokenizerBase,
+    with ``clean_up_tokenization_spaces``), after `before` (a denormalizer)
+    when given; like one, it reads the text as a whole."""
 
     __slots__ = ("_before",)
 

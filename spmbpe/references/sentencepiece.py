@@ -65,8 +65,7 @@ class Planner(base.Planner):
         self, text: str, prefix: bool, origin: int = 0, lead: int = 0, offsets: bool = False
     ) -> Plan:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
-        then matches user-defined pieces in the normalized text, longest
-        first at each position, and merges what lies between them."""
+        then splits out user-defined pieces, longest first at each position."""
         if self.normalizers is not None:
             return self._plan_normalized(text, prefix, origin, lead, offsets)
         if not self.user_defined:
