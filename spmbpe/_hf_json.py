@@ -68,9 +68,8 @@ def json_id(value: object) -> Optional[int]:
 
 
 def added_token(entry: Mapping[str, Any], token_id: int, where: str, *, special: Optional[bool] = None) -> AddedToken:
-    """The AddedToken of an entry whose ``content`` is a string: its
-    ``special`` (unless `special` overrides it), ``lstrip`` and ``rstrip``
-    flags.  ``single_word`` (match whole words only) is not implemented:
+    """The AddedToken of an entry whose ``content`` is a string, with its
+    flags; ``single_word`` (match whole words only) is not implemented:
     UnsupportedFeatureError naming `where` (the file or folder)."""
     content = entry["content"]
     if entry.get("single_word"):

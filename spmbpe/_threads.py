@@ -6,8 +6,7 @@ machine's core count; docs/api.md says how to override it.
 
 One pool serves every tokenizer of the process, with as many threads as the
 largest count asked for up to the available CPUs (a thread beyond them would
-only wait for a core). A call that asks for more gets a pool of its own, shut
-down when the call returns. A forked child starts a pool of its own."""
+only wait for a core); a forked child starts a pool of its own."""
 
 from __future__ import annotations
 

@@ -165,10 +165,9 @@ def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any
 def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     """The ``tokenizer.json`` object of the pipeline transformers 5 builds
     for `folder` (``tokenizer.backend_tokenizer.to_str()``).  Unless
-    `spell`, the merges it derives from a ``tokenizer.model`` are a
-    DerivedMerges (spec_from_json derives them as ids in compiled code,
-    far quicker than generate_merges spells them), and a tokenizer.json's
-    merges and vocabulary are left in the file (read_tokenizer_json)."""
+    `spell`, merges derived from a ``tokenizer.model`` are a DerivedMerges,
+    and a tokenizer.json's merges and vocabulary are left in the file, for
+    compiled code to read."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
     has_config = os.path.isfile(config_path)
