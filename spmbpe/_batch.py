@@ -189,14 +189,12 @@ def _batch_groups(
     core: SpmCore, plan: PlanFunction, texts: List[str], include: bool,
     allowed: Optional[FrozenSet[str]], threads: int, cut: bool,
 ) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
-    """The batch as groups of work, one thread's call to the core each, in
-    text order, and for each group the index of the text each of its units
-    belongs to -- None when every unit is a whole text (the common case: the
-    groups are then consecutive slices of `texts`).  Groups hold about an
-    equal share of the characters.  With `cut`, on several threads, a text
-    larger than two shares is planned here and its long segments cut at
-    exact chunk boundaries (SpmCore.split_points), so that one large
-    document keeps every thread busy."""
+    """The batch as groups of work of about an equal share of the
+    characters, one thread's call to the core each, in text order, and the
+    owners as run_batch returns them (None: consecutive slices of `texts`).
+    With `cut`, on several threads, a text larger than two shares is planned
+    here and cut at exact chunk boundaries (SpmCore.split_points), so that
+    one large document keeps every thread busy."""
     if not texts:
         return [], None
     if threads <= 1:

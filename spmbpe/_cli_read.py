@@ -173,9 +173,8 @@ class InputStream(io.RawIOBase):
         parts: List[bytes] = []
         got = 0
         try:
-            # Up to n bytes (a pipe: what the compressed data that has arrived
-            # gives); counted as they come, so that an error says how far the
-            # good data went.
+            # Up to n bytes (a pipe: what has arrived), counted as they come,
+            # so that an error says how far the good data went.
             while got < n:
                 chunk = self._gz.read1(n - got)
                 if not chunk:

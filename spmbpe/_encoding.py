@@ -119,10 +119,9 @@ class EncodingMixin:
         num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
     ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
         """encode_batch's merge: the texts, checked, and _batch.run_batch's result."""
-        # No added token in any text: each is one segment, with the dummy
-        # prefix by the rule the core is handed, and the core checks that it
-        # is a str.  Else the texts with one are planned (_plan_unit leaves
-        # the others whole).
+        # No added token in any text: each is one segment, prefixed by the
+        # rule the core is handed, which checks it is a str.  Else the texts
+        # with one are planned (_plan_unit leaves the others whole).
         prefix_rule = self._all_one_segment(texts, special)
         plain = prefix_rule >= 0
         try:
