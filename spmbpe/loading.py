@@ -78,8 +78,7 @@ def read_spec(path: Union[str, "os.PathLike[str]"], *, reference: Optional[str] 
 
 
 def _folder_spec(folder: str, reference: str) -> TokenizerSpec:
-    """A model folder read as `reference` ("transformers4" is the format
-    detection of _reader: transformers 4's slow tokenizer)."""
+    """A model folder read as `reference` (but "transformers4": _reader)."""
     if reference == "llama.cpp":
         raise UnsupportedModelError(
             f"{folder}: a model folder has no llama.cpp reading (llama.cpp reads GGUF files); "

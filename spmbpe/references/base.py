@@ -91,8 +91,7 @@ class Planner:
         return []
 
     def direct(self) -> Optional[Direct]:
-        """When encode may hand a text straight to the core; None: never
-        (every text is planned)."""
+        """When encode may hand a text straight to the core (None: never)."""
         return None
 
     def plan(
