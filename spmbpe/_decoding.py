@@ -179,9 +179,8 @@ class StreamingDecoder:
         special_as_text: bool = False,
     ) -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
-        # The compiled decoder keeps the reference's state between ids: the
-        # leading space still to strip, a byte run not yet settled, an id
-        # that is left out if it comes last.
+        # The compiled decoder keeps the reference's state between ids (a
+        # leading space to strip, a byte run, an id left out if it comes last).
         self._decoder = decoder.id_decoder(skip_special, special_as_text)
         self._denormalizer = decoder.transform
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)

@@ -47,9 +47,8 @@ class Planner(base.Planner):
         )
 
     def direct(self) -> Optional[Direct]:
-        # No splitting and no normalizing to do: encode hands the text to the
-        # core directly (the common case of Mistral/Llama .model files);
-        # sentencepiece reads no control token from text.
+        # No splitting and no normalizing to do (the common case of .model
+        # files): sentencepiece reads no control token from text.
         if self.normalizers is None and not self.user_defined:
             return Direct((), "always" if self.prefix else "never")
         return None

@@ -43,8 +43,7 @@ class Planner(sentencepiece.Planner):
     ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         # LlamaTokenizer.tokenize drops a leading lone "▁" when the token
-        # after it is one of all_special_tokens (bos/eos/unk/pad and the
-        # additional special tokens).
+        # after it is one of all_special_tokens.
         own = base.options(spec, OPTIONS)
         special_tokens = set(own["special_tokens"])
         self.special_ids = frozenset(t.id for t in matcher.tokens if t.content in special_tokens)
