@@ -32,17 +32,15 @@ def _run() -> int:
     import gc
     import os
 
-    # NumPy's OpenBLAS starts a thread per core when NumPy is imported, and
-    # that thread spins for a while: on a two-core machine it took a core
-    # from the merging threads.  The command line does no linear algebra.
-    # A value the user set wins.
+    # NumPy's OpenBLAS starts a spinning thread per core when imported,
+    # taking cores from the merging threads; the command line does no linear
+    # algebra.  A value the user set wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .cli import main
 
     status = main()
-    # The process ends next: its objects need no cycle collection.  Frozen,
-    # they are left out of the collections that Python's shutdown runs over
-    # every module's objects.
+    # The process ends next: frozen, its objects are left out of the
+    # collections that Python's shutdown runs over every module's objects.
     gc.freeze()
     return status
 

@@ -117,13 +117,11 @@ class Encoder:
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:
-    """(batch, its encoded columns) in input order.
-
-    A reader thread reads and splits the input and hands each batch to the
-    encoding pool; up to two batches encode at once (so the threads have
-    work while one batch's last texts finish) and at most `workers + 1`
-    batches wait, which bounds memory. The caller writes in the meantime;
-    a pause in the input (a pipe) does not hold back what was read."""
+    """(batch, its encoded columns) in input order.  A reader thread hands
+    each batch to the encoding pool, so a pause in the input (a pipe) does
+    not hold back what was read; up to two batches encode at once (the
+    threads have work while one batch's last texts finish) and at most
+    `workers + 1` wait, which bounds memory."""
     workers = 1 if threads == 1 else 2
     pool = ThreadPoolExecutor(workers, thread_name_prefix="spmbpe-cli")
     handoff: "queue.Queue[Tuple[Optional[Batch], Any]]" = queue.Queue(maxsize=workers + 1)

@@ -108,10 +108,9 @@ class _Source:
 
 
 def _stdin() -> IO[bytes]:
-    """Standard input as an unbuffered file: the reader thread may be
-    blocked reading it when an interrupt ends the run, and a thread blocked
-    inside sys.stdin.buffer holds its lock, which the interpreter then
-    cannot take at exit (a fatal error, SIGABRT). A raw read holds none."""
+    """Standard input as an unbuffered file: a reader thread blocked inside
+    sys.stdin.buffer when an interrupt ends the run holds its lock, which the
+    interpreter then cannot take at exit (SIGABRT); a raw read holds none."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, io.UnsupportedOperation):
