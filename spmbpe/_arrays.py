@@ -160,9 +160,8 @@ def meta_path(output: str, fmt: str) -> str:
 
 
 def _shared_meta_path(output: str, fmt: str) -> str:
-    # Earlier versions named the metadata after the stem alone, so that
-    # OUT.npy and OUT.bin overwrote each other's; such a file describes the
-    # run of the format it names.
+    # Earlier versions named the metadata after the stem alone (OUT.npy and
+    # OUT.bin overwrote each other's); it describes the format it names.
     return output_stem(output, fmt) + ".meta.json"
 
 

@@ -157,9 +157,8 @@ class SpmModelProto:
         return self.piece_bytes(i).decode("utf-8")
 
     def packed_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
-        """(arena, offsets) when still of the reader's kinds (bytes, and an
-        array('q') of len(self) + 1), which compiled code takes as they are;
-        None when a caller has set others (the fields are writable)."""
+        """(arena, offsets) when still of the reader's kinds, which compiled
+        code takes as they are; None when a caller has set others."""
         arena, offs = self.arena, self.offsets
         whole = isinstance(offs, array) and offs.typecode == "q" and len(offs) == len(self.types) + 1
         return (arena, offs) if type(arena) is bytes and whole else None
@@ -184,9 +183,8 @@ class SpmModelProto:
 # ----------------------------------------------------------- the ModelProto
 
 # A run of pieces: their bytes; count + 1 offsets into the whole model's
-# arena, from where the run starts; the scores as read (little-endian
-# float32); one type byte each; the index in the run of the first piece
-# that is not valid UTF-8 (-1: none; None: not checked).
+# arena; the scores as read (little-endian float32); one type byte each; the
+# first piece that is not valid UTF-8 (-1: none; None: not checked).
 _Run = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
 
 
@@ -214,8 +212,7 @@ def parse_model_proto(
     path: Optional[Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]] = None,
 ) -> SpmModelProto:
     """Decode a serialized ``sentencepiece.ModelProto``; ``path`` names it in
-    errors.  Raises :class:`~spmbpe.errors.ModelFormatError` (with the byte
-    offset of the bad item) on any malformation."""
+    errors (ModelFormatError, with the byte offset of the bad item)."""
     spath = None if path is None else os.fsdecode(os.fspath(path))
     data = bytes(data)
     n = len(data)

@@ -232,9 +232,9 @@ def _token_attributes(
     ids = _Lookup(table)
 
     # Fill-in-the-middle auto-detection: when the file names no id for a
-    # category, llama.cpp marks the first listed text it meets CONTROL.  It
-    # meets them in hash-map order; marking every one present agrees with
-    # it whenever a vocabulary has at most one text per category.
+    # category, llama.cpp marks the first listed text it meets (in hash-map
+    # order) CONTROL; marking every one present agrees with it whenever a
+    # vocabulary has at most one text per category.
     for key, (old_key, texts) in _FIM_TEXTS.items():
         if key in meta or (old_key is not None and old_key in meta):
             continue
