@@ -77,8 +77,7 @@ _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 # afresh each step cost the page faults of new memory.
 _STEP = 1 << 16
 
-# An output's ids go to disk in the background every this many bytes
-# (AtomicFile.start_writeback).
+# An output's ids go to disk in the background every this many bytes.
 _WRITEBACK_BYTES = 8 << 20
 
 

@@ -81,9 +81,8 @@ _ARRAY_TYPECODES = {
 # the type (4 bytes) and a one-byte value.
 _MIN_KV_SIZE = 8 + 4 + 1
 
-# Files up to this size are read into memory in one go (fastest); larger ones
-# (model files with tensor data) are memory-mapped so that only the metadata
-# pages are ever touched.
+# Files up to this size are read in one go; larger ones (model files with
+# tensor data) are memory-mapped so that only the metadata pages are touched.
 _READ_ALL_LIMIT = 64 * 1024 * 1024
 
 @dataclass(eq=False)
