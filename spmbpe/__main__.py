@@ -3,13 +3,10 @@
 
 An interrupt at any moment ends the program with one line and status 130
 (143 for SIGTERM), never a traceback: ``import spmbpe`` imports nothing by
-itself (spmbpe/__init__.py), so this module runs before any of the
-command's imports, most of its start-up, and catches what they raise; once the command is done, SIGINT gets its default action back, so
-that the interpreter's shutdown, which no handler of ours covers, ends at
-once on Ctrl-C instead of printing one.  (The interpreter's own start-up,
-before this module, is CPython's.)  This module imports nothing at its top
-but ``sys``, which every interpreter has loaded.
-"""
+itself, so this module, which imports only ``sys`` at its top, runs before
+the command's imports and catches what they raise; once the command is
+done, SIGINT gets its default action back, so that the interpreter's
+shutdown, which no handler of ours covers, ends at once on Ctrl-C."""
 
 import sys
 
@@ -35,17 +32,15 @@ def _run() -> int:
     import gc
     import os
 
-    # NumPy's OpenBLAS starts a thread per core when NumPy is imported, and
-    # that thread spins for a while: on a two-core machine it took a core
-    # from the merging threads.  The command line does no linear algebra.
-    # A value the user set wins.
+    # NumPy's OpenBLAS starts a spinning thread per core when imported,
+    # taking cores from the merging threads; the command line does no linear
+    # algebra.  A value the user set wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .cli import main
 
     status = main()
-    # The process ends next: its objects need no cycle collection.  Frozen,
-    # they are left out of the collections that Python's shutdown runs over
-    # every module's objects.
+    # The process ends next: frozen, its objects are left out of the
+    # collections that Python's shutdown runs over every module's objects.
     gc.freeze()
     return status
 

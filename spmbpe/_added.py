@@ -56,9 +56,8 @@ Fragment = Union[TextSpan, TokenAt]
 
 
 class _Automaton(Protocol):
-    """The part of ``ahocorasick.Automaton`` used here: the words are token
-    texts, their values ranks; a match is ``(index of its last character,
-    value)``."""
+    """The part of ``ahocorasick.Automaton`` used here: words are token
+    texts, values ranks, a match ``(index of its last character, rank)``."""
 
     def add_word(self, key: str, value: int, /) -> bool: ...
     def make_automaton(self) -> None: ...
@@ -106,23 +105,12 @@ class AddedTokenMatcher:
         longest = self._longest(include_special)
         if longest is None:
             return [(0, len(text))] if text else []
-        tokens = self.tokens
-        pieces: List[Union[List[int], TokenAt]] = []  # [start, end] of text, or TokenAt
-        cursor = 0
-        for end, rank in longest.matches(text, 0, len(text)):
-            token = tokens[rank]
-            start = end - len(token.content) + 1
-            if start > cursor:
-                pieces.append([cursor, start])
-            pieces.append(TokenAt(token, start))
-            cursor = end + 1
-        if cursor < len(text):
-            pieces.append([cursor, len(text)])
+        fragments = _fragments(self.tokens, longest.matches(text, 0, len(text)), 0, len(text))
+        _check_allowed(fragments, allowed)
+        pieces: List[Union[List[int], TokenAt]] = [p if isinstance(p, TokenAt) else list(p) for p in fragments]
         for i, piece in enumerate(pieces):
             if not isinstance(piece, TokenAt):
                 continue
-            if allowed is not None and piece.token.special and piece.token.content not in allowed:
-                raise DisallowedSpecialError(piece.token.content, piece.start)
             if piece.token.rstrip and i + 1 < len(pieces):
                 span = pieces[i + 1]
                 if not isinstance(span, TokenAt):
@@ -153,33 +141,16 @@ class AddedTokenMatcher:
         PrefixMatcher), or None when no token occurs."""
         if self._automaton is None:
             return None
-        fragments: List[Fragment] = []
-        cursor = 0
-        tokens = self.tokens
-        for end, rank in self._longest(True).matches(text, 0, len(text)):  # type: ignore[union-attr]
-            token = tokens[rank]
-            start = end - len(token.content) + 1
-            if start > cursor:
-                fragments.append((cursor, start))
-            fragments.append(TokenAt(token, start))
-            cursor = end + 1
-        if not fragments:
-            return None
-        if cursor < len(text):
-            fragments.append((cursor, len(text)))
-        return fragments
+        matches = self._longest(True).matches(text, 0, len(text))  # type: ignore[union-attr]
+        return _fragments(self.tokens, matches, 0, len(text)) if matches else None
 
     def partition(
         self, text: str, include_special: bool, allowed: Optional[FrozenSet[str]] = None
     ) -> Optional[List[Fragment]]:
-        """The fragments of `text`, in order, or None when no added token
-        occurs (the whole text is one fragment).
-
-        `include_special`: special tokens take part (else only the
-        ``special=False`` ones do).  `allowed`: with `include_special`, the
-        special tokens that may appear; any other one raises
-        DisallowedSpecialError naming it and its offset.
-        """
+        """The fragments of `text` by llama.cpp's partition, or None when no
+        added token occurs.  `include_special`: special tokens take part
+        (else only the ``special=False`` ones); `allowed`: the special tokens
+        that may appear (_check_allowed)."""
         if self._automaton is None or (not include_special and not self.has_plain):
             return None
         occurrences: Dict[int, List[int]] = {}
@@ -199,16 +170,34 @@ class AddedTokenMatcher:
         fragments: List[Fragment] = [(0, len(text))]
         for rank in sorted(occurrences):
             fragments = _split(text, fragments, tokens[rank], occurrences[rank])
-
-        if allowed is not None:
-            for fragment in fragments:
-                if (
-                    isinstance(fragment, TokenAt)
-                    and fragment.token.special
-                    and fragment.token.content not in allowed
-                ):
-                    raise DisallowedSpecialError(fragment.token.content, fragment.start)
+        _check_allowed(fragments, allowed)
         return fragments
+
+
+def _fragments(tokens: Sequence[AddedToken], matches: List[Tuple[int, int]], begin: int, end: int) -> List[Fragment]:
+    """text[begin:end] cut around `matches` ((index of the last character,
+    rank) of each, left to right, not overlapping)."""
+    out: List[Fragment] = []
+    cursor = begin
+    for last, rank in matches:
+        token = tokens[rank]
+        start = last - len(token.content) + 1
+        if start > cursor:
+            out.append((cursor, start))
+        out.append(TokenAt(token, start))
+        cursor = last + 1
+    if cursor < end:
+        out.append((cursor, end))
+    return out
+
+
+def _check_allowed(fragments: List[Fragment], allowed: Optional[FrozenSet[str]]) -> None:
+    """DisallowedSpecialError for the first special token not in `allowed`
+    (None: any)."""
+    if allowed is not None:
+        for fragment in fragments:
+            if isinstance(fragment, TokenAt) and fragment.token.special and fragment.token.content not in allowed:
+                raise DisallowedSpecialError(fragment.token.content, fragment.start)
 
 
 class _Longest:
@@ -390,10 +379,7 @@ class TokenizersMatcher(AddedTokenMatcher):
                 else:
                     out.extend(self._find(text, piece[0], piece[1], longest))
             pieces = out
-        if allowed is not None:
-            for piece in pieces:
-                if isinstance(piece, TokenAt) and piece.token.special and piece.token.content not in allowed:
-                    raise DisallowedSpecialError(piece.token.content, piece.start)
+        _check_allowed(pieces, allowed)
         return pieces
 
     def _find(self, text: str, begin: int, end: int, longest: "_Longest") -> List[Fragment]:

@@ -1,46 +1,13 @@
-"""Token arrays on disk, in the layouts training code reads as is: written
-by ``spmbpe encode --format npy|bin|ds`` and by ``spmbpe.ray.write_arrays``
-alike (one writer, so both give the same bytes).
-
-For ``--output OUT.npy`` / ``OUT.bin`` / ``OUT.ds``:
-
-- ``npy``: ``OUT.npy``, every id of every document in input order, one
-  flat ``.npy`` array (``uint16`` when the vocabulary has at most 65,536
-  ids, else ``uint32``); ``OUT.docs.npy``: ``int64``, the start of each
-  document in it plus the total (documents + 1 values).
-- ``bin``: Megatron-LM's indexed dataset, byte for byte as megatron-core's
-  ``IndexedDatasetBuilder`` writes it with ``add_item`` + ``end_document``
-  per document (what ``tools/preprocess_data.py`` does): ``OUT.bin``, the
-  ids as raw little-endian integers in ``DType.optimal_dtype(vocab_size)``
-  (``uint16`` below 65,500 ids, else ``int32``), and ``OUT.idx`` (see
-  write_megatron_index). The ``.bin`` alone is also nanoGPT's flat file
-  (``numpy.memmap(path, dtype=numpy.uint16, mode="r")``).
-- ``ds``: datatrove's tokenized files, as its ``TokenizedFile`` writes
-  them: ``OUT.ds``, the ids as little-endian ``uint16`` (``uint32`` past
-  65,536 ids), and ``OUT.ds.index``, the ``uint64`` end of each document
-  (in tokens), which ``DatatroveFolderDataset`` reads.
-- ``OUT.npy.meta.json`` / ``OUT.bin.meta.json`` / ``OUT.ds.meta.json``:
-  spmbpe version, tokenizer fingerprint, settings, dtype, document and
-  token counts, the shards and whether the run is complete; named after
-  the output itself, so that outputs of several formats in one folder each
-  keep their own.
-
-With a shard size the arrays are cut at document boundaries into shards of
-at most that many tokens (a longer document is a shard of its own):
-``OUT-00000.npy`` + ``OUT-00000.docs.npy``, ``OUT-00001.npy``, ... (or
-``.bin`` + ``.idx``, ``.ds`` + ``.ds.index``); the metadata file is
-rewritten after every shard, so an interrupted run keeps its complete
-shards and a resumed run goes on from there.
+"""Token arrays on disk, in the layouts training code reads as is (npy,
+Megatron's indexed dataset, datatrove's tokenized files; docs/cli.md says
+what each file holds): written by ``spmbpe encode --format npy|bin|ds`` and
+by ``spmbpe.ray.write_arrays`` alike, so both give the same bytes.
 
 A new run under an output name replaces everything an earlier run wrote
-under it (the files its metadata lists, and any file named as this module
-names outputs: ``OUT.npy``, ``OUT-00007.docs.npy``, ...). The earlier files
-are removed in the same signal-proof step that commits the new run's first
-file, so the folder holds either the earlier run, whole, or the new one's
-complete shards with the new metadata: never a mix that a loader globbing
-``OUT-*.npy`` would read as one data set. A run that fails before its first
-file is complete leaves the earlier output as it was.
-"""
+under it, in the same signal-proof step that commits its first file: the
+folder holds the earlier run, whole, or the new one's complete shards with
+the new metadata, never a mix that a loader globbing ``OUT-*.npy`` would read
+as one data set."""
 
 from __future__ import annotations
 
@@ -98,30 +65,19 @@ ARRAY_FORMATS = tuple(_LAYOUTS)
 NPY_HEADER_BYTES = 128
 
 # Megatron-LM's indexed dataset index, as megatron/core/datasets/
-# indexed_dataset.py (_IndexWriter.__enter__/write, _IndexReader) writes and
-# reads it; all integers little-endian:
-#   9 bytes  b"MMIDIDX\x00\x00"
-#   u64      version, 1
-#   u8       dtype code (DType: uint8 1, int8 2, int16 3, int32 4, int64 5,
-#            float64 6, float32 7, uint16 8)
-#   u64      sequence count S
-#   u64      document count D (the length of the document index: documents + 1)
-#   i32[S]   tokens per sequence
-#   i64[S]   byte offset of each sequence in the .bin file
-#   i64[D]   document index: the first sequence of each document, then S
-# One document is one sequence here, so the document index is 0, 1, ..., S.
+# indexed_dataset.py (_IndexWriter, _IndexReader) writes and reads it: the
+# header, then i32[S] tokens per sequence, i64[S] byte offsets, i64[D] the
+# document index (docs/cli.md, --format bin).  One document is one sequence
+# here, so the document index is 0, 1, ..., S.
 MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 8}
 _MEGATRON_HEADER = struct.Struct("<9sQBQQ")  # 34 bytes
 
 # Items per step when copying a spooled array: arrays of several MB made
-# afresh each step cost the page faults of new memory (NumPy asks for huge
-# pages past 4 MB, which the kernel zeroes), a large part of a big output's
-# close.
+# afresh each step cost the page faults of new memory.
 _STEP = 1 << 16
 
-# An output's ids go to disk in the background every this many bytes
-# (AtomicFile.start_writeback).
+# An output's ids go to disk in the background every this many bytes.
 _WRITEBACK_BYTES = 8 << 20
 
 
@@ -140,8 +96,7 @@ INT32 = IdType("int32", "<i4", 4, (1 << 31) - 1)
 
 
 def array_dtype(vocab_size: int, fmt: str) -> IdType:
-    """The type of the ids of an array output: what the format's own
-    writer picks for a vocabulary of `vocab_size` ids."""
+    """The ids' type: what the format's own writer picks for `vocab_size`."""
     if fmt == "bin":
         # megatron-core's DType.optimal_dtype: uint16 below 65,500 ids, else
         # int32 (its index has no uint32 code), what preprocess_data.py uses.
@@ -166,8 +121,7 @@ def array_metadata(
     tok: Any, model: Optional[str], fmt: str, dtype: IdType, settings: Dict[str, Any],
     inputs: List[Dict[str, Any]], shard_size: Optional[int],
 ) -> Dict[str, Any]:
-    """The metadata written beside an array output (OUT.npy.meta.json), but
-    for the counts and shards that ArrayOutput adds."""
+    """An array output's metadata, but for the counts and shards."""
     import spmbpe
 
     return {
@@ -199,21 +153,20 @@ def output_paths(output: str, fmt: str, shard: Optional[int]) -> Tuple[str, str]
 
 
 def meta_path(output: str, fmt: str) -> str:
-    """The metadata file of an output: named after the output itself
-    (``OUT.npy.meta.json``), so that each output in a folder has its own."""
+    """The metadata file of an output, ``OUT.npy.meta.json``: named after the
+    output itself, so that each output in a folder has its own."""
     return output_stem(output, fmt) + f"{_LAYOUTS[fmt].ids}.meta.json"
 
 
 def _shared_meta_path(output: str, fmt: str) -> str:
-    # Earlier versions named the metadata after the stem alone, so that
-    # OUT.npy and OUT.bin overwrote each other's; such a file describes the
-    # run of the format it names.
+    # Earlier versions named the metadata after the stem alone (OUT.npy and
+    # OUT.bin overwrote each other's); it describes the format it names.
     return output_stem(output, fmt) + ".meta.json"
 
 
 def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
-    """The names (in the output's folder) of every file a run writes under
-    `stem`: ids and index, unsharded or of any shard, and the metadata."""
+    """The names of every file a run writes under `stem`: ids and index,
+    unsharded or of any shard, and the metadata."""
     layout = _LAYOUTS[fmt]
     ids, index = re.escape(layout.ids), re.escape(layout.docs)
     name = re.escape(stem)
@@ -221,9 +174,8 @@ def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
 
 
 def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> List[str]:
-    """Paths of the files that earlier runs wrote under `output` (format
-    `fmt`), but for the names in `keep`: what a new run must replace.
-    Found by name, and from the earlier metadata's list of shards."""
+    """Paths of the files that earlier runs wrote under `output`, but for
+    `keep`: found by name, and in the earlier metadata's list of shards."""
     stem = output_stem(output, fmt)
     folder = os.path.dirname(os.path.abspath(stem))
     pattern = _output_name_pattern(os.path.basename(stem), fmt)
@@ -263,9 +215,7 @@ def npy_header(descr: str, n: int) -> bytes:
 
 def read_npy_header(f: IO[bytes]) -> Tuple[str, int, int]:
     """(descr, length, data offset) of a 1-d .npy file of integers (any
-    header version), read as NumPy's format.py documents it, without NumPy:
-    the magic string, the version, the header's length (2 bytes in 1.0, 4
-    in 2.0 and 3.0) and the header, a Python dict literal."""
+    header version), read without NumPy as NumPy's format.py documents it."""
     if f.read(6) != b"\x93NUMPY":
         raise ValueError("not a .npy file")
     version = f.read(2)
@@ -303,11 +253,9 @@ LITTLE_ENDIAN = {
 
 class IntFile:
     """The integers a file holds from `offset` on, `count` of them (default:
-    to its end) in the NumPy `descr` given, read through a memory map,
-    without NumPy: ``ints(a, b)`` is the list of items a to b.  Items in
-    the machine's byte order are seen in place (memoryview.cast); the
-    others (a big-endian machine reading the little-endian outputs) are
-    copied and swapped a slice at a time."""
+    to its end) in the NumPy `descr` given, read through a memory map
+    without NumPy: in place in the machine's byte order, else copied and
+    swapped a slice at a time.  ``ints(a, b)``: the items a to b."""
 
     def __init__(self, path: str, descr: str, offset: int = 0, count: Optional[int] = None) -> None:
         parts = _INT_DESCR.fullmatch(descr)
@@ -370,9 +318,8 @@ def write_megatron_index(out: IO[bytes], lengths_path: str, n: int, dtype: IdTyp
 
 
 def read_megatron_index(path: str) -> Dict[str, Any]:
-    """The parts of a Megatron .idx file (layout: see MEGATRON_MAGIC): its
-    dtype name, and the sequence lengths, pointers and document index as
-    lists of ints (read without NumPy)."""
+    """A Megatron .idx file's dtype name, and its sequence lengths, pointers
+    and document index as lists of ints (read without NumPy)."""
     with open(path, "rb") as f:
         head = f.read(_MEGATRON_HEADER.size)
     if len(head) < _MEGATRON_HEADER.size:
@@ -418,8 +365,7 @@ class _Shard:
             self.lengths = AtomicFile(self.index_path + ".lengths")
 
     def add(self, ids: Any, offsets: Any, records: int) -> None:
-        """Documents whose ids are `ids` (native uint32), starting at
-        `offsets` (native int64, n + 1; see ArrayOutput.write)."""
+        """Documents as ArrayOutput.write takes them."""
         try:
             self.ids.file.write(ids_le(ids, self.dtype.itemsize, self.dtype.limit))
         except OverflowError as e:
@@ -477,14 +423,10 @@ class _Shard:
 
 
 class ArrayOutput:
-    """An array output (see the module's text): shards of whole documents,
-    each committed when complete, and the metadata file rewritten after
-    each.
-
-    `meta` holds everything but the counts and shards (array_metadata);
-    `resume` (the metadata of an earlier incomplete run) continues its shard
-    list. Whatever else earlier runs left under the output name (`replaced`)
-    is removed when the first shard is committed."""
+    """An array output: shards of whole documents, each committed when
+    complete, and the metadata file rewritten after each.  `meta` holds all
+    but the counts and shards (array_metadata); `resume` (the metadata of an
+    earlier incomplete run) continues its shard list."""
 
     def __init__(
         self,
@@ -507,8 +449,7 @@ class ArrayOutput:
         kept = [os.path.basename(self.meta_path)] if resume else []
         for shard in self.shards:
             kept += [shard["ids"], shard["index"]]
-        #: Files of earlier runs that this run replaces (removed with its
-        #: first commit).
+        #: Files of earlier runs that this run replaces (removed with its first commit).
         self.replaced: List[str] = earlier_output_files(output, fmt, kept)
         # The metadata file itself is not removed: this run's own replaces it
         # (os.replace) right after, so a reader always finds one.
@@ -526,17 +467,13 @@ class ArrayOutput:
 
     @property
     def committed_documents(self) -> int:
-        """Documents in the shards committed so far (what an interrupted
-        run keeps)."""
+        """Documents in the shards committed so far."""
         return sum(int(s["documents"]) for s in self.shards)
 
     def write(self, ids: Any, offsets: Any, doc_records: Sequence[int], records: int) -> None:
-        """Documents of one batch: flat `ids`, `offsets` (n + 1 starts),
-        and the input record count after each document.  `ids` is a
-        C-contiguous buffer of native uint32 and `offsets` one of native
-        int64: what SpmTokenizer.encode_batch(return_numpy=True) gives, as
-        NumPy arrays, or the core's bytearrays seen through memoryviews
-        (as_id_buffers)."""
+        """Documents of one batch: flat `ids` (native uint32), `offsets` (n +
+        1 starts, native int64), as encode_batch(return_numpy=True) gives them
+        or as_id_buffers views them, and the input record count after each."""
         n = len(offsets) - 1
         i = 0
         while i < n:
@@ -587,8 +524,7 @@ class ArrayOutput:
 
     def close(self, records: int) -> None:
         """Commits the last shard (an empty one when there was no document
-        at all) and marks the metadata complete; `records`: the input
-        records read in all."""
+        at all) and marks the metadata complete."""
         if self.current is not None or not self.shards:
             self._shard().records = records
             self._close(complete=True)
@@ -598,8 +534,7 @@ class ArrayOutput:
                 self._write_meta(True)
 
     def _remove_stale(self) -> None:
-        """Removes the earlier runs' files (inside the signals_held block
-        that commits this run's first file)."""
+        """Removes the earlier runs' files (inside a signals_held block)."""
         while self._stale:
             try:
                 os.unlink(self._stale[-1])

@@ -43,11 +43,9 @@ class AtomicFile:
 
     def start_writeback(self, every: int = 0) -> None:
         """Has a background thread write what the file holds so far to disk
-        (fdatasync) once `every` more bytes are there, unless one is still
-        at it.  A large output then goes to disk while the rest of it is
-        made, and finish()'s fsync has only the last part left instead of
-        the whole file, the disk idle until then.  An error of the
-        background write is raised by the next call or by finish()."""
+        (fdatasync) once `every` more bytes are there, unless one is still at
+        it, so that finish()'s fsync has only the last part left; its error is
+        raised by the next call or by finish()."""
         pending = self._writeback
         if pending is not None:
             if not pending.done():
@@ -108,9 +106,8 @@ _writer_lock = threading.Lock()
 
 
 def make_folder(path: str) -> None:
-    """Creates the folder that the file `path` goes into, with its parents,
-    unless it exists; OutputError, naming the path, if it cannot be made
-    (then none of the folders it needed is left behind)."""
+    """Creates the folder that the file `path` goes into, with its parents;
+    OutputError if it cannot be made (and none of them is left behind)."""
     folder = os.path.dirname(os.path.abspath(path))
     missing: List[str] = []
     while not os.path.isdir(folder):
@@ -152,8 +149,7 @@ def _sync_data(fd: int) -> None:
 
 
 def _writeback_thread() -> ThreadPoolExecutor:
-    """The one thread that writes outputs to disk in the background, made
-    on first use."""
+    """The one thread that writes outputs to disk in the background."""
     global _writer
     with _writer_lock:
         if _writer is None:

@@ -1,10 +1,7 @@
 """encode_batch's scheduling: the batch cut into groups of work, the groups
-run on a shared thread pool (or one BatchJob), the results joined.
-
-The tokenizer checks the call's arguments (``SpmTokenizer.encode_batch``)
-and hands over its core and its planner's ``plan``; nothing here knows
-which reference is planned.
-"""
+run on a shared thread pool (or one BatchJob), the results joined.  The
+tokenizer checks the call's arguments and hands over its core and its
+planner's ``plan``; nothing here knows which reference is planned."""
 
 from __future__ import annotations
 
@@ -36,11 +33,7 @@ _REFUSED = object()
 # slower text still ends close to the others.
 _UNITS_PER_THREAD = 16
 
-# The thread pools, one per thread count asked for, shared by every
-# tokenizer: a pool per tokenizer started new threads for each freshly
-# loaded one, and several tokenizers' batches may run on the same threads.  None is shut down while the process lives (another
-# thread may be using it).  A forked child inherits the pools but not their
-# threads, nor a usable lock: it starts afresh.
+
 def run_batch(
     core: SpmCore,
     plan: PlanFunction,
@@ -60,15 +53,10 @@ def run_batch(
     # Sampled texts are never cut (sentencepiece draws over whole texts).
     cut = not sample_alpha
     # The common batch, nothing to plan, is one job over the texts as they
-    # are (on one thread too: the job reads the strs as they are stored and
-    # fills the result as its units finish, where one call gathered a part
-    # per text and copied its ids twice), unless it is small or a long text
-    # must be cut for the threads: its shape is read in one pass, and no
-    # groups are built.
+    # are stored (on one thread too), unless it is small or a long text must
+    # be cut for the threads.  Past _MAX_GROUP texts the job itself reads
+    # whether one must be cut, and refuses the batch if so.
     one_job = False
-    # (A batch of more than _MAX_GROUP texts splits into several groups
-    # whatever their lengths: the job itself then reads whether a long text
-    # must be cut, as it takes the texts, and refuses the batch if so.)
     job_reads_shape = plain and not sample_alpha and len(texts) > _MAX_GROUP
     if plain and not job_reads_shape:
         share, longest, several = batch_shape(texts, threads * 4, _MIN_SHARE, _MAX_GROUP)
@@ -170,12 +158,9 @@ def _encode_job(
 def encode_line_block(
     core: SpmCore, block: Union[bytes, bytearray], threads: int, prefix: int
 ) -> Optional[Tuple[bytearray, bytearray]]:
-    """The lines of `block` (UTF-8 bytes; BatchJob.start_lines), each one
-    segment with the dummy prefix by the PREFIX_* rule `prefix`, merged by
-    `threads` threads: (every id as native uint32 in a bytearray, the
-    offsets of each line's ids and the end as native int64 in a bytearray),
-    or None when a line failed (the caller's general path then raises the
-    error it would)."""
+    """The lines of `block` (BatchJob.start_lines), each one segment with
+    the dummy prefix by the PREFIX_* rule `prefix`, merged by `threads`
+    threads: as SpmTokenizer.encode_line_block returns them."""
     result = _run_job(core, threads, True, lambda job: job.start_lines(block, threads * _UNITS_PER_THREAD, prefix))
     return cast(Optional[Tuple[bytearray, bytearray]], result)
 
@@ -183,7 +168,7 @@ def encode_line_block(
 def _run_job(core: SpmCore, threads: int, flat: bool, start: Callable[[BatchJob], Optional[bool]]) -> Any:
     """One BatchJob merged by `threads` threads, this one included: `start`
     gives it its texts while the helpers wake.  BatchJob.lead's result, or
-    _REFUSED when `start` returns False (the job refused the batch)."""
+    _REFUSED when the job refused the batch."""
     job = BatchJob(core)
     try:
         if threads <= 1:
@@ -204,14 +189,12 @@ def _batch_groups(
     core: SpmCore, plan: PlanFunction, texts: List[str], include: bool,
     allowed: Optional[FrozenSet[str]], threads: int, cut: bool,
 ) -> Tuple[List[List[Any]], Optional[List[List[int]]]]:
-    """The batch as groups of work, one thread's call to the core each, in
-    text order, and for each group the index of the text each of its units
-    belongs to -- None when every unit is a whole text (the common case: the
-    groups are then consecutive slices of `texts`).  Groups hold about an
-    equal share of the characters.  With `cut`, on several threads, a text
-    larger than two shares is planned here and its long segments cut at
-    exact chunk boundaries (SpmCore.split_points), so that one large
-    document keeps every thread busy."""
+    """The batch as groups of work of about an equal share of the
+    characters, one thread's call to the core each, in text order, and the
+    owners as run_batch returns them (None: consecutive slices of `texts`).
+    With `cut`, on several threads, a text larger than two shares is planned
+    here and cut at exact chunk boundaries (SpmCore.split_points), so that
+    one large document keeps every thread busy."""
     if not texts:
         return [], None
     if threads <= 1:
@@ -245,10 +228,8 @@ def _batch_groups(
 
 
 def _cuts_long_texts(core: SpmCore, cut: bool, share: int, longest: int) -> bool:
-    """Whether a batch's long texts are cut at exact chunk boundaries for
-    the threads: a text longer than two shares, when cutting is allowed and
-    the core chunks.  (BatchJob.start applies the same rule to a batch it
-    reads the shape of.)"""
+    """Whether a batch's long texts (longer than two shares) are cut at
+    exact chunk boundaries for the threads, as BatchJob.start decides too."""
     return cut and core.chunked and longest > 2 * share
 
 
@@ -298,16 +279,14 @@ def join_numpy(
     results: List[Tuple[bytearray, Any]], bos_id: Optional[int], eos_id: Optional[int],
 ) -> Any:
     """encode_batch's NumPy result from the groups' flat ids and offsets,
-    with `bos_id`/`eos_id` (when not None) around each text.  One job's
-    result, with nothing around, is not copied: the arrays share the
-    core's buffers."""
+    with `bos_id`/`eos_id` (when not None) around each text; one job's
+    result alone is not copied (the arrays share the core's buffers)."""
     data, offsets = join_flat(results, owners, n_texts, _or_none(bos_id), _or_none(eos_id))
     return np.frombuffer(data, dtype=np.uint32).astype(dtype, copy=False), np.frombuffer(offsets, dtype=np.int64)
 
 
 def _or_none(token_id: Optional[int]) -> int:
-    """join_flat's id for "none": -1."""
-    return -1 if token_id is None else token_id
+    return -1 if token_id is None else token_id  # join_flat's "none"
 
 
 def text_error(texts: List[Any], error: Exception) -> Exception:

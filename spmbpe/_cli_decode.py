@@ -20,8 +20,7 @@ _BY_EXTENSION = {".npy": "npy", ".bin": "bin", ".ds": "ds", ".jsonl": "jsonl", "
 
 def _metadata_of(path: str) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(path, metadata) when `path` names an array output by its metadata
-    file (OUT.npy.meta.json) or by the name it was written under (OUT.npy,
-    also when a sharded run wrote OUT-00000.npy, ... instead)."""
+    file or by the name it was written under (also when sharded)."""
     if path == "-":
         return None
     if path.endswith(".meta.json"):
@@ -86,14 +85,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
                     text = tok.decode(ids, skip_special=args.skip_special)
                 except (ValueError, IndexError, TypeError) as e:
                     raise CliError(f"{name}, {where}: {e}") from None
-                line = text if args.format == "txt" else json.dumps({field: text}, ensure_ascii=False)
-                lines.append(line)
-                size += len(line)
+                lines.append(text if args.format == "txt" else json.dumps({field: text}, ensure_ascii=False))
+                size += len(lines[-1])
                 if size >= 1 << 20:
-                    out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+                    out.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
                     lines, size = [], 0
-            if lines:
-                out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+            out.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
     return 0
 
 
@@ -133,10 +130,8 @@ def _id_documents(name: str, path: str, fmt: str, tok: Any) -> Iterator[Tuple[st
 def _array_documents(
     name: str, path: str, fmt: str, tok: Any, dtype_name: Optional[str] = None
 ) -> Iterator[Tuple[str, List[int]]]:
-    """The documents of one array file and the index beside it (npy:
-    OUT.docs.npy, else one document; bin: Megatron's .idx, else nanoGPT's
-    flat file, one document; ds: datatrove's .ds.index), read without
-    NumPy."""
+    """The documents of one array file and the index beside it (without
+    one: a single document), read without NumPy."""
     if path == "-":
         raise CliError(f"{fmt} input must be a file, not standard input", 2)
     suffix = "." + fmt
@@ -144,16 +139,9 @@ def _array_documents(
     bounds: Optional[List[Tuple[int, int]]]
     try:
         if fmt == "npy":
-            with open(path, "rb") as f:
-                descr, n, offset = read_npy_header(f)
-            ids = IntFile(path, descr, offset, n)
+            ids = _npy(path)
             starts_path = stem + ".docs.npy"
-            if os.path.isfile(starts_path):
-                with open(starts_path, "rb") as f:
-                    descr, n, offset = read_npy_header(f)
-                starts = IntFile(starts_path, descr, offset, n).ints()
-            else:
-                starts = [0, len(ids)]
+            starts = _npy(starts_path).ints() if os.path.isfile(starts_path) else [0, len(ids)]
             bounds = list(zip(starts[:-1], starts[1:]))
         elif fmt == "bin":
             index_path = stem + ".idx"
@@ -195,6 +183,12 @@ def _array_documents(
             raise CliError(f"{name}: its document boundaries run past its {len(ids)} ids")
     for i, (a, b) in enumerate(bounds):
         yield f"document {i + 1}", ids.ints(a, b)
+
+
+def _npy(path: str) -> IntFile:
+    with open(path, "rb") as f:
+        descr, n, offset = read_npy_header(f)
+    return IntFile(path, descr, offset, n)
 
 
 def _descr(dtype_name: str) -> str:

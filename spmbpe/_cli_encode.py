@@ -13,10 +13,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, as_id_buffers, meta_path
+from ._arrays import ARRAY_FORMATS, ArrayOutput, array_dtype, array_metadata, as_id_buffers, meta_path, output_stem
 from ._atomic import atomic_output
 from ._cli_common import CliError, load_model, note
-from ._cli_progress import Progress
+from ._cli_progress import Progress, isatty
 from ._cli_read import Batch, DocumentReader, LineBlock, input_size
 from ._core import format_ids, ids_around
 from ._signals import Interrupted
@@ -48,24 +48,16 @@ def _check_threads(args: argparse.Namespace) -> None:
 
 
 def _progress(args: argparse.Namespace, *, summary: bool = False) -> Progress:
-    """The progress line (``--progress``; default: when standard error is a
-    terminal) and, when `summary` (output to a file), the final summary
-    line, unless ``--no-progress``."""
+    """The progress line and, when `summary` (output to a file), the final
+    summary line, as ``--progress``/``--no-progress`` say."""
     sizes = [input_size(p) for p in (args.inputs or ["-"])]
     total = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
-    enabled = args.progress if args.progress is not None else _isatty(sys.stderr)
+    enabled = args.progress if args.progress is not None else isatty(sys.stderr)
     return Progress(bool(enabled), total, summary=summary and args.progress is not False)
 
 
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def _advance(progress: Progress, batch: Batch, documents: int, tokens: int) -> None:
-    progress.skipped(batch.skipped_bytes, 0)
+    progress.skipped(batch.skipped_bytes)
     progress.update(documents, batch.nbytes - batch.skipped_bytes, tokens, batch.file_bytes, batch.compressed)
 
 
@@ -80,17 +72,12 @@ def _report(reader: DocumentReader) -> None:
 
 
 class Encoder:
-    """Encodes the columns of one batch: ``(ids, offsets)`` each, the flat
-    ids (native uint32) and the int64 start of each document plus the end,
-    as memoryviews: lines of text go from the bytes read to the merge,
-    other documents (JSONL fields, paragraphs) through encode_batch's flat
-    result, and nothing needs NumPy (its import is a noticeable part of a
-    short run's start-up).
-
-    BOS before and EOS after each document: as the model says with
-    ``--add-special-tokens`` (encode(add_special_tokens=True)), BOS with
-    ``--prepend-bos`` and EOS with ``--append-eod`` (Megatron's end of
-    document, nanoGPT's EOT) whatever the model says."""
+    """Encodes the columns of one batch: ``(ids, offsets)`` each, as
+    memoryviews (Encoded): lines of text go from the bytes read to the
+    merge, other documents through encode_flat, and nothing needs NumPy (its
+    import is a noticeable part of a short run's start-up).  BOS and EOS
+    around each document as ``--add-special-tokens``, ``--prepend-bos`` and
+    ``--append-eod`` say."""
 
     def __init__(self, tok: Any, args: argparse.Namespace) -> None:
         self.tok = tok
@@ -130,13 +117,11 @@ class Encoder:
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:
-    """(batch, its encoded columns) in input order.
-
-    A reader thread reads and splits the input and hands each batch to the
-    encoding pool; up to two batches encode at once (so the threads have
-    work while one batch's last texts finish) and at most `workers + 1`
-    batches wait, which bounds memory. The caller writes in the meantime;
-    a pause in the input (a pipe) does not hold back what was read."""
+    """(batch, its encoded columns) in input order.  A reader thread hands
+    each batch to the encoding pool, so a pause in the input (a pipe) does
+    not hold back what was read; up to two batches encode at once (the
+    threads have work while one batch's last texts finish) and at most
+    `workers + 1` wait, which bounds memory."""
     workers = 1 if threads == 1 else 2
     pool = ThreadPoolExecutor(workers, thread_name_prefix="spmbpe-cli")
     handoff: "queue.Queue[Tuple[Optional[Batch], Any]]" = queue.Queue(maxsize=workers + 1)
@@ -182,17 +167,6 @@ def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -
             if hasattr(item, "cancel"):
                 item.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-class TextFormatter:
-    """txt/jsonl lines of a batch: each document's ids in decimal, separated
-    by spaces or as a JSON array, made in compiled code."""
-
-    def __init__(self, fmt: str) -> None:
-        self.jsonl = fmt == "jsonl"
-
-    def __call__(self, ids: Any, offsets: Any) -> bytearray:
-        return format_ids(ids, offsets, self.jsonl)
 
 
 def _n_tokens(encoded: Encoded) -> int:
@@ -241,8 +215,6 @@ def output_format(args: argparse.Namespace) -> str:
 def key_output(output: str, fmt: str, key: str) -> str:
     """The output of one of several --json-keys: OUT_KEY.EXT (Megatron's
     preprocess_data writes PREFIX_KEY_document.bin/.idx, one per key)."""
-    from ._arrays import output_stem
-
     return f"{output_stem(output, fmt)}_{key}.{fmt}"
 
 
@@ -271,10 +243,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
         return _encode_arrays(args, fmt, tok, reader, encoder)
 
     progress = _progress(args, summary=bool(args.output))
-    formatter = TextFormatter(fmt)
     with atomic_output(args.output) as out:
         for batch, (encoded,) in pipeline(encoder, reader, args.threads):
-            out.write(formatter(*encoded))
+            out.write(format_ids(*encoded, fmt == "jsonl"))  # ids in decimal, a line per document
             _advance(progress, batch, _n_docs(encoded), _n_tokens(encoded))
     progress.finish()
     _report(reader)
@@ -343,8 +314,8 @@ _RESUME_KEYS = ("spmbpe_version", "tokenizer_fingerprint", "format", "dtype", "s
 
 
 def _resume_state(output: str, fmt: str, meta: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The metadata of the run to continue (None: there is none, start
-    afresh), checked against this run's settings and files."""
+    """The metadata of the run to continue (None: start afresh), checked
+    against this run's settings and files."""
     path = meta_path(output, fmt)
     try:
         with open(path, "r", encoding="utf-8") as f:

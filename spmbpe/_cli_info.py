@@ -122,10 +122,7 @@ def _array_dtypes(vocab_size: int) -> str:
 
 def _not_yet_public(tok: Any) -> Dict[str, Any]:
     """What the tokenizer does not expose publicly yet, read from its
-    private fields in this one place: whether byte fallback is on, whether
-    the exact chunked fast path applies (merges run chunk by chunk at the
-    boundaries before "▁", exact by construction), and whether a
-    sentencepiece normalizer stage runs. None when a field is not there."""
+    private fields in this one place (None when a field is not there)."""
     core = getattr(tok, "_core", None)
     normalizers = getattr(tok, "_normalizers", None)
     return {

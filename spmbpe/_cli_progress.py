@@ -1,15 +1,11 @@
-"""The command line's progress line and final summary on standard error:
-documents, MB of input read (of the total when known), tokens, and the
-rates documents/s, MB/s and tokens/s, as Megatron-LM's preprocessing tools
-log them (``Processed N documents (D docs/s, M MB/s)``).
+"""The command line's progress line and final summary on standard error, as
+Megatron-LM's preprocessing tools log them (``Processed N documents (D
+docs/s, M MB/s)``); docs/cli.md, ``--progress``, says what they show.
 
 For gzip input the MB are those of the decompressed text, and the share of
 the total is that of the compressed files read (their sizes on disk are the
-total): ``12.3 MB of text (1.9/4.0 MB of input files, 48%)``.
-
-A resumed run counts from where it resumes: the documents and tokens of
-the shards it keeps and the input it skips are in the counts from the
-start, and the rates measure this run's own work."""
+total).  A resumed run counts the kept shards and skipped input from the
+start, and its rates measure this run's own work."""
 
 from __future__ import annotations
 
@@ -17,29 +13,22 @@ import sys
 import time
 from typing import Optional, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "isatty"]
 
 
 class Progress:
-    """Updated after every batch. When `enabled`, prints a line at most
-    every `interval` seconds (redrawn in place on a terminal, a line of its
-    own elsewhere) and a final one; when only `summary`, prints the final
-    line alone."""
+    """Updated after every batch. When `enabled`, prints a line on standard
+    error at most every 0.2 s on a terminal (redrawn in place), every second
+    elsewhere (a line of its own), and a final one; when only `summary`,
+    prints the final line alone."""
 
-    def __init__(
-        self,
-        enabled: bool,
-        total_bytes: Optional[int] = None,
-        stream: Optional[TextIO] = None,
-        interval: float = 0.2,
-        summary: bool = False,
-    ) -> None:
+    def __init__(self, enabled: bool, total_bytes: Optional[int] = None, summary: bool = False) -> None:
         self.enabled = enabled
         self.summary = summary or enabled
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream: TextIO = sys.stderr
         self.total_bytes = total_bytes
-        self.tty = enabled and _isatty(self.stream)
-        self.interval = interval if self.tty else max(interval, 1.0)
+        self.tty = enabled and isatty(self.stream)
+        self.interval = 0.2 if self.tty else 1.0
         self.start = time.monotonic()
         self.last = 0.0
         self.documents = 0
@@ -61,25 +50,17 @@ class Progress:
         self.base_documents += documents
         self.base_tokens += tokens
 
-    def skipped(self, nbytes: int, file_bytes: int) -> None:
+    def skipped(self, nbytes: int) -> None:
         """Input passed over (resume): in the totals, not in the rates."""
         self.bytes += nbytes
-        self.file_bytes += file_bytes
         self.base_bytes += nbytes
 
-    def update(
-        self,
-        documents: int,
-        nbytes: int,
-        tokens: int,
-        file_bytes: Optional[int] = None,
-        compressed: bool = False,
-    ) -> None:
+    def update(self, documents: int, nbytes: int, tokens: int, file_bytes: int, compressed: bool) -> None:
         """`nbytes` of input read, `file_bytes` of the input file (compressed
-        bytes when `compressed`; default `nbytes`)."""
+        bytes when `compressed`)."""
         self.documents += documents
         self.bytes += nbytes
-        self.file_bytes += nbytes if file_bytes is None else file_bytes
+        self.file_bytes += file_bytes
         self.compressed = self.compressed or compressed
         self.tokens += tokens
         if not self.enabled:
@@ -131,7 +112,7 @@ class Progress:
             self.enabled = self.summary = False
 
 
-def _isatty(stream: TextIO) -> bool:
+def isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

@@ -17,6 +17,7 @@ import stat
 import sys
 import zlib
 from array import array
+from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator, List, Optional, Sequence, Tuple, cast
 
 from ._cli_common import CliError
@@ -37,6 +38,8 @@ __all__ = [
 
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The JSON type of a value json.loads made, but for str and dict ("object").
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", list: "array"}
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -56,8 +59,7 @@ def _not_gzip(name: str) -> CliError:
 class _Source:
     """The bytes of an open binary stream, its first two (`head`, read to
     tell gzip data) given back first; `count`: the bytes handed out so far
-    (for gzip input: the compressed position). ``read(n)`` returns what is
-    there, up to `n` bytes (b"" only at the end)."""
+    (for gzip input: the compressed position)."""
 
     def __init__(self, f: IO[bytes], own: bool) -> None:
         self._f = f
@@ -87,8 +89,7 @@ class _Source:
         return data
 
     def readinto(self, view: memoryview) -> int:
-        """read(len(view)) into `view`: what is there, straight from the
-        file (the first bytes given back first, on their own)."""
+        """read(len(view)) into `view`, straight from the file."""
         if self._pending:
             n = min(len(view), len(self._pending))
             view[:n] = self._pending[:n]
@@ -107,10 +108,9 @@ class _Source:
 
 
 def _stdin() -> IO[bytes]:
-    """Standard input as an unbuffered file: the reader thread may be
-    blocked reading it when an interrupt ends the run, and a thread blocked
-    inside sys.stdin.buffer holds its lock, which the interpreter then
-    cannot take at exit (a fatal error, SIGABRT). A raw read holds none."""
+    """Standard input as an unbuffered file: a reader thread blocked inside
+    sys.stdin.buffer when an interrupt ends the run holds its lock, which the
+    interpreter then cannot take at exit (SIGABRT); a raw read holds none."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, io.UnsupportedOperation):
@@ -121,15 +121,11 @@ def _stdin() -> IO[bytes]:
 class InputStream(io.RawIOBase):
     """One input (a path, or ``-``: standard input), plain or gzip, as
     bytes: ``read1(n)`` returns up to `n` bytes, as soon as some are there
-    (b"" at the end); also a raw stream for io.BufferedReader.
-
-    Gzip input (`compressed`): a name ending in .gz, or data starting with
-    the gzip magic bytes. It is decompressed as it is read (concatenated
-    members one after the other, as zcat does); a truncated or corrupt
-    stream raises CliError naming the input, the compressed position and
-    the line and byte of the decompressed data reached. `position()`: the
-    bytes of the input file read so far (compressed bytes for gzip), what
-    progress measures against the file size."""
+    (b"" at the end); also a raw stream for io.BufferedReader.  Gzip input
+    is decompressed as it is read, concatenated members one after the other
+    as zcat does.  `position()`: the bytes of the input file read so far
+    (compressed bytes for gzip), what progress measures against the file
+    size."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -176,9 +172,8 @@ class InputStream(io.RawIOBase):
         parts: List[bytes] = []
         got = 0
         try:
-            # Up to n bytes (a pipe: what the compressed data that has arrived
-            # gives); counted as they come, so that an error says how far the
-            # good data went.
+            # Up to n bytes (a pipe: what has arrived), counted as they come,
+            # so that an error says how far the good data went.
             while got < n:
                 chunk = self._gz.read1(n - got)
                 if not chunk:
@@ -210,8 +205,7 @@ class InputStream(io.RawIOBase):
         return f"after line {self.lines:,} (byte {self.decompressed:,}) of the decompressed data"
 
     def readinto(self, b: Any) -> int:
-        """Up to len(b) bytes into `b`, as read1 gives them (plain input
-        goes straight into `b`)."""
+        """read1(len(b)) into `b` (plain input straight from the file)."""
         view = memoryview(b).cast("B")
         if self._gz is None:
             return self._src.readinto(view)
@@ -238,19 +232,15 @@ class InputStream(io.RawIOBase):
 
 
 class LineBlock:
-    """The documents of a run of whole lines of text input, kept as the
-    UTF-8 bytes read (bytes, or the bytearray read into; checked to be
-    UTF-8): one per line, without its "\\n"
-    and a "\\r" before it.  The encoder hands the bytes to the merge as they
-    are (SpmTokenizer._encode_line_block); `strings()` gives the documents
-    as strs, for every other use.  A str per line cost more than merging a
-    short line."""
+    """The documents of a run of whole lines of text input, one per line
+    (without its "\\n" and a "\\r" before it), kept as the UTF-8 bytes read:
+    the encoder hands them to the merge as they are (a str per line costs
+    more than merging a short line); `strings()` gives them as strs."""
 
     __slots__ = ("data", "count", "_strings")
 
     def __init__(self, data: bytes, newlines: Optional[int] = None) -> None:
-        """`newlines`: how many "\\n" `data` holds, when the reader counted
-        them already."""
+        """`newlines`: how many "\\n" `data` holds, when already counted."""
         self.data = data
         if newlines is None:
             newlines = count_newlines(data)
@@ -284,64 +274,31 @@ class LineBlock:
         return self.strings()[index]
 
 
+@dataclass(eq=False)
 class Batch:
-    """Documents read together, from one input.
+    """Documents read together, from one input: `columns`, one list (or
+    LineBlock) per JSONL key; `column_records`, the input records (lines, or
+    files with ``documents="file"``) read from the start of the run just
+    after each document, what a sharded run resumes from; `records`, the
+    same at the end of the batch; `nbytes`, the bytes of (decompressed)
+    input covered, of which `skipped_bytes` were passed over (``--resume``)."""
 
-    `columns` holds the documents' texts, one list per JSONL key (one list
-    for text input and a single ``--field``; a LineBlock for lines of text
-    input that are all UTF-8), `column_records` the number of
-    input records read from the start of the run just after each of those
-    documents (what a sharded run records to resume from); `records` the
-    same count at the end of the batch. A record is a line, or a file with
-    ``documents="file"``.
-    `nbytes`: bytes of (decompressed) input this batch covers, of which
-    `skipped_bytes` were passed over unread (``--resume``)."""
-
-    __slots__ = (
-        "source", "columns", "column_records", "nbytes", "records", "file_bytes", "compressed",
-        "skipped_bytes",
-    )
-
-    def __init__(
-        self,
-        source: str,
-        columns: List[Any],
-        nbytes: int,
-        records: int,
-        column_records: List[List[int]],
-        file_bytes: Optional[int] = None,
-        compressed: bool = False,
-        skipped_bytes: int = 0,
-    ) -> None:
-        self.source = source
-        self.columns = columns
-        self.column_records = column_records
-        self.nbytes = nbytes  # bytes of (decompressed) input
-        self.records = records
-        # Bytes of the input file read meanwhile: compressed bytes for gzip
-        # input (`compressed`), else about `nbytes`.
-        self.file_bytes = nbytes if file_bytes is None else file_bytes
-        self.compressed = compressed
-        self.skipped_bytes = skipped_bytes
+    source: str
+    columns: List[Any]
+    nbytes: int
+    records: int
+    column_records: List[List[int]]
+    file_bytes: int  # of the input file read meanwhile (compressed ones for gzip)
+    compressed: bool
+    skipped_bytes: int
 
     def text_bytes(self, column: int = 0) -> int:
-        """UTF-8 bytes of the text of a column's documents (no line ends,
-        JSON syntax or compression): measured when asked (count), not for
-        every batch."""
+        """UTF-8 bytes of the text of a column's documents, measured when
+        asked (count), not for every batch."""
         docs = self.columns[column]
         if isinstance(docs, LineBlock):
             return docs.text_bytes()
         return len("".join(docs).encode("utf-8"))
-
-    @property
-    def texts(self) -> Sequence[str]:
-        """The documents of the first (or only) column."""
-        docs: Sequence[str] = self.columns[0]
-        return docs
-
-    @property
-    def doc_records(self) -> List[int]:
-        return self.column_records[0]
 
 
 #: How text input is cut into documents (``--documents``).
@@ -372,12 +329,8 @@ def input_size(path: str) -> Optional[int]:
 
 
 class DocumentDecoder:
-    """The documents of blocks of whole lines of one input: text lines (or
-    paragraphs, ``documents``) or JSONL objects (their ``fields``), invalid
-    UTF-8 as ``errors`` says (see DocumentReader); ``skipped`` counts the
-    documents left out.  Errors name the input and the line: ``file_base``
-    is the records before the current input, ``compressed`` whether it is
-    gzip."""
+    """The documents of blocks of whole lines of one input, as the
+    DocumentReader's options say; errors name the input and the line."""
 
     def __init__(self, fields: List[str], errors: str, documents: str) -> None:
         self.fields = fields
@@ -424,8 +377,7 @@ class DocumentDecoder:
         return docs, recs
 
     def end_paragraph(self, docs: List[str], recs: List[int]) -> None:
-        """Ends the paragraph read so far (at a blank line, or at the end of
-        an input): its text joins its lines with "\\n"."""
+        """Ends the paragraph read so far: its lines joined with "\\n"."""
         if self._paragraph_bad:
             self.skipped += 1
         elif self._paragraph:
@@ -469,10 +421,9 @@ class DocumentDecoder:
     def jsonl_docs(
         self, name: str, data: bytes, line_no: int, offset: int, known_utf8: bool = False
     ) -> List[Tuple[List[str], List[int]]]:
-        """The documents of a block of JSONL lines: a column per field.
-        The plain lines are read by compiled code (core/jsonl.pyx); any
-        other line json.loads's way, in its place, which raises its error.
-        `known_utf8`: the caller has found the block valid UTF-8."""
+        """The documents of a block of JSONL lines, a column per field: the
+        plain lines read by compiled code (core/jsonl.pyx), any other one by
+        json.loads, in its place, which raises its error."""
         columns, numbers, refused = jsonl_fields(
             data if known_utf8 else self._utf8_jsonl(name, data, line_no, offset), self.field_keys, line_no
         )
@@ -545,7 +496,7 @@ class DocumentDecoder:
             if not isinstance(text, str):
                 raise CliError(
                     f"{self.location(name, number)}: field {field!r} is a JSON "
-                    f"{_json_type(text)}, not a string"
+                    f"{_JSON_TYPES.get(type(text), 'object')}, not a string"
                 )
             if "\\u" in line and _SURROGATE.search(text):
                 # "\ud800" escapes decode to lone surrogates: not UTF-8 text.
@@ -562,8 +513,7 @@ class DocumentDecoder:
         return texts
 
     def location(self, name: str, record: int) -> str:
-        """'file, line N' for a global record number (lines of earlier
-        inputs are subtracted)."""
+        """'file, line N' for a global record number."""
         return f"{name}, line {record - self.file_base}"
 
     def whole_file(self, name: str, data: bytes, record: int) -> Tuple[List[str], List[int]]:
@@ -573,34 +523,20 @@ class DocumentDecoder:
             return [data.decode("utf-8", "replace" if self.errors == "replace" else "strict")], [record]
         except UnicodeDecodeError as e:
             if self.errors == "strict":
-                line = data.count(b"\n", 0, e.start) + 1
+                line = self.file_base + data.count(b"\n", 0, e.start) + 1
                 line_start = data.rfind(b"\n", 0, e.start) + 1
-                raise CliError(
-                    f"{name}, line {line}: invalid UTF-8 at byte {e.start - line_start} of the line"
-                    + (f", byte {e.start:,} of the decompressed data" if self.compressed else "")
-                    + " (--errors replace or skip to go on)"
-                ) from None
+                raise self.bad_utf8(name, line, e.start - line_start, e.start) from None
             self.skipped += 1
             return [], []
 
 
 class DocumentReader:
     """Documents of `paths` (``-`` or no path: standard input) in batches of
-    about `batch_bytes` bytes of input, in input order.
-
-    Text input is cut into documents by `documents`: ``line`` (each line),
-    ``paragraph`` (runs of lines between blank or whitespace-only lines,
-    joined with "\\n"; a document never spans two inputs) or ``file`` (each
-    input whole, its text as is). JSONL input has a document per object:
-    its `fields` (one column of documents per field, in that order).
-    `skip_empty` leaves out documents whose text is empty (counted in
-    `empty`).
-
-    `errors` says what invalid UTF-8 does: ``strict`` raises CliError naming
-    the file and line, ``replace`` puts U+FFFD in its place, ``skip`` leaves
-    the document out (counted in `skipped`). `skip_records` input records
-    (lines; files with ``documents="file"``) are passed over unread first
-    (``--resume``)."""
+    about `batch_bytes` bytes of input, in input order, cut as the options
+    of the same names say (docs/cli.md: ``--documents``, ``--field``,
+    ``--json-keys``, ``--errors``, ``--skip-empty``); `skip_records` input
+    records (lines; files with ``documents="file"``) are passed over unread
+    first (``--resume``)."""
 
     def __init__(
         self,
@@ -640,8 +576,8 @@ class DocumentReader:
         return len(self.fields)
 
     def check_inputs(self) -> None:
-        """Raises CliError for the first input that cannot be opened, or
-        that `documents` does not apply to (before any output is started)."""
+        """CliError for the first input that cannot be opened, or that
+        `documents` does not apply to (before any output is started)."""
         for path in self.paths:
             if self.documents != "line" and self._format(path) == "jsonl":
                 raise CliError(
@@ -754,8 +690,10 @@ class DocumentReader:
                     field_lines = [([], array("q")) for _ in self.fields]
                     got = self.decoder.jsonl_docs(name, data, line_no, offset, known_utf8)
                 else:
-                    if blocks:
-                        self._unpack(blocks, first_line, columns[0])
+                    if blocks:  # the batch so far as strs, before these
+                        joined = LineBlock(b"".join(blocks))
+                        columns[0][0].extend(joined.strings())
+                        columns[0][1].extend(range(first_line, first_line + len(joined)))
                         blocks = []
                     raw = False  # for the rest of the batch
                     got = [self.decoder.text_docs(name, data, line_no, offset)]
@@ -798,15 +736,6 @@ class DocumentReader:
         lines = LineBlock(blocks[0] if len(blocks) == 1 else b"".join(blocks), newlines)
         return [(lines, range(first_line, first_line + len(lines)))]
 
-    @staticmethod
-    def _unpack(blocks: List[bytes], first_line: int, column: Tuple[List[str], List[int]]) -> None:
-        """`blocks` as strs into a column of strs."""
-        packed = DocumentReader._packed(blocks, first_line)
-        assert packed is not None
-        lines, records = packed[0]
-        column[0].extend(lines.strings())
-        column[1].extend(records)
-
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""
         self.decoder.compressed = stream.compressed
@@ -826,13 +755,10 @@ class DocumentReader:
         "\\n"; the last line of the input may lack it), the global record
         number of the block's first line and the block's byte offset in the
         (decompressed) input; lines still to skip (resume) are dropped here.
-
-        Each block is read into a buffer of its own that becomes the block:
-        its lines go on to the merge without being copied out of it (a copy
-        per block, and one more to join a batch's blocks, each cost a pass
-        over the text and a page fault per 4 KiB of it).  A read
-        takes a batch's worth and a little more, so that a batch is mostly
-        one block."""
+        Each block is read into a buffer of its own that goes on to the merge
+        uncopied (a copy costs a pass over the text and its page faults); a
+        read takes a batch's worth and a little more, so that a batch is
+        mostly one block."""
         carry: List[Any] = []  # the parts of a line longer than a block
         tail = b""  # the start of the line the last block ended inside
         # (A pipe gives what has arrived, up to that: its lines are encoded
@@ -882,16 +808,3 @@ class DocumentReader:
         line_no = self.records + 1
         self.records += n
         yield data, line_no, offset
-
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"

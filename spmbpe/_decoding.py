@@ -3,13 +3,8 @@
 The compiled decoder (``IdDecoder``, ``spmbpe/core/decode.pyx``) renders ids
 by a small set of rules; each reference module (``spmbpe/references/``) says
 which rules it follows (its ``decode_rules(spec)``, keyed by
-``special_as_text``), packed here.  ``special_as_text=True`` renders control
-and unknown pieces as their text in every reference (what spmbpe 0.1 did for
-``.model`` files too).  :class:`Decoder` is what a tokenizer decodes with:
-those rules over its core, the ids ``skip_special`` leaves out and the text
-transform (a denormalizer, transformers' cleanup) applied to the whole text;
-:class:`StreamingDecoder` decodes with it one id at a time.
-"""
+``special_as_text``: control and unknown pieces as their text in every
+reference), packed here."""
 
 from __future__ import annotations
 
@@ -54,11 +49,9 @@ class DecodeRules(NamedTuple):
 
 
 class TextCleanup:
-    """transformers' ``clean_up_tokenization``: spaces before punctuation
-    and English contractions removed from the decoded text, in this order
-    (PreTrainedTokenizerBase, with ``clean_up_tokenization_spaces``), after
-    `before` (a denormalizer) when given. Like a denormalizer, it reads the
-    text as a whole: a streaming decoder gives its text at ``flush()``."""
+    """transformers' ``clean_up_tokenization`` (PreTrainedTokenizerBase,
+    with ``clean_up_tokenization_spaces``), after `before` (a denormalizer)
+    when given; like one, it reads the text as a whole."""
 
     __slots__ = ("_before",)
 
@@ -173,14 +166,9 @@ class StreamingDecoder:
     ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
     with ``legacy``, a special token puts a space in front of the pieces
     before it: without ``skip_special``, their text waits for the next
-    special or added token or ``flush()``.
+    special or added token or ``flush()``."""
 
-    >>> d = tok.streaming_decoder()                             # doctest: +SKIP
-    >>> [d.add_token(i) for i in [15043, 3186]], d.flush()      # doctest: +SKIP
-    (['Hello', ' world'], '')
-    """
-
-    __slots__ = ("_decoder", "_errors", "_utf8", "_held", "_denormalizer")
+    __slots__ = ("_decoder", "_utf8", "_held", "_denormalizer")
 
     def __init__(
         self,
@@ -191,11 +179,9 @@ class StreamingDecoder:
         special_as_text: bool = False,
     ) -> None:
         codecs.lookup_error(errors)  # LookupError now, not at the first id
-        # The compiled decoder keeps the reference's state between ids: the
-        # leading space still to strip, a byte run not yet settled, an id
-        # that is left out if it comes last.
+        # The compiled decoder keeps the reference's state between ids (a
+        # leading space to strip, a byte run, an id left out if it comes last).
         self._decoder = decoder.id_decoder(skip_special, special_as_text)
-        self._errors = errors
         self._denormalizer = decoder.transform
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
         self._held: List[str] = []

@@ -66,9 +66,6 @@ class EncodingMixin:
                 spans.append((len(text), len(text)))
         return ids, spans
 
-    # encode_ordinary(text) -- encode(text, special="none") -- is compiled,
-    # in TokenizerBase (spmbpe/_core.pyx): the per-line hot path.
-
     def encode_batch(
         self,
         texts: Iterable[str],
@@ -121,12 +118,10 @@ class EncodingMixin:
         self, texts: List[Any], special: SpecialPolicy, include: bool, allowed: Optional[FrozenSet[str]],
         num_threads: Optional[int], flat: bool, sample_alpha: float, sample_seed: int,
     ) -> Tuple[List[Any], List[Any], Optional[List[List[int]]]]:
-        """encode_batch's merge: (the texts, checked, the groups' results,
-        their owners: _batch.run_batch)."""
-        # No added token in any text: each is one segment, with the dummy
-        # prefix by the rule the core is handed, and the core checks that it
-        # is a str.  Else the texts with one are planned (_plan_unit leaves
-        # the others whole).
+        """encode_batch's merge: the texts, checked, and _batch.run_batch's result."""
+        # No added token in any text: each is one segment, prefixed by the
+        # rule the core is handed, which checks it is a str.  Else the texts
+        # with one are planned (_plan_unit leaves the others whole).
         prefix_rule = self._all_one_segment(texts, special)
         plain = prefix_rule >= 0
         try:
@@ -144,11 +139,10 @@ class EncodingMixin:
         self, texts: List[str], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None,
         bos_id: int = -1, eos_id: int = -1,
     ) -> Tuple[bytearray, bytearray]:
-        """``encode_batch(texts, return_numpy=True)`` without NumPy (what the
-        command line and ``spmbpe.ray`` write arrays from): (every id as native uint32 in a bytearray, the
-        offsets of each text's ids and the end as native int64 in a
-        bytearray), with `bos_id` before and `eos_id` after each text (-1:
-        none)."""
+        """``encode_batch(texts, return_numpy=True)`` without NumPy, as
+        bytearrays of native uint32 and int64 (what the command line and
+        ``spmbpe.ray`` write arrays from), with `bos_id` before and `eos_id`
+        after each text (-1: none)."""
         include, allowed = special_policy(special)
         texts, results, owners = self._run_batch(
             _batch_list(texts), special, include, allowed, num_threads, True, 0.0, 0
@@ -158,16 +152,13 @@ class EncodingMixin:
     def encode_line_block(
         self, block: Union[bytes, bytearray], *, special: SpecialPolicy = "raise", num_threads: Optional[int] = None
     ) -> Optional[Tuple[bytearray, bytearray]]:
-        """``encode_batch`` over the lines of `block` -- UTF-8 bytes, each
-        line ending with "\\n" and a "\\r" before it left out, as the command
-        line reads text files -- without a str per line: (every id as native
-        uint32 in a bytearray, the offsets of each line's ids and the end as
-        native int64 in a bytearray).  None when
-        the block must take encode_batch's way: an added token of a kind
-        `special` splits out is in it, the planner decides every text, or a
-        line failed (encode_batch then raises its error).  ValueError when
-        the block is not UTF-8.  (The command line's fast path: what
-        ``spmbpe encode`` writes is checked equal to encode_batch's.)"""
+        """``encode_flat`` over the lines of `block` (UTF-8 bytes, each line
+        ending with "\\n" and a "\\r" before it left out, as the command line
+        reads text files) without a str per line.  None when the block must
+        take encode_batch's way: an added token of a kind `special` splits
+        out is in it, the planner decides every text, or a line failed
+        (encode_batch then raises its error).  ValueError when the block is
+        not UTF-8."""
         prefix = self._line_block_prefix(block, special)
         if prefix < 0:
             return None

@@ -1,8 +1,8 @@
 """A small pure-Python reader of GGUF *metadata* (the key/value section).
 
-Only the header and the key/value pairs are read; tensor descriptions and
-tensor data are never touched, so reading the vocabulary of a multi-gigabyte
-model file costs no more than reading a vocabulary-only file.
+Only the header and the key/value pairs are read, never the tensors, so the
+vocabulary of a multi-gigabyte model file costs no more than a
+vocabulary-only file.
 
 File layout (GGUF versions 2 and 3, all integers little-endian, or all
 big-endian in a big-endian file)::
@@ -17,14 +17,9 @@ big-endian in a big-endian file)::
         value  scalar, string, or array (uint32 element type, uint64 count,
                elements)
 
-Values come back as Python objects: integer types as ``int``, FLOAT32/64 as
-``float``, BOOL as ``bool``, STRING as ``str``.  Arrays of strings become
-``list[str]``, arrays of bools ``list[bool]``, numeric arrays a compact
-``array.array`` (typecode ``'f'`` for FLOAT32, ``'i'`` for INT32, ``'I'`` for
-UINT32, ...), and an array of arrays (one level of nesting) a ``list`` of those.
-Any malformation raises :class:`~spmbpe.errors.ModelFormatError` with the byte
-offset where the offending item starts.
-"""
+Numeric arrays come back as a compact ``array.array``.  Any malformation
+raises :class:`~spmbpe.errors.ModelFormatError` with the byte offset where the
+offending item starts."""
 
 from __future__ import annotations
 
@@ -32,6 +27,7 @@ import mmap
 import os
 import struct
 from array import array
+from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, NoReturn, Optional, Tuple, Union
 
 from ._core import split_length_prefixed
@@ -85,52 +81,26 @@ _ARRAY_TYPECODES = {
 # the type (4 bytes) and a one-byte value.
 _MIN_KV_SIZE = 8 + 4 + 1
 
-# Files up to this size are read into memory in one go (fastest); larger ones
-# (model files with tensor data) are memory-mapped so that only the metadata
-# pages are ever touched.
+# Files up to this size are read in one go; larger ones (model files with
+# tensor data) are memory-mapped so that only the metadata pages are touched.
 _READ_ALL_LIMIT = 64 * 1024 * 1024
 
+@dataclass(eq=False)
 class GGUFHeader:
-    """The header and metadata of a GGUF file.
+    """The header and metadata of a GGUF file: `metadata`, key -> value in
+    file order; `types`, key -> the GGUF type name of the value (``"UINT32"``,
+    ``"ARRAY[STRING]"``, ``"ARRAY[ARRAY[INT32]]"``); `offsets`, key -> where its
+    pair starts (for error messages); `metadata_end`, where the tensor
+    descriptions begin.  `path` is None for an in-memory buffer."""
 
-    Attributes:
-        path: the file's path as a string (``None`` for an in-memory buffer).
-        version: the GGUF version (2 or 3).
-        byte_order: ``"little"`` or ``"big"``.
-        tensor_count: the number of tensors the file declares (not read).
-        metadata: key -> value, in file order.
-        types: key -> the GGUF type name of the value, e.g. ``"UINT32"``,
-            ``"ARRAY[STRING]"`` or ``"ARRAY[ARRAY[INT32]]"``.
-        metadata_end: byte offset just past the last key/value pair (where
-            the tensor descriptions begin).
-        offsets: key -> byte offset where its key/value pair starts (for
-            error messages about a value).
-    """
-
-    __slots__ = (
-        "path", "version", "byte_order", "tensor_count", "metadata", "types",
-        "metadata_end", "offsets",
-    )
-
-    def __init__(
-        self,
-        path: Optional[str],
-        version: int,
-        byte_order: str,
-        tensor_count: int,
-        metadata: Dict[str, object],
-        types: Dict[str, str],
-        metadata_end: int,
-        offsets: Optional[Dict[str, int]] = None,
-    ) -> None:
-        self.path = path
-        self.version = version
-        self.byte_order = byte_order
-        self.tensor_count = tensor_count
-        self.metadata = metadata
-        self.types = types
-        self.metadata_end = metadata_end
-        self.offsets = {} if offsets is None else offsets
+    path: Optional[str]
+    version: int
+    byte_order: str  # "little" or "big"
+    tensor_count: int
+    metadata: Dict[str, object]
+    types: Dict[str, str]
+    metadata_end: int
+    offsets: Dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (
@@ -140,20 +110,15 @@ class GGUFHeader:
         )
 
 
+@dataclass(eq=False, repr=False)
 class RawStrings:
     """A string array kept as bytes: element i is
-    ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8).
+    ``arena[offsets[i]:offsets[i+1]]`` (not yet checked to be UTF-8);
+    ``data_offset``, where the first element's length field is in the file."""
 
-    ``data_offset`` is the file offset of the first element's length field,
-    so :meth:`file_offset` can name where element i's bytes sit.
-    """
-
-    __slots__ = ("arena", "offsets", "data_offset")
-
-    def __init__(self, arena: bytes, offsets: "array[int]", data_offset: int) -> None:
-        self.arena = arena
-        self.offsets = offsets
-        self.data_offset = data_offset
+    arena: bytes
+    offsets: "array[int]"
+    data_offset: int
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -166,22 +131,16 @@ class RawStrings:
 def read_gguf_metadata(
     path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
 ) -> Dict[str, object]:
-    """Return the key/value metadata of the GGUF file at ``path``.
-
-    String arrays under `raw_string_keys` come back as :class:`RawStrings`
-    (no Python object per element: what the vocabulary loader wants).
-    """
+    """The key/value metadata of the GGUF file at ``path``; string arrays
+    under `raw_string_keys` as :class:`RawStrings` (no object per element)."""
     return read_gguf_header(path, raw_string_keys).metadata
 
 
 def read_gguf_header(
     path: Union[str, "os.PathLike[str]"], raw_string_keys: Iterable[str] = ()
 ) -> GGUFHeader:
-    """Read the header and the metadata of the GGUF file at ``path``.
-
-    Raises FileNotFoundError if there is no such file, and ModelFormatError if
-    the file is not a well-formed GGUF v2/v3 file (as far as its metadata).
-    """
+    """The header and the metadata of the GGUF file at ``path``;
+    ModelFormatError if they are not well-formed GGUF v2/v3."""
     path_str = os.fspath(path)
     with open(path_str, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -199,11 +158,8 @@ def parse_gguf_header(
     path: object = None,
     raw_string_keys: Iterable[str] = (),
 ) -> GGUFHeader:
-    """Parse GGUF metadata from an in-memory buffer (``bytes``, ``bytearray``,
-    ``memoryview`` or ``mmap``).  ``path`` is only used in error messages.
-
-    Every value returned is a copy: nothing refers to ``data`` afterwards.
-    """
+    """read_gguf_header of an in-memory buffer (``path`` names it in
+    errors).  Every value returned is a copy: nothing refers to ``data``."""
     if not isinstance(data, (bytes, mmap.mmap)):
         data = bytes(data)
     parser = _Parser(data, None if path is None else str(path), frozenset(raw_string_keys))

@@ -1,17 +1,12 @@
 """``tok(texts, padding=..., truncation=..., return_tensors="np")``: the call
-transformers' tokenizers answer, for preprocessing code written for them.
-
-Semantics are those of ``PreTrainedTokenizerBase.__call__`` (transformers 4.x)
-for single sequences: truncation removes text ids (from the right, or the
-left with ``truncation_side="left"``) so that, with BOS/EOS added, a sequence
-has at most ``max_length`` ids; padding goes on the right (or the left) with
-the pad id, and ``attention_mask`` is 1 on ids and 0 on padding.
+transformers' tokenizers answer (``PreTrainedTokenizerBase.__call__``,
+transformers 4.x, for single sequences), for preprocessing code written for
+them.
 
 Where they differ: truncation and ``padding="max_length"`` need
 ``max_length`` (spmbpe does not know the model's limit), and a ``max_length``
 with room for BOS/EOS only truncates the text to nothing, where transformers
-logs an error and leaves the text whole.
-"""
+logs an error and leaves the text whole."""
 
 from __future__ import annotations
 

@@ -35,10 +35,8 @@ def read_json_object(path: str) -> Dict[str, Any]:
 def parse_json_object(raw: bytes, path: str) -> Dict[str, Any]:
     """The JSON object in `raw`, the bytes of the file `path` (named in
     errors, with the offset); ModelFormatError if it is not one."""
-    # (Read as bytes and decoded at once, no newline translation, and parsed
-    # with the GC held off: a tokenizer.json's tens of thousands of merge
-    # rules are as many small lists, which the collector would otherwise
-    # traverse again and again while they are made.)
+    # (Decoded at once, no newline translation; parsed with the GC held off,
+    # as a tokenizer.json's merge rules are tens of thousands of small lists.)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -70,9 +68,8 @@ def json_id(value: object) -> Optional[int]:
 
 
 def added_token(entry: Mapping[str, Any], token_id: int, where: str, *, special: Optional[bool] = None) -> AddedToken:
-    """The AddedToken of an entry whose ``content`` is a string: its
-    ``special`` (unless `special` overrides it), ``lstrip`` and ``rstrip``
-    flags.  ``single_word`` (match whole words only) is not implemented:
+    """The AddedToken of an entry whose ``content`` is a string, with its
+    flags; ``single_word`` (match whole words only) is not implemented:
     UnsupportedFeatureError naming `where` (the file or folder)."""
     content = entry["content"]
     if entry.get("single_word"):

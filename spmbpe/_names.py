@@ -17,10 +17,8 @@ __all__ = ["NamesMixin"]
 
 
 class NamesMixin:
-    """Mixed into SpmTokenizer; every method calls one of its own."""
-
-    # Each method calls SpmTokenizer's own (self: Any: this class holds none
-    # of them, and names no second implementation).
+    """Mixed into SpmTokenizer; every method calls one of its own (hence
+    ``self: Any``: this class holds none of them)."""
 
     # ------------------------------------------------------------ transformers
 

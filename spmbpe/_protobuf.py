@@ -4,8 +4,7 @@ A message is a run of fields, each a key, the varint ``number << 3 | wire``,
 then a value: wire type 0 a varint (base-128, low group first, at most 10
 bytes), 1 eight bytes, 2 a varint length and that many bytes (strings, bytes,
 embedded messages), 5 four bytes.  Groups (3, 4) and the types 6 and 7 are
-rejected.  A message's table maps field numbers to a :class:`Field` (name,
-kind, proto default), the kind giving the wire type and the conversion.
+rejected.  A message's table maps field numbers to a :class:`Field`.
 
 As in protobuf (proto2): fields come in any order and any number of times
 (the last scalar wins, repeated fields accumulate, embedded messages merge);
@@ -14,10 +13,9 @@ a closed enum does not store a value outside it; unknown fields are
 skipped, whatever their number.  Stricter than protobuf: a known field of
 the wrong wire type, and invalid UTF-8 in a ``string``, raise.  Every error
 is a :class:`ModelFormatError` naming the file, a byte offset (the field's
-key, or the bad byte) and the field.  Every length is checked against the end of
-its enclosing message before a slice is taken, so a corrupt length never
-causes an allocation.
-"""
+key, or the bad byte) and the field.  Every length is checked against the
+end of its enclosing message before a slice is taken, so a corrupt length
+never causes an allocation."""
 
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
-"""A pure-Python reader of sentencepiece ``.model`` files.
+"""A pure-Python reader of sentencepiece ``.model`` files: one serialized
+``sentencepiece.ModelProto`` (proto2, ``src/sentencepiece_model.proto``),
+decoded by ``_protobuf.py`` from the field tables below.
 
-A ``.model`` file is one serialized ``sentencepiece.ModelProto`` (proto2,
-sentencepiece's ``src/sentencepiece_model.proto``), decoded by the protobuf
-wire reader of ``_protobuf.py`` (without the ``protobuf`` package) from the
-tables below: the fields of ``ModelProto`` and ``SentencePiece`` and those
-declared on :class:`TrainerSpec` and :class:`NormalizerSpec`, with their
-numbers and proto defaults.  Beyond the wire format's errors, a piece that is
-not valid UTF-8 and a model without pieces raise :class:`ModelFormatError`;
-what sentencepiece checks when it *builds* a model (no duplicate pieces, one
-UNKNOWN piece, ...) is left to the caller.  A file cut between two top-level
-fields is a valid, shorter message (cut after its last piece, a model
-without ``trainer_spec``, so of ``model_type`` UNIGRAM).
-"""
+Beyond the wire format's errors, a piece that is not valid UTF-8 and a
+model without pieces raise :class:`ModelFormatError`; what sentencepiece
+checks when it *builds* a model (no duplicate pieces, one UNKNOWN piece,
+...) is left to the caller.  A file cut between two top-level fields is a
+valid, shorter message, as protobuf reads it."""
 
 from __future__ import annotations
 
@@ -119,13 +114,10 @@ _PIECE_WHAT = {"piece": "the piece string", "score": "the score", "type": "the t
 
 class SpmModelProto:
     """A decoded ``ModelProto``.  Pieces are kept compact: piece ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]`` (``offsets`` an ``array('q')`` of
-    ``len(self) + 1`` entries), ``scores`` an ``array('f')``, ``types`` one
-    ``SentencePiece.Type`` byte per piece.  ``trainer`` is a
-    :class:`TrainerSpec` (all defaults when the file has none);
-    ``normalizer`` and ``denormalizer`` are :class:`NormalizerSpec` objects,
-    or ``None`` when the file has none (sentencepiece then normalizes by
-    ``NormalizerSpec()``: :attr:`normalizer_or_default`)."""
+    ``arena[offsets[i]:offsets[i + 1]]``, ``scores`` an ``array('f')``,
+    ``types`` one ``SentencePiece.Type`` byte per piece.  ``normalizer`` and
+    ``denormalizer`` are ``None`` when the file has none (sentencepiece then
+    normalizes by ``NormalizerSpec()``: :attr:`normalizer_or_default`)."""
 
     __slots__ = ("path", "arena", "offsets", "scores", "types", "trainer", "normalizer", "denormalizer",
                  "_checked_pieces")
@@ -165,9 +157,8 @@ class SpmModelProto:
         return self.piece_bytes(i).decode("utf-8")
 
     def packed_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
-        """(arena, offsets) when still of the reader's kinds (bytes, and an
-        array('q') of len(self) + 1), which compiled code takes as they are;
-        None when a caller has set others (the fields are writable)."""
+        """(arena, offsets) when still of the reader's kinds, which compiled
+        code takes as they are; None when a caller has set others."""
         arena, offs = self.arena, self.offsets
         whole = isinstance(offs, array) and offs.typecode == "q" and len(offs) == len(self.types) + 1
         return (arena, offs) if type(arena) is bytes and whole else None
@@ -192,9 +183,8 @@ class SpmModelProto:
 # ----------------------------------------------------------- the ModelProto
 
 # A run of pieces: their bytes; count + 1 offsets into the whole model's
-# arena, from where the run starts; the scores as read (little-endian
-# float32); one type byte each; the index in the run of the first piece
-# that is not valid UTF-8 (-1: none; None: not checked).
+# arena; the scores as read (little-endian float32); one type byte each; the
+# first piece that is not valid UTF-8 (-1: none; None: not checked).
 _Run = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
 
 
@@ -222,8 +212,7 @@ def parse_model_proto(
     path: Optional[Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]] = None,
 ) -> SpmModelProto:
     """Decode a serialized ``sentencepiece.ModelProto``; ``path`` names it in
-    errors.  Raises :class:`~spmbpe.errors.ModelFormatError` (with the byte
-    offset of the bad item) on any malformation."""
+    errors (ModelFormatError, with the byte offset of the bad item)."""
     spath = None if path is None else os.fsdecode(os.fspath(path))
     data = bytes(data)
     n = len(data)

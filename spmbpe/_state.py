@@ -1,23 +1,14 @@
-"""What a tokenizer is made of, as canonical bytes: its pickle and its fingerprint.
+"""What a tokenizer is made of, as canonical bytes: its pickle and its
+fingerprint (docs/architecture.md, "Beside the path").
 
-A tokenizer is fully described by its :class:`~spmbpe.spec.TokenizerSpec`:
-the piece table, the merge ranks, the token types, the settings (reference,
-prefix scheme, added tokens, special ids, normalizers, ...) and, for a
-``tokenizer.json``, its ranked merges.  This module writes a spec as one
-byte string in a small tagged format of its own, so that
-
-* pickling a tokenizer sends the vocabulary itself, never a path to a file
-  the worker may not have, and gives the same bytes in every process and
-  run (``datasets`` hashes functions through their pickle);
-* ``SpmTokenizer.fingerprint`` is the SHA-256 of those bytes: equal for the
-  same vocabulary and settings however they were loaded, different when any
-  setting that can change an id differs.
-
-The settings written are every keyword of ``TokenizerSpec.build``
-(``spec.settings``) and the reference's own options, so a new setting is
-covered without touching this module (or raises ``TypeError`` here when it is
-of a kind the format cannot write).
-"""
+A spec is written as one byte string in a small tagged format of its own,
+so that a pickle carries the vocabulary itself, never a path, with the same
+bytes in every process and run (``datasets`` hashes functions through their
+pickle), and the fingerprint (their SHA-256) changes when any setting that
+can change an id does.  Every keyword of ``TokenizerSpec.build``
+(``spec.settings``) and the reference's own options are written, so a new
+setting needs no change here (or raises ``TypeError`` when it is of a kind
+the format cannot write)."""
 
 from __future__ import annotations
 
@@ -134,10 +125,8 @@ def _canonical_merges(merges: Optional[RankedMerges]) -> Optional[RankedMerges]:
     return (*distinct, fuse_unknown, ignore_merges)
 
 
-# What turns a spec into a tokenizer: spmbpe.tokenizer.tokenizer_from_spec, registered by
-# spmbpe/tokenizer.py when the class is defined.  (This module sits below
-# the tokenizer and must not import it; unpickling imports the spmbpe
-# package first, which defines the class.)
+# What turns a spec into a tokenizer: tokenizer_from_spec, registered by
+# spmbpe/tokenizer.py, which this module sits below and must not import.
 _BUILDER: Optional[Callable[[TokenizerSpec], Any]] = None
 
 
@@ -159,9 +148,7 @@ def restore(data: bytes) -> Any:
         raise ValueError(f"corrupt spmbpe tokenizer state: {len(data) - end} trailing bytes")
     table, rank, types, options, ranked_merges = value
     spec = TokenizerSpec.build(table, rank, types, ranked_merges, **_settings(options))
-    if _BUILDER is None:
-        # A fresh interpreter unpickling imports only this module; the
-        # tokenizer's registers the builder (this module sits below it).
+    if _BUILDER is None:  # a fresh interpreter unpickling has imported only this module
         import_module(f"{__package__}.tokenizer")
     assert _BUILDER is not None
     return _BUILDER(spec)

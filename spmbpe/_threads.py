@@ -1,18 +1,12 @@
 """How many threads a batch uses, and the worker pool that runs them.
 
 The default is the number of CPUs this process may actually use: its CPU
-affinity (``taskset``, ``os.sched_getaffinity``) and its cgroup's CPU quota
-(a container's ``--cpus``: cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``),
-not the machine's core count. ``SPMBPE_NUM_THREADS`` or
-``spmbpe.set_num_threads(n)`` overrides it; ``num_threads=`` overrides both
-for one call.
+affinity and its cgroup's CPU quota (a container's ``--cpus``), not the
+machine's core count; docs/api.md says how to override it.
 
 One pool serves every tokenizer of the process, with as many threads as the
 largest count asked for up to the available CPUs (a thread beyond them would
-only wait for a core). A call that asks for more gets a pool of its own, shut
-down when the call returns: no thread outlives its use beyond that one pool of
-at most the available CPUs. A forked child starts a pool of its own.
-"""
+only wait for a core); a forked child starts a pool of its own."""
 
 from __future__ import annotations
 

@@ -32,13 +32,11 @@ from .spec import TokenizerSpec
 from .tokenizer_json import (
     DerivedMerges, LazyVocab, MergesInFile, VocabInFile, read_tokenizer_json, spec_from_json,
 )
-from .tokens import AddedToken, TokenType
+from .tokens import TokenType
 
 __all__ = ["read_transformers5_spec", "backend_json", "generate_merges"]
 
 _MARKER = "\u2581"
-# (LLAMA_CLASSES: the classes whose __init__ rebuilds the pipeline as below;
-# LlamaTokenizerFast is an alias of LlamaTokenizer in 5.x.)
 
 
 def read_transformers5_spec(folder: str) -> TokenizerSpec:
@@ -167,10 +165,9 @@ def _token_entry(value: Any, where: str, special_default: bool) -> Dict[str, Any
 def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
     """The ``tokenizer.json`` object of the pipeline transformers 5 builds
     for `folder` (``tokenizer.backend_tokenizer.to_str()``).  Unless
-    `spell`, the merges it derives from a ``tokenizer.model`` are a
-    DerivedMerges (spec_from_json derives them as ids in compiled code,
-    far quicker than generate_merges spells them), and a tokenizer.json's
-    merges and vocabulary are left in the file (read_tokenizer_json)."""
+    `spell`, merges derived from a ``tokenizer.model`` are a DerivedMerges,
+    and a tokenizer.json's merges and vocabulary are left in the file, for
+    compiled code to read."""
     config_path = os.path.join(folder, "tokenizer_config.json")
     json_path = os.path.join(folder, "tokenizer.json")
     has_config = os.path.isfile(config_path)
@@ -230,10 +227,10 @@ def backend_json(folder: str, spell: bool = True) -> Dict[str, Any]:
 def _pipeline_source(
     folder: str, spell: bool
 ) -> Tuple[Any, Any, Optional[Dict[str, Any]], List[Tuple[str, int]], Optional[List[Any]]]:
-    """What the pipeline takes from the folder's files: (the vocabulary, the
+    """What the pipeline takes from the folder's files: the vocabulary, the
     merges, the post-processor (None: the config's template), the model's
-    CONTROL/USER_DEFINED pieces with their kinds, the tokenizer.json's added
-    tokens (None without one))."""
+    CONTROL/USER_DEFINED pieces, the tokenizer.json's added tokens (None
+    without one)."""
     json_path = os.path.join(folder, "tokenizer.json")
     model_path = os.path.join(folder, "tokenizer.model")
     if os.path.isfile(json_path):
@@ -264,9 +261,8 @@ def _pipeline_source(
             vocab = model_vocab
             merges = DerivedMerges(lambda: [[a, b] for a, b in generate_merges(model_vocab.spell())])
         # ... and every CONTROL and USER_DEFINED piece becomes an added
-        # token (special for CONTROL), matched on the raw text.
-        # (The kinds as a set of ints, looked up once: an enum member's
-        # lookup and comparison per piece is slow over 32,000 pieces.)
+        # token (special for CONTROL), matched on the raw text.  (Kinds as
+        # ints: an enum member's comparison per piece is slow.)
         added_kinds = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
         model_pieces = [(proto.piece(i), kind) for i, kind in enumerate(proto.types) if kind in added_kinds]
         return vocab, merges, None, model_pieces, None
@@ -277,9 +273,8 @@ def _pipeline_source(
 
 class _ModelVocab(LazyVocab):
     """A tokenizer.model's pieces as the vocabulary convert makes of them
-    ({piece: id}, a repeated piece keeping its last id): spec_from_json
-    takes the reader's arena as it is, where a dict of 32,000 strs was
-    made, turned around by id and encoded back."""
+    ({piece: id}, a repeated piece keeping its last id), which
+    spec_from_json takes as the reader's arena, with no str per piece."""
 
     def __init__(self, proto: SpmModelProto) -> None:
         super().__init__()
@@ -362,8 +357,7 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
                   model_pieces: List[Tuple[str, int]], file_added: Any, json_path: str) -> List[Dict[str, Any]]:
     """The backend's added tokens, in the order transformers adds them
     (the first token of a text wins; tokenizers' add_tokens ignores a
-    repeat).  `file_added`: the tokenizer.json's added_tokens (None
-    without one)."""
+    repeat)."""
     where = os.path.join(folder, "tokenizer_config.json")
     explicit = _explicit_added(folder, config, file_added, json_path)
 
@@ -377,11 +371,9 @@ def _added_tokens(folder: str, config: Dict[str, Any], vocab: Union[Dict[str, in
             return
         if entry["content"] in seen:
             if special_again:
-                # TokenizersBackend._post_init gives the named and extra
-                # special tokens to tokenizers' add_special_tokens: a text
-                # already added (a USER_DEFINED piece, say) becomes special,
-                # its flags unchanged (AddedVocabulary.add_special_tokens
-                # marks the text, then ignores a token of the same text).
+                # TokenizersBackend._post_init: tokenizers' add_special_tokens
+                # makes a text already added (a USER_DEFINED piece, say)
+                # special, its flags unchanged.
                 seen[entry["content"]]["special"] = True
             return
         token_id = vocab.get(entry["content"])
@@ -477,6 +469,3 @@ def generate_merges(vocab: Dict[str, int]) -> List[Tuple[str, str]]:
                     append((merged_id, k, size - k, left_id, right_id, left, right))
     rules.sort()
     return [(r[5], r[6]) for r in rules]
-
-
-# ------------------------------------------------------------ added-token matching

@@ -90,8 +90,7 @@ def checked_id(
     fail: Callable[[str], Exception] = VocabularyError,
 ) -> Optional[int]:
     """A special id (BOS, EOS, UNK, PAD) as an int, None when absent; an id
-    outside the vocabulary raises ``fail(message)`` (a loader passes one
-    that names the file)."""
+    outside the vocabulary raises ``fail(message)``."""
     if value is None:
         return None
     if not 0 <= int(value) < n:

@@ -1,28 +1,15 @@
 """The spmbpe command line (its program, console script and ``python -m
 spmbpe``, is spmbpe/__main__.py); docs/cli.md is its reference.
 
-    spmbpe encode [INPUT ...]     token ids of each document (txt, jsonl, npy, bin, ds)
-    spmbpe count [INPUT ...]      token totals per input and overall
-    spmbpe decode [INPUT ...]     ids back to text (txt, jsonl, npy, bin, ds, an output by name)
-    spmbpe info [MODEL]           what a tokenizer file holds
-
-    echo "Hello world" | spmbpe encode              # bundled mistral-v1: 22557 1526
-    spmbpe encode --model tokenizer.model --format npy --output corpus.npy a.txt b.jsonl
-
-Inputs are text files (a document per line, per paragraph or per file:
-``--documents``), JSONL files (a document per object, its ``--field``, or
-one per ``--json-keys`` key) or standard input; gzip-compressed ones (a
-``.gz`` name, or data starting with the gzip magic bytes, standard input
-too) are decompressed as they are read. Errors are one line on
-standard error, ``spmbpe: error: ...``, naming the file and line; exit code
-1 (2 for a bad option or model), 130/143 when interrupted.
+Errors are one line on standard error, ``spmbpe: error: ...``, naming the
+file and line; exit code 1 (2 for a bad option or model), 130/143 when
+interrupted.
 
 The layers: this module parses the arguments and turns every failure into
 one line; _cli_encode runs encode and count (_cli_read reads documents,
 _cli_progress reports), _cli_decode and _cli_info the other commands; the
 files themselves are written by _arrays (shared with spmbpe.ray) through
-_atomic, with _signals deciding where an interrupt takes effect.
-"""
+_atomic, with _signals deciding where an interrupt takes effect."""
 
 from __future__ import annotations
 
@@ -54,25 +41,22 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Runs the command; every failure is one line on standard error."""
+    """Runs the command; every failure is one line on standard error (main
+    then removes what the run left unfinished)."""
     try:
         return int(args.run(args) or 0)
     except CliError as e:
-        discard_all()
         _error(str(e))
         return e.code
     except OutputError as e:
-        discard_all()
         _error(str(e))
         return 1
     except (Interrupted, KeyboardInterrupt) as e:
-        discard_all()
         # A sharded run keeps its complete shards (_encode_arrays says so).
         kept = getattr(e, "kept", None) or "no partial output was left"
         _error(f"interrupted; {kept}", prefix="spmbpe")
         return 128 + e.signum if isinstance(e, Interrupted) else 130
     except BrokenPipeError:
-        discard_all()
         # The reader of standard output went away (| head): stop quietly.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -81,12 +65,10 @@ def _run(args: argparse.Namespace) -> int:
             pass
         return 0
     except OSError as e:
-        discard_all()
         where = f"{e.filename}: " if e.filename else ""
         _error(f"{where}{e.strerror or e}")
         return 1
     except MemoryError:
-        discard_all()
         _error("out of memory (try a smaller --batch-size)")
         return 1
 

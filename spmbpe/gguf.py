@@ -1,16 +1,8 @@
-"""Tokenizers from GGUF files, with llama.cpp's semantics.
-
-llama.cpp is what runs a GGUF file, so every rule here is llama.cpp's
-(``src/llama-vocab.cpp``, ``llama_vocab::impl::load`` and ``tokenize``):
-
-* the dummy prefix goes before every text fragment that starts the input or
-  follows a special token (``is_prev_special``);
-* CONTROL, USER_DEFINED and UNKNOWN pieces are split out of the text before
-  merging, longest first; with ``special="none"`` only USER_DEFINED ones;
-* a merge may build any piece of the vocabulary, whatever its type;
-* token attributes llama.cpp derives from token texts (the end-of-generation
-  list becomes CONTROL) and from the model name (Phi-3: RSTRIP) are applied.
-"""
+"""Tokenizers from GGUF files: the metadata read into a spec as llama.cpp
+reads it (``src/llama-vocab.cpp``, ``llama_vocab::impl::load``), with the
+token attributes llama.cpp derives from token texts (the end-of-generation
+list becomes CONTROL) and from the model name (Phi-3: RSTRIP); the encoding
+and decoding rules are references/llamacpp.py's."""
 
 from __future__ import annotations
 
@@ -58,9 +50,8 @@ class _Source:
 def spec_from_gguf_metadata(
     meta: Dict[str, object], path: Optional[str] = None, offsets: Optional[Dict[str, int]] = None
 ) -> TokenizerSpec:
-    """The TokenizerSpec of already-read GGUF metadata (key -> value);
-    `offsets` (key -> byte offset of its pair) only make error messages
-    precise."""
+    """The TokenizerSpec of already-read GGUF metadata; `offsets` (key ->
+    byte offset of its pair) make error messages precise."""
     src = _Source(path, offsets)
     model = meta.get("tokenizer.ggml.model")
     if model is None:
@@ -181,6 +172,7 @@ _ATTR_OF_TYPE: Dict[int, int] = {  # (a TokenType is an int)
     TokenType.UNUSED: _UNUSED,
     TokenType.BYTE: _BYTE,
 }
+_TYPE_OF_ATTR = {attr: TokenType(t) for t, attr in _ATTR_OF_TYPE.items()}
 
 # Texts llama.cpp marks CONTROL whatever the file says: the end-of-generation
 # list, and the end-of-turn/fill-in-the-middle lists of its auto-detection.
@@ -226,8 +218,7 @@ def _token_attributes(
     table: PieceTable, types: bytes, meta: Dict[str, object], eos: Optional[int], n: int
 ) -> Dict[int, int]:
     """llama.cpp's attribute bits of every token that is special or that a
-    rule of llama_vocab::impl::load touches (by token text or model name);
-    every other token keeps the attribute of its type."""
+    rule of llama_vocab::impl::load touches (by token text or model name)."""
     attrs: Dict[int, int] = {}
     for kind in (TokenType.UNKNOWN, TokenType.CONTROL, TokenType.USER_DEFINED):
         i = types.find(kind)
@@ -241,9 +232,9 @@ def _token_attributes(
     ids = _Lookup(table)
 
     # Fill-in-the-middle auto-detection: when the file names no id for a
-    # category, llama.cpp marks the first listed text it meets CONTROL.  It
-    # meets them in hash-map order; marking every one present agrees with
-    # it whenever a vocabulary has at most one text per category.
+    # category, llama.cpp marks the first listed text it meets (in hash-map
+    # order) CONTROL; marking every one present agrees with it whenever a
+    # vocabulary has at most one text per category.
     for key, (old_key, texts) in _FIM_TEXTS.items():
         if key in meta or (old_key is not None and old_key in meta):
             continue
@@ -318,16 +309,9 @@ class _Lookup:
 def _type_of(attr: int) -> TokenType:
     """The TokenType a set of attribute bits acts as (CONTROL first: a
     CONTROL bit makes a token special whatever else it is)."""
-    if attr & _CONTROL:
-        return TokenType.CONTROL
-    if attr & _UNKNOWN:
-        return TokenType.UNKNOWN
-    if attr & _USER_DEFINED:
-        return TokenType.USER_DEFINED
-    if attr & _BYTE:
-        return TokenType.BYTE
-    if attr & _UNUSED:
-        return TokenType.UNUSED
+    for bit in (_CONTROL, _UNKNOWN, _USER_DEFINED, _BYTE, _UNUSED):
+        if attr & bit:
+            return _TYPE_OF_ATTR[bit]
     return TokenType.NORMAL
 
 

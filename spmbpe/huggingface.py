@@ -1,7 +1,6 @@
-"""Tokenizers from HuggingFace model folders, as transformers runs them.
-
-A folder with ``tokenizer.model`` and ``tokenizer_config.json`` is what the
-slow ``LlamaTokenizer`` (transformers 4.x) reads, so its rules apply:
+"""Tokenizers from HuggingFace model folders as transformers 4's slow
+``LlamaTokenizer`` reads them (``tokenizer.model`` and
+``tokenizer_config.json``):
 
 * ``legacy`` (absent means true, as transformers treats it) picks where the
   dummy prefix goes: true prefixes every text segment between added tokens
@@ -9,7 +8,8 @@ slow ``LlamaTokenizer`` (transformers 4.x) reads, so its rules apply:
 * ``added_tokens_decoder`` entries are split out of the raw text first, with
   their ``lstrip``/``rstrip``; bos/eos/unk (and pad) always are;
 * ``add_bos_token``/``add_eos_token`` say what ``add_special_tokens=True`` adds.
-"""
+
+The encoding and decoding rules are references/transformers4.py's."""
 
 from __future__ import annotations
 
@@ -192,8 +192,8 @@ def _added_tokens(config: Dict[str, Any], folder: str) -> List[AddedToken]:
 
 
 def _appended(proto: SpmModelProto, extra: List[AddedToken], folder: str) -> SpmModelProto:
-    """The model proto with added tokens past its last piece appended (HF
-    gives them the next ids; they are never merge results)."""
+    """The model proto with the added tokens past its last piece appended
+    (never merge results)."""
     n = len(proto)
     expected = n
     pieces: List[bytes] = []

@@ -78,8 +78,7 @@ def read_spec(path: Union[str, "os.PathLike[str]"], *, reference: Optional[str] 
 
 
 def _folder_spec(folder: str, reference: str) -> TokenizerSpec:
-    """A model folder read as `reference` ("transformers4" is the format
-    detection of _reader: transformers 4's slow tokenizer)."""
+    """A model folder read as `reference` (but "transformers4": _reader)."""
     if reference == "llama.cpp":
         raise UnsupportedModelError(
             f"{folder}: a model folder has no llama.cpp reading (llama.cpp reads GGUF files); "
@@ -110,14 +109,14 @@ def _folder_spec(folder: str, reference: str) -> TokenizerSpec:
 
 def _reader(path: str) -> Callable[[str], TokenizerSpec]:
     """The loader that reads `path` into a spec, by its contents."""
+    from .tokenizer_json import read_tokenizer_json_spec
+
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.model")):
             from .huggingface import read_hf_folder_spec
 
             return read_hf_folder_spec
         if os.path.isfile(os.path.join(path, "tokenizer.json")):
-            from .tokenizer_json import read_tokenizer_json_spec
-
             return lambda folder: read_tokenizer_json_spec(os.path.join(folder, "tokenizer.json"))
         raise UnsupportedModelError(
             f"{path}: a folder with neither tokenizer.model nor tokenizer.json; spmbpe.load "
@@ -127,7 +126,6 @@ def _reader(path: str) -> Callable[[str], TokenizerSpec]:
         head = f.read(64)
     from .gguf import read_gguf_spec
     from .sentencepiece import read_model_proto_spec
-    from .tokenizer_json import read_tokenizer_json_spec
 
     if head[:4] == _GGUF_MAGIC:
         return read_gguf_spec

@@ -1,14 +1,6 @@
 """Tokenizing a Ray Data dataset, on one machine or a cluster (``pip install
-spmbpe[ray]``).
-
-    import ray, spmbpe, spmbpe.ray
-
-    tok = spmbpe.load("tokenizer.model")                  # read once, on the driver
-    ds = ray.data.read_text("corpus/")                    # a row per line, column "text"
-    spmbpe.ray.write_arrays(ds, tok, "corpus.npy")        # as `spmbpe encode --format npy`
-    ids = spmbpe.ray.tokenize(ds, tok)                    # or a Dataset with a column "input_ids"
-
-(docs/api.md, "Ray Data", has the example that tests/test_ray.py runs.)
+spmbpe[ray]``); docs/api.md, "Ray Data", has the example that tests/test_ray.py
+runs.
 
 The tokenizer travels to the workers as its pickle (the vocabulary's bytes,
 never a path), once per worker: each worker of the ``map_batches`` actor
@@ -16,17 +8,15 @@ pool unpickles it in its constructor and encodes every batch it gets with
 ``encode_batch(..., return_numpy=True)``.  The result is an Arrow list column
 built from the flat ids and offsets, with no Python int per token.
 
-``write_arrays`` tokenizes the same way, gathers the documents on the driver
-in dataset order and writes them with the command line's own writer (``spmbpe/_arrays.py``), so
-the files are byte for byte those of ``spmbpe encode --format npy|bin|ds``
-on the same documents and options; ``tokenize`` alone returns a Ray Dataset
-any Ray writer takes (``write_parquet`` to shared storage, ...).
-"""
+``write_arrays`` gathers the documents on the driver in dataset order and
+writes them with the command line's own writer (``spmbpe/_arrays.py``), so the
+files are byte for byte those of ``spmbpe encode --format npy|bin|ds``."""
 
 from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from .tokenizer import SpecialPolicy, SpmTokenizer
@@ -37,24 +27,16 @@ if TYPE_CHECKING:
 __all__ = ["tokenize", "write_arrays"]
 
 
+@dataclass(eq=False, repr=False)
 class _Encode:
     """The map_batches callable: one per worker, holding its tokenizer."""
 
-    def __init__(
-        self,
-        tokenizer: SpmTokenizer,
-        column: str,
-        output_column: str,
-        special: SpecialPolicy,
-        add_special_tokens: bool,
-        num_threads: Optional[int],
-    ) -> None:
-        self.tok = tokenizer
-        self.column = column
-        self.output_column = output_column
-        self.special = special
-        self.add_special_tokens = add_special_tokens
-        self.num_threads = num_threads
+    tok: SpmTokenizer
+    column: str
+    output_column: str
+    special: SpecialPolicy
+    add_special_tokens: bool
+    num_threads: Optional[int]
 
     def __call__(self, batch: Any) -> Any:
         import numpy as np
@@ -106,7 +88,7 @@ def tokenize(
     out = ds.map_batches(
         _Encode,
         fn_constructor_kwargs=dict(
-            tokenizer=tok, column=column, output_column=output_column, special=special,
+            tok=tok, column=column, output_column=output_column, special=special,
             add_special_tokens=add_special_tokens, num_threads=num_threads,
         ),
         batch_format="pyarrow",
@@ -134,17 +116,12 @@ def write_arrays(
     num_threads: int = 1,
 ) -> Dict[str, int]:
     """Tokenizes `column` of `ds` on the workers (:func:`tokenize`) and
-    writes the ids as ``spmbpe encode --format npy|bin|ds --output OUTPUT``
-    does: ``OUTPUT`` (all ids, ``uint16`` when the vocabulary fits),
-    ``OUTPUT.docs.npy`` (npy), Megatron's ``.idx`` (bin) or datatrove's
-    ``.ds.index`` (ds), and ``OUTPUT.npy.meta.json`` (``.bin.meta.json``,
-    ``.ds.meta.json``: tokenizer fingerprint, settings, counts), replacing
-    whatever an earlier run wrote
-    under that name; with `shard_size`, shards of at most that many tokens
-    at document boundaries.
-    The documents are gathered on the driver in the order of `ds`. `fmt`
-    defaults to the extension of `output`.  Returns the document and token
-    counts.
+    writes the ids, gathered on the driver in the order of `ds`, as ``spmbpe
+    encode --format npy|bin|ds --output OUTPUT`` does (docs/cli.md), with
+    its metadata file, replacing whatever an earlier run wrote under that
+    name; with `shard_size`, shards of at most that many tokens at document
+    boundaries.  `fmt` defaults to the extension of `output`.  Returns the
+    document and token counts.
     """
     import numpy as np
 

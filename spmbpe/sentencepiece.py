@@ -1,16 +1,6 @@
-"""Tokenizers from sentencepiece ``.model`` files, with sentencepiece's rules.
-
-sentencepiece is what runs a bare ``tokenizer.model``, so every rule here is
-its own (``src/bpe_model.cc``, ``model_interface.cc``,
-``sentencepiece_processor.cc``):
-
-* only NORMAL, USER_DEFINED and UNUSED pieces are built by merges, and an
-  UNUSED piece is split back into the halves that built it;
-* USER_DEFINED pieces are matched in the normalized text, longest first at
-  each position, and never merged with their neighbours; control pieces
-  spelled in the text are plain text;
-* without byte fallback, a run of unknown characters gives one ``<unk>``.
-"""
+"""Tokenizers from sentencepiece ``.model`` files: the ModelProto read into a
+spec, its ids, normalizer and BOS/EOS as sentencepiece takes them; the
+encoding and decoding rules are references/sentencepiece.py's."""
 
 from __future__ import annotations
 
@@ -118,8 +108,7 @@ def spec_from_model_proto(
 
 
 def _denormalizer(proto: SpmModelProto) -> Optional[Normalizer]:
-    """The denormalizer_spec's rules, which sentencepiece applies to decoded
-    text, or None."""
+    """The denormalizer_spec's rules for decoded text, or None."""
     spec = proto.denormalizer
     if spec is None or not spec.precompiled_charsmap:
         return None
@@ -137,9 +126,8 @@ def _text_normalizers(
     proto: SpmModelProto, normalizer: NormalizerSpec
 ) -> Optional[Dict[bool, Normalizer]]:
     """sentencepiece's normalizer for this model, with and without the dummy
-    prefix ({True: ..., False: ...}), or None when it changes nothing but the
-    spaces and the prefix (identity rules, no whitespace removal), which the
-    core does itself at no cost."""
+    prefix, or None when it changes nothing but the spaces and the prefix,
+    which the core does itself at no cost."""
     if (
         not normalizer.precompiled_charsmap
         and not bool(normalizer.remove_extra_whitespaces)

@@ -1,13 +1,6 @@
-"""TokenizerSpec: what a tokenizer file says, checked, without behaviour.
-
-Every loader (``gguf``, ``sentencepiece``, ``huggingface``,
-``tokenizer_json``) and the list constructor ``SpmTokenizer(tokens, ...)``
-reduce their input to one frozen :class:`TokenizerSpec`; the tokenizer is
-built from it in one step (``tokenizer_from_spec``), its pickle is the
-spec's bytes and its fingerprint their hash (``spmbpe/_state.py``).  Which
-reference's rules apply to it is that reference's module's business
-(``spmbpe/references/``).
-"""
+"""TokenizerSpec: what a tokenizer file says, checked, without behaviour;
+every loader and ``SpmTokenizer(tokens, ...)`` reduce their input to one
+(docs/architecture.md, "The spec")."""
 
 from __future__ import annotations
 
@@ -44,10 +37,8 @@ class TokenizerSpec:
     """A vocabulary and its settings, as a file states them.
 
     `rank` is each piece's merge score (float32; higher merges first),
-    `types` one TokenType byte per piece.  The settings (the fields after
-    the data, with their defaults) are the keywords of :meth:`build`, which
-    checks them; their meaning is documented on ``SpmTokenizer`` and in the
-    loaders.  `unk_id` is the id unknown characters become when encoding
+    `types` one TokenType byte per piece; the other fields are the settings,
+    the keywords of :meth:`build`.  `unk_id` is the id unknown characters become when encoding
     (None: they are dropped, or become byte pieces); `named_unk_id`, when
     given, is the id ``tok.unk_id`` reports instead (transformers 5 names an
     unknown token its BPE model does not use); `unk_surface` is the text

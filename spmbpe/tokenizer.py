@@ -93,9 +93,8 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
         self._core = core = _make_core(spec, planner_cls, encode_unk)
         self._merge_settings: Optional[Tuple[bool, bool]] = None
         if spec.ranked_merges is not None:
-            # The core's table is then the rules' one copy (Mistral's 58,980:
-            # 0.7 MB more as the spec's arrays); the state reads them back
-            # (_whole_spec).
+            # The core's table is then the rules' one copy; the state reads
+            # them back (_whole_spec).
             self._merge_settings = spec.ranked_merges[3:]
             self._spec = dataclasses.replace(spec, ranked_merges=None)
         self._matcher = planner_cls.make_matcher(_added_tokens(spec, planner_cls), spec)
@@ -206,9 +205,8 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
         return (restore, (state_bytes(self._whole_spec()),))
 
     def _whole_spec(self) -> TokenizerSpec:
-        """The spec this tokenizer was built from, with its merge rules read
-        back from the core: one rule per pair, in rank order, as the state
-        writes them (spmbpe/_state.py's _canonical_merges)."""
+        """The spec this tokenizer was built from, its merge rules read back
+        from the core as the state writes them (_state._canonical_merges)."""
         if self._merge_settings is None:
             return self._spec
         return dataclasses.replace(self._spec, ranked_merges=(*self._core.ranked_merges(), *self._merge_settings))
@@ -281,19 +279,11 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
     convert_ids_to_tokens = id_to_piece
     convert_tokens_to_ids = piece_to_id
 
-    # ------------------------------------------------------------ encoding
+    # encode and encode_ordinary are compiled, in TokenizerBase
+    # (spmbpe/core/direct.pyx): the per-line hot path.  The other encoders
+    # are EncodingMixin's (_encoding.py).
 
-    # encode(text, *, special="raise", add_special_tokens=False,
-    # enable_sampling=False, alpha=0.1, seed=None) and encode_ordinary are
-    # compiled, in TokenizerBase (spmbpe/core/direct.pyx): the per-line hot
-    # path.  A text in which no added token occurs goes straight to the
-    # core; any other one through the planner, then the core.  The others,
-    # encode_with_offsets and encode_batch, are EncodingMixin's (_encoding.py).
-
-    # ------------------------------------------------------------ transformers-style call
-
-    # The call transformers' tokenizers answer: spmbpe/_hf_call.py.
-    __call__ = call
+    __call__ = call  # the call transformers' tokenizers answer (_hf_call.py)
 
 def _unknown_id(spec: TokenizerSpec, planner_cls: Type[Planner]) -> Optional[int]:
     """The id unknown characters become: the file's, or a piece spelled
@@ -328,9 +318,8 @@ def _make_core(spec: TokenizerSpec, planner_cls: Type[Planner], unk_id: Optional
 
 def _added_tokens(spec: TokenizerSpec, planner_cls: Type[Planner]) -> List[AddedToken]:
     """The tokens split out of the text before merging: the pieces the
-    reference splits out by type (llama.cpp: CONTROL, UNKNOWN and
-    USER_DEFINED), then the explicit ones, which override a piece of the
-    same text."""
+    reference splits out by type, then the explicit ones, which override a
+    piece of the same text."""
     by_content: Dict[str, AddedToken] = {}
     for i in planner_cls.typed_added_candidates(spec.types):
         piece = spec.table.piece(i)

@@ -43,11 +43,9 @@ def read_tokenizer_json_spec(path: str) -> TokenizerSpec:
 
 
 def read_tokenizer_json(path: str) -> Dict[str, Any]:
-    """The JSON object of a ``tokenizer.json``, as read_json_object reads
-    it, but with model.vocab a VocabInFile and model.merges a MergesInFile
-    where the file is plain JSON (core/merges_json.pyx): their pieces and
-    rules are read from the file's bytes by compiled code rather than
-    parsed into a dict and lists."""
+    """The JSON object of a ``tokenizer.json``, with model.vocab a
+    VocabInFile and model.merges a MergesInFile where the file is plain JSON
+    (core/merges_json.pyx): compiled code reads them from the file's bytes."""
     raw = _file_bytes(path)
     spans = model_spans(raw) if utf8_valid_prefix(raw) == len(raw) else None
     if spans is None:
@@ -75,11 +73,8 @@ FileBytes = Union[bytes, mmap.mmap]
 def _file_bytes(path: str) -> FileBytes:
     """The bytes of the file at `path`; a large one in an anonymous mapping
     of its own, which goes back to the system whole when the loader lets it
-    go.  (Read as a bytes object it came from the heap, where glibc keeps
-    freed pages once a large free has raised its mmap threshold, as reading
-    a corpus does: a tokenizer.json loaded after reading a large file then
-    left its freed pages resident, and the tokenizer above sentencepiece's
-    own memory.)"""
+    go (glibc's heap keeps freed pages once a large free has raised its mmap
+    threshold, as reading a corpus does)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size < _MAPPED_BYTES:
@@ -113,19 +108,17 @@ class _SpanInFile:
 
 
 class MergesInFile(_SpanInFile):
-    """model.merges: spec_from_json reads the rules as ids in compiled
-    code, and calls `spell` where that does not decide or the rules are
-    wanted as lists."""
+    """model.merges, read as ids by compiled code (`spell` where that does
+    not decide)."""
 
     def spell(self) -> List[Any]:
         return cast(List[Any], super().spell())
 
 
 class LazyVocab:
-    """A model.vocab that spec_from_json reads by id in compiled code
-    (`pieces`), and spells as json.loads's dict ({piece: id}) where that
-    does not decide or a dict is wanted; `get` and len() answer as that
-    dict does.  A subclass says where the pieces are (_read_pieces) and
+    """A model.vocab that compiled code reads by id (`pieces`), spelled as
+    json.loads's dict where that does not decide; `get` and len() answer as
+    that dict does.  A subclass says where the pieces are (_read_pieces) and
     how they spell (spell)."""
 
     def __init__(self) -> None:
@@ -191,11 +184,9 @@ class VocabInFile(LazyVocab, _SpanInFile):
 
 
 def spec_from_json(data: Dict[str, Any], path: str, reference: str = "tokenizers") -> TokenizerSpec:
-    """The TokenizerSpec of a ``tokenizer.json`` object (`path` names its
-    origin in errors); `reference` is "transformers" for the pipeline
-    spmbpe/_transformers5.py builds for a model folder, whose added tokens
-    may be single_word or normalized (tokenizers' matching, carried in the
-    front end)."""
+    """The TokenizerSpec of a ``tokenizer.json`` object (`path` names it in
+    errors); `reference` is "transformers" for the pipeline _transformers5.py
+    builds, whose added tokens may be single_word or normalized."""
     if not isinstance(data.get("model"), dict):
         raise ModelFormatError(path, None, "no 'model' object: not a tokenizers tokenizer.json")
     model = data["model"]
@@ -327,10 +318,9 @@ def _added_tokens(
 def _vocabulary(
     vocab: Union[Dict[str, Any], LazyVocab], added: List[AddedToken], path: str
 ) -> Tuple[PieceTable, bytearray, Union[Dict[str, Any], LazyVocab]]:
-    """The table of every id's piece -- model.vocab's, then the added
-    tokens' that it lacks (ids 0..n-1, none missing) --, a flag per id
-    for model.vocab's, and model.vocab: a LazyVocab still where compiled
-    code read it (LazyVocab.pieces), else json.loads's dict."""
+    """The table of every id's piece (model.vocab's, then the added tokens'
+    it lacks; ids 0..n-1), a flag per id for model.vocab's, and model.vocab
+    (still a LazyVocab where compiled code read it, else json.loads's dict)."""
     if isinstance(vocab, LazyVocab):
         read = vocab.pieces()
         if read is not None:
@@ -383,8 +373,7 @@ def _check_dense(top: int, n: int, has: Callable[[int], bool], path: str) -> Non
 
 def _ids_of_pieces(vocab: Dict[str, Any], path: str) -> Dict[int, str]:
     """model.vocab turned around, id -> piece, in the file's order; each id
-    a distinct JSON integer >= 0 (ModelFormatError naming the first that
-    is not)."""
+    a distinct JSON integer >= 0 (else ModelFormatError naming it)."""
     ids = list(vocab.values())
     # (Checked by built-ins at once, not by a Python loop over every
     # entry, a noticeable part of loading; bool is not int here.)
@@ -440,11 +429,9 @@ def _front_end(data: Dict[str, Any], path: str) -> Tuple[Union[str, bool], ...]:
 
 
 class DerivedMerges:
-    """model.merges of a pipeline whose merges are derived from its
-    vocabulary (transformers 5's generate_merges, spmbpe/_transformers5.py):
-    spec_from_json derives them as ids in compiled code (core/rules.pyx),
-    and calls `spell` for them as pairs of pieces where those lookups do not
-    decide."""
+    """model.merges derived from the vocabulary (transformers 5's
+    generate_merges): compiled code derives them as ids (core/rules.pyx),
+    `spell` gives them as pairs of pieces where that does not decide."""
 
     def __init__(self, spell: Callable[[], List[List[str]]]) -> None:
         self.spell = spell
@@ -458,9 +445,8 @@ def _merge_rules(
 ) -> Tuple["array[int]", "array[int]", "array[int]"]:
     """(left, right, merged) ids of the merge rules, in rank order (a pair
     listed twice is kept twice: the core keeps the later one, as tokenizers
-    does).  The compiled lookups answer for a well-formed vocabulary; where
-    they do not (RuleNotResolved), the vocabulary dict decides, rule by
-    rule, and names a rule at fault."""
+    does).  Where the compiled lookups do not decide (RuleNotResolved), the
+    vocabulary dict does, rule by rule, and names a rule at fault."""
     if isinstance(merges, DerivedMerges):
         try:
             return split_merge_ids(table, model_ids)

@@ -1,13 +1,8 @@
-"""The references: whose rules a tokenizer follows, one module each, holding
-``NAME`` (its public name: ``tok.reference``, ``reference=``, the state),
-``OPTIONS`` (its own settings and their defaults, beyond what the file says;
-a loader sets them in ``spec.reference_options``), ``Planner`` (a
-:class:`~spmbpe.references.base.Planner`: how it marks the vocabulary and
-plans a text) and ``decode_rules(spec)`` (how it decodes, keyed by
-``special_as_text``).  Adding one is a module and a line of
+"""The references: whose rules a tokenizer follows, one module each
+(``NAME``, ``OPTIONS``, ``Planner``, ``decode_rules``: docs/architecture.md,
+"A reference is one module").  Adding one is a module and a line of
 :data:`REFERENCES`; the loaders (file formats) name the reference a file
-follows.
-"""
+follows."""
 
 from __future__ import annotations
 

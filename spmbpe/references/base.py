@@ -1,10 +1,6 @@
-"""What every reference module builds on: the planner base and the plan's helpers.
-
-A planner turns a text into a :class:`~spmbpe._core.Plan`, the compiled
-type the core reads: tokens matched in the text (``add_token``) and
-segments to escape and merge (``add_text``), with what ``encode_with_offsets``
-maps spans back through (docs/architecture.md, "The plan").
-"""
+"""What every reference module builds on: the planner base and the plan's
+helpers.  A planner turns a text into a :class:`~spmbpe._core.Plan`, the
+compiled type the core reads (docs/architecture.md, "The plan")."""
 
 from __future__ import annotations
 
@@ -55,9 +51,8 @@ def add_token(plan: Plan, fragment: TokenAt) -> None:
 
 
 class Planner:
-    """A reference's rules above the merge (the base: what every planner
-    has).  Class attributes describe the vocabulary marking; ``plan`` and
-    ``direct`` are what the tokenizer calls."""
+    """A reference's rules above the merge: class attributes describe the
+    vocabulary marking; ``plan`` and ``direct`` are what the tokenizer calls."""
 
     #: Whether ``SpmTokenizer(tokens, ...)`` may follow it (the others need
     #: settings only a loader knows).
@@ -96,8 +91,7 @@ class Planner:
         return []
 
     def direct(self) -> Optional[Direct]:
-        """When encode may hand a text straight to the core; None: never
-        (every text is planned)."""
+        """When encode may hand a text straight to the core (None: never)."""
         return None
 
     def plan(

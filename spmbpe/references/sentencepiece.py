@@ -47,9 +47,8 @@ class Planner(base.Planner):
         )
 
     def direct(self) -> Optional[Direct]:
-        # No splitting and no normalizing to do: encode hands the text to the
-        # core directly (the common case of Mistral/Llama .model files);
-        # sentencepiece reads no control token from text.
+        # No splitting and no normalizing to do (the common case of .model
+        # files): sentencepiece reads no control token from text.
         if self.normalizers is None and not self.user_defined:
             return Direct((), "always" if self.prefix else "never")
         return None
@@ -65,8 +64,7 @@ class Planner(base.Planner):
         self, text: str, prefix: bool, origin: int = 0, lead: int = 0, offsets: bool = False
     ) -> Plan:
         """sentencepiece normalizes first (the dummy prefix, spaces as "▁"),
-        then matches user-defined pieces in the normalized text, longest
-        first at each position, and merges what lies between them."""
+        then splits out user-defined pieces, longest first at each position."""
         if self.normalizers is not None:
             return self._plan_normalized(text, prefix, origin, lead, offsets)
         if not self.user_defined:

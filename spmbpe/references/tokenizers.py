@@ -25,17 +25,12 @@ OPTIONS: Dict[str, Any] = {}
 
 
 class Planner(base.Planner):
-    """HuggingFace tokenizers' BPE model from a tokenizer.json: merges ranked
-    by the merges list (spec.ranked_merges), a Metaspace or Prepend+Replace
-    front end per text segment; added tokens split out first."""
-
     finds_unk_piece = False
 
     def direct(self) -> Optional[Direct]:
-        # A text without an added token is one segment: the core escapes its
-        # spaces as plan() does, and the prefix follows the front end.
-        # Every match (TokenizersMatcher's too: no normalizer runs before
-        # it) is a token's text in the raw text, so the scan decides.
+        # A text without an added token is one segment, escaped and prefixed
+        # as plan() does; every match (TokenizersMatcher's too: no normalizer
+        # runs before it) is a token's text in the raw text, so the scan decides.
         if not self.spec.escape_spaces:
             return None
         if self.spec.front_end[0] == "prepend":

@@ -10,11 +10,8 @@ Decoding: ``PreTrainedTokenizer._decode`` and
 ``LlamaTokenizer.convert_tokens_to_string`` (4.57), token strings around
 sentencepiece's own decode (docs/behaviour.md, "Decoding").
 
-Its options, what the folder's config says beyond the model: the special
-tokens' texts (``all_special_tokens``), the unknown token's text, the
-additional special tokens, the config's ``add_prefix_space`` (None: the
-model's) and ``clean_up_tokenization_spaces``.
-"""
+Its OPTIONS are what the folder's config says beyond the model
+(huggingface.py reads them)."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ class Planner(sentencepiece.Planner):
     ) -> None:
         super().__init__(spec, core, matcher, sentinel_ids)
         # LlamaTokenizer.tokenize drops a leading lone "▁" when the token
-        # after it is one of all_special_tokens (bos/eos/unk/pad and the
-        # additional special tokens).
+        # after it is one of all_special_tokens.
         own = base.options(spec, OPTIONS)
         special_tokens = set(own["special_tokens"])
         self.special_ids = frozenset(t.id for t in matcher.tokens if t.content in special_tokens)
