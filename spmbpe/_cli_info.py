@@ -18,7 +18,7 @@ __all__ = ["cmd_info"]
 _FORMATS = {
     "llama.cpp": "GGUF (llama.cpp's rules)",
     "sentencepiece": "sentencepiece model (.model; sentencepiece's rules)",
-    "huggingface": "HuggingFace model folder (transformers' slow LlamaTokenizer rules)",
+    "transformers": "Hugging Face model folder (transformers 5's AutoTokenizer rules)",
     "tokenizers": "HuggingFace tokenizer.json (the tokenizers library's rules)",
 }
 
@@ -79,7 +79,7 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
     control = [
         {"id": i, "text": tok.id_to_piece(i)} for i in range(tok.vocab_size) if tok.token_type(i) in kinds
     ]
-    hidden = _not_yet_public(tok)
+    hidden = tok.describe()
     return {
         "model": model,
         "format": _FORMATS.get(tok.reference, tok.reference),
@@ -120,18 +120,6 @@ def _array_dtypes(vocab_size: int) -> str:
     return ", ".join(f"{name} ({', '.join(fmts)})" for name, fmts in by_dtype.items())
 
 
-def _not_yet_public(tok: Any) -> Dict[str, Any]:
-    """What the tokenizer does not expose publicly yet, read from its
-    private fields in this one place (None when a field is not there)."""
-    core = getattr(tok, "_core", None)
-    normalizers = getattr(tok, "_normalizers", None)
-    return {
-        "byte_fallback": getattr(core, "byte_fallback", None),
-        "chunked": getattr(core, "chunked", None),
-        "normalizer_runs": normalizers is not None,
-    }
-
-
 def _model_path(model: str) -> str:
     """The file `model` names: a path, or a vocabulary bundled in the
     package (spmbpe.load's names, BUNDLED_MODELS)."""
@@ -168,7 +156,7 @@ def _normalizer_description(model: str, tok: Any) -> str:
     except (OSError, ValueError):
         return "unknown"
     name = getattr(spec, "name", "") or "(unnamed)"
-    runs = _not_yet_public(tok)["normalizer_runs"]
+    runs = tok.describe()["normalizer_runs"]
     flags = [
         f"{flag}={bool(getattr(spec, flag))}"
         for flag in ("add_dummy_prefix", "remove_extra_whitespaces", "escape_whitespaces")

@@ -199,6 +199,19 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
             raise TypeError(f"cache_capacity must be an int, not {type(chunks).__name__}")
         self._core.set_cache_capacity(chunks)
 
+    def describe(self) -> Dict[str, bool]:
+        """What ``spmbpe info`` reports beyond the properties above:
+        ``byte_fallback`` (unknown characters become byte pieces),
+        ``chunked`` (the merge may cut text at spaces, exactly: its fast
+        path) and ``normalizer_runs`` (a normalizer stage runs before the
+        merge, as sentencepiece's does when the model's rules do more than
+        escape spaces)."""
+        return {
+            "byte_fallback": bool(self._core.byte_fallback),
+            "chunked": bool(self._core.chunked),
+            "normalizer_runs": self._spec.normalizers is not None,
+        }
+
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]:
         # The vocabulary's bytes and settings (spmbpe/_state.py), never a
         # path: the same bytes in every process, rebuilt without reading a file.

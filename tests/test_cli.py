@@ -876,6 +876,22 @@ def test_info_describes_the_model(llama_spm):
     one_line_error(run(["info", "no/such.model"]), "no/such.model")
 
 
+def test_info_names_each_references_format_and_its_normalizer(tmp_path):
+    import gzip
+
+    model = tmp_path / "nfkc.model"
+    model.write_bytes(gzip.decompress((DATA / "trained" / "nmt-nfkc-en-1000.model.gz").read_bytes()))
+    info = json.loads(run(["info", model, "--json"]).stdout)
+    assert info["reference"] == "sentencepiece" and info["byte_fallback"] is False
+    assert info["normalizer"].startswith("nmt_nfkc: applied;"), info["normalizer"]
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "tokenizer.model").write_bytes((DATA / "mistral-v1.model").read_bytes())
+    (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "LlamaTokenizer"}')
+    info = json.loads(run(["info", folder, "--json"]).stdout)
+    assert info["reference"] == "transformers" and "transformers 5's" in info["format"], info["format"]
+
+
 def test_progress_goes_to_stderr_when_asked():
     result = run(["encode", "--progress", CORPUS / "en_botchan.txt"])
     assert result.returncode == 0
