@@ -193,6 +193,23 @@ _PYX_DEFINES = re.compile(
 _PYX_READS = re.compile(r"\b(\w+)\.(_[A-Za-z]\w*)")
 
 
+def _python_reads(tree: ast.AST) -> List[Tuple[int, str]]:
+    """(line, attribute) of each private attribute a module reads on
+    something other than self or cls: ``x._name`` and ``getattr(x, "_name")``."""
+    def outside(value: ast.AST) -> bool:
+        return not (isinstance(value, ast.Name) and value.id in ("self", "cls"))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and outside(node.value):
+            found.append((node.lineno, node.attr))
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and outside(node.args[0])):
+            found.append((node.lineno, node.args[1].value))
+    return [(line, name) for line, name in found if name.startswith("_") and not name.startswith("__")]
+
+
 def _private_attribute_reads() -> List[Tuple[str, int, str, Set[str]]]:
     """(file, line, attribute, the files that define it) for each read of a
     private attribute that its own file does not define but another does."""
@@ -202,11 +219,7 @@ def _private_attribute_reads() -> List[Tuple[str, int, str, Set[str]]]:
         name = str(path.relative_to(PACKAGE))
         tree = ast.parse(path.read_text(encoding="utf-8"))
         defined[name] = _defined(tree)
-        reads[name] = [
-            (node.lineno, node.attr) for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
-        ]
+        reads[name] = _python_reads(tree)
     for path in sorted([*PACKAGE.rglob("*.pyx"), *PACKAGE.rglob("*.pxd")]):
         name = str(path.relative_to(PACKAGE))
         text = path.read_text(encoding="utf-8")
@@ -236,6 +249,8 @@ def test_the_attribute_check_sees_a_read_through(tmp_path):
     tree = ast.parse("class P(Protocol):\n    def _core(self): ...\ndef f(tok):\n    return tok._core, self._x\n")
     assert "_core" not in _defined(tree) and "f" in _defined(tree)
     assert "_own" in _defined(ast.parse("class A:\n    def __init__(self):\n        self._own = 1\n"))
+    reads = _python_reads(ast.parse("def f(tok, self):\n    return tok._core, getattr(tok, '_plan', None), self._x\n"))
+    assert reads == [(2, "_core"), (2, "_plan")], reads
 
 
 _MODULES = [m for m in _modules() if m not in ("__init__", "__main__")]
