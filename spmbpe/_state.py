@@ -12,7 +12,6 @@ the format cannot write)."""
 
 from __future__ import annotations
 
-import hashlib
 import struct
 import sys
 from array import array
@@ -47,6 +46,10 @@ def state_bytes(spec: TokenizerSpec) -> bytes:
 
 def fingerprint(spec: TokenizerSpec) -> str:
     """The SHA-256 (hex) of :func:`state_bytes`."""
+    # Imported here: hashlib loads OpenSSL, megabytes that a process which
+    # never asks for a fingerprint need not hold.
+    import hashlib
+
     digest = hashlib.sha256()
     for chunk in _chunks(spec):
         digest.update(chunk)

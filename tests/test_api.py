@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -542,3 +544,14 @@ def test_strip_flags_do_not_apply_when_the_token_is_not_matched():
     tok = rank_tok(added_tokens=[AddedToken("<M>", M_ID, lstrip=True, rstrip=True)])
     assert tok.encode("hello <M> world", special="none") == tok.encode_ordinary("hello <M> world")
     assert M_ID not in tok.encode("hello <M> world", special="none")
+
+
+def test_openssl_is_loaded_only_for_a_fingerprint():
+    # hashlib brings OpenSSL into the process (megabytes of resident memory,
+    # more than the tokenizer itself): loading, encoding and decoding leave it out.
+    code = (
+        "import sys, spmbpe; tok = spmbpe.load('mistral-v1'); tok.decode(tok.encode_batch(['a b'])[0]);"
+        "assert 'hashlib' not in sys.modules, 'loaded'; assert len(tok.fingerprint) == 64;"
+        "assert 'hashlib' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=pathlib.Path(__file__).parent.parent)
