@@ -51,16 +51,24 @@ def fingerprint(spec: TokenizerSpec) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for chunk in _chunks(spec):
+    for chunk in _chunks(spec, first_names=True):
         digest.update(chunk)
     return digest.hexdigest()
 
 
-def _chunks(spec: TokenizerSpec) -> List[bytes]:
+def _chunks(spec: TokenizerSpec, first_names: bool = False) -> List[bytes]:
     out: List[bytes] = [_MAGIC]
     merges = _canonical_merges(spec.ranked_merges)
-    _write(out, (spec.table, spec.rank, spec.types, _options(spec), merges))
+    options = _options(spec)
+    if first_names:
+        # A fingerprint hashes the reference by the name the format first
+        # gave it, so that caches keyed by one (datasets') outlive the rename.
+        options["reference"] = _FIRST_NAMES.get(options["reference"], options["reference"])
+    _write(out, (spec.table, spec.rank, spec.types, options, merges))
     return out
+
+
+_FIRST_NAMES = {name: old for old, name in OLD_NAMES.items()}
 
 
 # How this format (version 1, since spmbpe's first state) spells what
