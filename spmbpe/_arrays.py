@@ -27,23 +27,9 @@ from ._core import counting_le64, ends_le64, ids_le, lengths_le32, megatron_poin
 from ._signals import signals_held
 
 __all__ = [
-    "ARRAY_FORMATS",
-    "ArrayOutput",
-    "IdType",
-    "as_id_buffers",
-    "array_dtype",
-    "array_metadata",
-    "earlier_output_files",
-    "meta_path",
-    "output_paths",
-    "output_stem",
-    "read_megatron_index",
-    "read_npy_header",
-    "write_megatron_index",
-    "IntFile",
-    "LITTLE_ENDIAN",
-    "MEGATRON_DTYPE_CODES",
-    "NPY_HEADER_BYTES",
+    "ARRAY_FORMATS", "ArrayOutput", "IdType", "as_id_buffers", "array_dtype", "array_metadata",
+    "earlier_output_files", "meta_path", "output_paths", "output_stem", "read_megatron_index", "read_npy_header",
+    "write_megatron_index", "IntFile", "LITTLE_ENDIAN", "MEGATRON_DTYPE_CODES", "NPY_HEADER_BYTES",
 ]
 
 

@@ -24,16 +24,8 @@ from ._cli_common import CliError
 from ._core import count_newlines, jsonl_field_lines, jsonl_fields, read_buffer, utf8_valid_prefix
 
 __all__ = [
-    "Batch",
-    "LineBlock",
-    "DOCUMENT_MODES",
-    "DocumentDecoder",
-    "DocumentReader",
-    "InputStream",
-    "GZIP_MAGIC",
-    "gzip_named",
-    "input_format_of",
-    "input_size",
+    "Batch", "LineBlock", "DOCUMENT_MODES", "DocumentDecoder", "DocumentReader", "InputStream", "GZIP_MAGIC",
+    "gzip_named", "input_format_of", "input_size",
 ]
 
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)

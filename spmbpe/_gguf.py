@@ -34,12 +34,7 @@ from ._core import split_length_prefixed
 from .errors import ModelFormatError
 
 __all__ = [
-    "GGUFHeader",
-    "RawStrings",
-    "read_gguf_header",
-    "read_gguf_metadata",
-    "parse_gguf_header",
-    "SUPPORTED_VERSIONS",
+    "GGUFHeader", "RawStrings", "read_gguf_header", "read_gguf_metadata", "parse_gguf_header", "SUPPORTED_VERSIONS",
 ]
 
 SUPPORTED_VERSIONS = (2, 3)
