@@ -144,12 +144,6 @@ def meta_path(output: str, fmt: str) -> str:
     return output_stem(output, fmt) + f"{_LAYOUTS[fmt].ids}.meta.json"
 
 
-def _shared_meta_path(output: str, fmt: str) -> str:
-    # Earlier versions named the metadata after the stem alone (OUT.npy and
-    # OUT.bin overwrote each other's); it describes the format it names.
-    return output_stem(output, fmt) + ".meta.json"
-
-
 def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
     """The names of every file a run writes under `stem`: ids and index,
     unsharded or of any shard, and the metadata."""
@@ -169,7 +163,9 @@ def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> Lis
         names = {n for n in os.listdir(folder) if pattern.fullmatch(n)}
     except FileNotFoundError:
         return []
-    legacy = _shared_meta_path(output, fmt)
+    # Earlier versions named the metadata after the stem alone (OUT.npy and
+    # OUT.bin overwrote each other's); it describes the format it names.
+    legacy = stem + ".meta.json"
     for path in (meta_path(output, fmt), legacy):
         try:
             with open(path, "r", encoding="utf-8") as f:

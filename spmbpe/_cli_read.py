@@ -731,13 +731,7 @@ class DocumentReader:
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""
         self.decoder.compressed = stream.compressed
-        parts = []
-        while True:
-            block = stream.read1(_BLOCK)
-            if not block:
-                break
-            parts.append(block)
-        data = b"".join(parts)
+        data = b"".join(iter(lambda: stream.read1(_BLOCK), b""))
         self.records += 1
         column = self.decoder.whole_file(name, data, self.records)
         return self._batch(name, stream, [column], len(data), stream.position())

@@ -335,7 +335,7 @@ def _explicit_added(
         # token of the config or in its extra_special_tokens.
         named = _named_tokens(config, folder)
         specials = {e["content"] for e in named.values() if e is not None}
-        specials.update(_extra_special_texts(config))
+        specials.update(e["content"] for e in _extra_special_entries(config, "tokenizer_config.json") or ())
         tokens_path = os.path.join(folder, "added_tokens.json")
         if os.path.isfile(tokens_path):
             for text, token_id in read_json_object(tokens_path).items():
@@ -417,11 +417,6 @@ def _extra_special_entries(config: Dict[str, Any], where: str) -> Optional[List[
     if not isinstance(extra, list):
         return None
     return [dict(_token_entry(t, where, True), special=True) for t in extra if t]
-
-
-def _extra_special_texts(config: Dict[str, Any]) -> List[str]:
-    """The texts of the config's extra special tokens."""
-    return [e["content"] for e in _extra_special_entries(config, "tokenizer_config.json") or ()]
 
 
 def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],
