@@ -8,12 +8,10 @@ alone.  This module builds the same pipeline, as the ``tokenizer.json``
 object it would serialize to, and hands it to spmbpe's ``"tokenizers"``
 reading (``spmbpe/tokenizer_json.py``); the compiled core needs nothing new.
 
-Every rule below names its place in transformers 5.24 (``tu_base`` =
-``tokenization_utils_base.py``, ``tu_tok`` = ``tokenization_utils_tokenizers.py``,
-``llama`` = ``models/llama/tokenization_llama.py``, ``convert`` =
-``convert_slow_tokenizer.py``); docs/references.md lists them with the
-measurements that pin them.
-"""
+Every rule below names its place in transformers 5.24, in the file
+abbreviations (``tu_base``, ``tu_tok``, ``llama``, ``convert``) of
+docs/references.md's "The rules", which lists them with the measurements
+that pin them."""
 
 from __future__ import annotations
 
