@@ -159,14 +159,10 @@ class StreamingDecoder:
     incomplete character becomes U+FFFD under ``errors="replace"``) and starts
     a new sequence.  For any ids,
     ``"".join(d.add_token(i) for i in ids) + d.flush() == tok.decode(ids)``.
-
-    A sentencepiece model with a ``denormalizer_spec`` (none of the Llama or
-    Mistral ones) is denormalized as a whole, as ``decode`` does: its text
-    comes out at ``flush()``; so is a model folder's with
-    ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
-    with ``legacy``, a special token puts a space in front of the pieces
-    before it: without ``skip_special``, their text waits for the next
-    special or added token or ``flush()``."""
+    Where decode works on the whole text (a ``denormalizer_spec``,
+    ``clean_up_tokenization_spaces``, transformers 4's legacy spaces before
+    a special token), text waits for ``flush()`` or the next special token
+    as docs/api.md, "Streaming decode", says."""
 
     __slots__ = ("_decoder", "_utf8", "_held", "_denormalizer")
 
