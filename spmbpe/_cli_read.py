@@ -632,10 +632,7 @@ class DocumentReader:
                     records[k] = [recs[i] for i in keep]
         skipped = self.skipped_bytes - self._skipped_reported
         self._skipped_reported = self.skipped_bytes
-        return Batch(
-            name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed,
-            skipped,
-        )
+        return Batch(name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed, skipped)
 
     def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
         columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]

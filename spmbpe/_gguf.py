@@ -176,9 +176,7 @@ class _Parser:
         self.prefix = prefix
         self.u32 = struct.Struct(prefix + "I")
         self.u64 = struct.Struct(prefix + "Q")
-        self.scalars = {
-            t: struct.Struct(prefix + c) for t, c in _SCALAR_FORMATS.items()
-        }
+        self.scalars = {t: struct.Struct(prefix + c) for t, c in _SCALAR_FORMATS.items()}
 
     # -- primitives ---------------------------------------------------------
 
