@@ -19,13 +19,8 @@ if TYPE_CHECKING:
     from ._decoding import StreamingDecoder
     from ._threads import get_num_threads, set_num_threads
     from .errors import (
-        DisallowedSpecialError,
-        InvalidTokenIdError,
-        ModelFormatError,
-        SpmbpeError,
-        UnsupportedFeatureError,
-        UnsupportedModelError,
-        VocabularyError,
+        DisallowedSpecialError, InvalidTokenIdError, ModelFormatError, SpmbpeError, UnsupportedFeatureError,
+        UnsupportedModelError, VocabularyError,
     )
     from .loading import load
     from .tokenizer import PREFIX_SCHEMES, SpmTokenizer
@@ -34,45 +29,26 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "SpmTokenizer",
-    "StreamingDecoder",
-    "BatchEncoding",
-    "AddedToken",
-    "TokenType",
-    "load",
-    "set_num_threads",
-    "get_num_threads",
-    "NEVER_MERGE",
-    "PREFIX_SCHEMES",
-    "SpmbpeError",
-    "VocabularyError",
-    "ModelFormatError",
-    "UnsupportedModelError",
-    "UnsupportedFeatureError",
-    "DisallowedSpecialError",
-    "InvalidTokenIdError",
+    "SpmTokenizer", "StreamingDecoder", "BatchEncoding", "AddedToken", "TokenType", "load", "set_num_threads",
+    "get_num_threads", "NEVER_MERGE", "PREFIX_SCHEMES", "SpmbpeError", "VocabularyError", "ModelFormatError",
+    "UnsupportedModelError", "UnsupportedFeatureError", "DisallowedSpecialError", "InvalidTokenIdError",
     "__version__",
 ]
 
 # The module each public name comes from.
 _HOMES = {
-    "SpmTokenizer": "tokenizer",
-    "PREFIX_SCHEMES": "tokenizer",
-    "StreamingDecoder": "_decoding",
-    "BatchEncoding": "_hf_call",
-    "AddedToken": "tokens",
-    "TokenType": "tokens",
-    "NEVER_MERGE": "tokens",
-    "load": "loading",
-    "set_num_threads": "_threads",
-    "get_num_threads": "_threads",
-    "SpmbpeError": "errors",
-    "VocabularyError": "errors",
-    "ModelFormatError": "errors",
-    "UnsupportedModelError": "errors",
-    "UnsupportedFeatureError": "errors",
-    "DisallowedSpecialError": "errors",
-    "InvalidTokenIdError": "errors",
+    name: home
+    for home, names in (
+        ("tokenizer", "SpmTokenizer PREFIX_SCHEMES"),
+        ("_decoding", "StreamingDecoder"),
+        ("_hf_call", "BatchEncoding"),
+        ("tokens", "AddedToken TokenType NEVER_MERGE"),
+        ("loading", "load"),
+        ("_threads", "set_num_threads get_num_threads"),
+        ("errors", "SpmbpeError VocabularyError ModelFormatError UnsupportedModelError UnsupportedFeatureError "
+                   "DisallowedSpecialError InvalidTokenIdError"),
+    )
+    for name in names.split()
 }
 
 if not TYPE_CHECKING:  # for type checkers the imports above say it all

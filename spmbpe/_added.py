@@ -8,11 +8,8 @@ not leftmost-longest matching: in ``"abcd"`` with tokens ``ab`` and ``bcd``,
 
 One Aho-Corasick pass finds every occurrence of every candidate; the
 priority-ordered splitting then runs over those positions only, so a text
-without added tokens costs one automaton scan.
-
-The other references match leftmost-longest (``_Longest``): tokenizers and
-transformers split added tokens out that way, sentencepiece its
-user-defined pieces.
+without added tokens costs one automaton scan.  The other references
+match leftmost-longest (``_Longest``).
 """
 
 from __future__ import annotations

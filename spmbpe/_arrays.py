@@ -27,23 +27,9 @@ from ._core import counting_le64, ends_le64, ids_le, lengths_le32, megatron_poin
 from ._signals import signals_held
 
 __all__ = [
-    "ARRAY_FORMATS",
-    "ArrayOutput",
-    "IdType",
-    "as_id_buffers",
-    "array_dtype",
-    "array_metadata",
-    "earlier_output_files",
-    "meta_path",
-    "output_paths",
-    "output_stem",
-    "read_megatron_index",
-    "read_npy_header",
-    "write_megatron_index",
-    "IntFile",
-    "LITTLE_ENDIAN",
-    "MEGATRON_DTYPE_CODES",
-    "NPY_HEADER_BYTES",
+    "ARRAY_FORMATS", "ArrayOutput", "IdType", "as_id_buffers", "array_dtype", "array_metadata",
+    "earlier_output_files", "meta_path", "output_paths", "output_stem", "read_megatron_index", "read_npy_header",
+    "write_megatron_index", "IntFile", "LITTLE_ENDIAN", "MEGATRON_DTYPE_CODES", "NPY_HEADER_BYTES",
 ]
 
 
@@ -158,12 +144,6 @@ def meta_path(output: str, fmt: str) -> str:
     return output_stem(output, fmt) + f"{_LAYOUTS[fmt].ids}.meta.json"
 
 
-def _shared_meta_path(output: str, fmt: str) -> str:
-    # Earlier versions named the metadata after the stem alone (OUT.npy and
-    # OUT.bin overwrote each other's); it describes the format it names.
-    return output_stem(output, fmt) + ".meta.json"
-
-
 def _output_name_pattern(stem: str, fmt: str) -> "re.Pattern[str]":
     """The names of every file a run writes under `stem`: ids and index,
     unsharded or of any shard, and the metadata."""
@@ -183,7 +163,9 @@ def earlier_output_files(output: str, fmt: str, keep: Sequence[str] = ()) -> Lis
         names = {n for n in os.listdir(folder) if pattern.fullmatch(n)}
     except FileNotFoundError:
         return []
-    legacy = _shared_meta_path(output, fmt)
+    # Earlier versions named the metadata after the stem alone (OUT.npy and
+    # OUT.bin overwrote each other's); it describes the format it names.
+    legacy = stem + ".meta.json"
     for path in (meta_path(output, fmt), legacy):
         try:
             with open(path, "r", encoding="utf-8") as f:

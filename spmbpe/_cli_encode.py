@@ -102,18 +102,14 @@ class Encoder:
         if isinstance(texts, LineBlock):
             got = self.tok.encode_line_block(texts.data, special=self.special, num_threads=self.threads)
             if got is not None:
-                return self._around(*as_id_buffers(*got))
+                if self.bos >= 0 or self.eos >= 0:  # as encode(add_special_tokens=True)
+                    got = ids_around(*as_id_buffers(*got), self.bos, self.eos)
+                return as_id_buffers(*got)
             texts = texts.strings()  # encode_batch's way (it raises what a line does)
         # encode_batch(return_numpy=True)'s result, BOS/EOS included, without NumPy.
         return as_id_buffers(*self.tok.encode_flat(
             texts, special=self.special, num_threads=self.threads, bos_id=self.bos, eos_id=self.eos
         ))
-
-    def _around(self, ids: Any, offsets: Any) -> Encoded:
-        """BOS/EOS around every document, as encode(add_special_tokens=True)."""
-        if self.bos < 0 and self.eos < 0:
-            return ids, offsets
-        return as_id_buffers(*ids_around(ids, offsets, self.bos, self.eos))
 
 
 def pipeline(encoder: Encoder, reader: DocumentReader, threads: Optional[int]) -> Iterator[Tuple[Batch, List[Encoded]]]:

@@ -65,13 +65,10 @@ def _model_info(model: str, tok: Any) -> Dict[str, Any]:
         return None if i is None else {"id": i, "piece": tok.id_to_piece(i)}
 
     added = {t.content: t.id for t in tok.added_tokens}
-    special = []
-    for text in tok.special_tokens:
-        i = added.get(text)
-        if i is None:
-            i = tok.piece_to_id(text)
-        special.append({"id": i, "text": text})
-    special.sort(key=lambda t: (t["id"], t["text"]))
+    special = sorted(
+        ({"id": added[text] if text in added else tok.piece_to_id(text), "text": text} for text in tok.special_tokens),
+        key=lambda t: (t["id"], t["text"]),
+    )
     user_defined = sum(1 for t in tok.added_tokens if not t.special)
     from .tokens import TokenType
 

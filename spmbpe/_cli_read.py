@@ -24,16 +24,8 @@ from ._cli_common import CliError
 from ._core import count_newlines, jsonl_field_lines, jsonl_fields, read_buffer, utf8_valid_prefix
 
 __all__ = [
-    "Batch",
-    "LineBlock",
-    "DOCUMENT_MODES",
-    "DocumentDecoder",
-    "DocumentReader",
-    "InputStream",
-    "GZIP_MAGIC",
-    "gzip_named",
-    "input_format_of",
-    "input_size",
+    "Batch", "LineBlock", "DOCUMENT_MODES", "DocumentDecoder", "DocumentReader", "InputStream", "GZIP_MAGIC",
+    "gzip_named", "input_format_of", "input_size",
 ]
 
 _BLOCK = 1 << 20  # bytes read at a time (a longer line is read whole)
@@ -640,10 +632,7 @@ class DocumentReader:
                     records[k] = [recs[i] for i in keep]
         skipped = self.skipped_bytes - self._skipped_reported
         self._skipped_reported = self.skipped_bytes
-        return Batch(
-            name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed,
-            skipped,
-        )
+        return Batch(name, texts, nbytes + skipped, self.records, records, file_bytes, stream.compressed, skipped)
 
     def _batches(self, name: str, stream: InputStream, fmt: str) -> Iterator[Batch]:
         columns: List[Tuple[List[str], List[int]]] = [([], []) for _ in self.fields]
@@ -739,13 +728,7 @@ class DocumentReader:
     def _whole_file(self, name: str, stream: InputStream) -> Batch:
         """The one document of a file (``documents="file"``)."""
         self.decoder.compressed = stream.compressed
-        parts = []
-        while True:
-            block = stream.read1(_BLOCK)
-            if not block:
-                break
-            parts.append(block)
-        data = b"".join(parts)
+        data = b"".join(iter(lambda: stream.read1(_BLOCK), b""))
         self.records += 1
         column = self.decoder.whole_file(name, data, self.records)
         return self._batch(name, stream, [column], len(data), stream.position())

@@ -159,14 +159,10 @@ class StreamingDecoder:
     incomplete character becomes U+FFFD under ``errors="replace"``) and starts
     a new sequence.  For any ids,
     ``"".join(d.add_token(i) for i in ids) + d.flush() == tok.decode(ids)``.
-
-    A sentencepiece model with a ``denormalizer_spec`` (none of the Llama or
-    Mistral ones) is denormalized as a whole, as ``decode`` does: its text
-    comes out at ``flush()``; so is a model folder's with
-    ``clean_up_tokenization_spaces``. Under ``reference="transformers4"``
-    with ``legacy``, a special token puts a space in front of the pieces
-    before it: without ``skip_special``, their text waits for the next
-    special or added token or ``flush()``."""
+    Where decode works on the whole text (a ``denormalizer_spec``,
+    ``clean_up_tokenization_spaces``, transformers 4's legacy spaces before
+    a special token), text waits for ``flush()`` or the next special token
+    as docs/api.md, "Streaming decode", says."""
 
     __slots__ = ("_decoder", "_utf8", "_held", "_denormalizer")
 
@@ -242,20 +238,15 @@ class DecodingMixin:
         special_as_text: bool = False,
     ) -> str:
         """The text of `ids`, as the tokenizer's reference decodes them (its
-        module's ``decode_rules``, ``spmbpe/references/``): llama.cpp's
-        ``llama_detokenize`` for a GGUF, sentencepiece's ``decode`` for a
-        ``.model`` (control pieces are nothing, unknown ones `` ⁇ ``), the
-        ``tokenizer.json``'s decoder as the tokenizers library runs it,
-        transformers' for a model folder.
+        module's ``decode_rules``, ``spmbpe/references/``; docs/behaviour.md,
+        "Decoding", has each reference's rules).
 
         `skip_special` leaves out control and unknown ids and special added
-        tokens (for a GGUF, as llama.cpp does, also a first id that is the
-        BOS the file adds and a last one that is the EOS it adds, whatever
-        their type); `special_as_text` renders control and unknown pieces as their
-        text whatever the reference does. Bytes that are not valid UTF-8
-        follow `errors` (``str.decode``) where the reference leaves them as
-        they are; sentencepiece and tokenizers put U+FFFD for each; a
-        sentencepiece ``denormalizer_spec`` then applies to the whole text.
+        tokens (for a GGUF also a first BOS and a last EOS the file adds,
+        whatever their type); `special_as_text` renders control and unknown
+        pieces as their text whatever the reference does. Bytes that are not
+        valid UTF-8 follow `errors` (``str.decode``) where the reference
+        leaves them as they are.
 
         >>> tok.decode([15043, 3186])                            # doctest: +SKIP
         'Hello world'

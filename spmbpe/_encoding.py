@@ -80,9 +80,8 @@ class EncodingMixin:
         seed: Optional[int] = None,
     ) -> Any:
         """``[encode(t, ...) for t in texts]``, merged on `num_threads`
-        threads (default: spmbpe.get_num_threads(): the CPUs this process
-        may use -- its affinity and cgroup quota -- or SPMBPE_NUM_THREADS or
-        spmbpe.set_num_threads) with the GIL released.
+        threads (default: spmbpe.get_num_threads(), docs/api.md) with the
+        GIL released.
 
         With ``return_numpy=True`` (NumPy needed), returns ``(ids, offsets)``:
         every id of every text in one flat ``uint32`` array (``dtype=

@@ -34,12 +34,7 @@ from ._core import split_length_prefixed
 from .errors import ModelFormatError
 
 __all__ = [
-    "GGUFHeader",
-    "RawStrings",
-    "read_gguf_header",
-    "read_gguf_metadata",
-    "parse_gguf_header",
-    "SUPPORTED_VERSIONS",
+    "GGUFHeader", "RawStrings", "read_gguf_header", "read_gguf_metadata", "parse_gguf_header", "SUPPORTED_VERSIONS",
 ]
 
 SUPPORTED_VERSIONS = (2, 3)
@@ -181,9 +176,7 @@ class _Parser:
         self.prefix = prefix
         self.u32 = struct.Struct(prefix + "I")
         self.u64 = struct.Struct(prefix + "Q")
-        self.scalars = {
-            t: struct.Struct(prefix + c) for t, c in _SCALAR_FORMATS.items()
-        }
+        self.scalars = {t: struct.Struct(prefix + c) for t, c in _SCALAR_FORMATS.items()}
 
     # -- primitives ---------------------------------------------------------
 

@@ -1,12 +1,7 @@
 """``tok(texts, padding=..., truncation=..., return_tensors="np")``: the call
 transformers' tokenizers answer (``PreTrainedTokenizerBase.__call__``,
 transformers 4.x, for single sequences), for preprocessing code written for
-them.
-
-Where they differ: truncation and ``padding="max_length"`` need
-``max_length`` (spmbpe does not know the model's limit), and a ``max_length``
-with room for BOS/EOS only truncates the text to nothing, where transformers
-logs an error and leaves the text whole."""
+them; docs/api.md, "transformers-style call", says where the two differ."""
 
 from __future__ import annotations
 

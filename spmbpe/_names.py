@@ -1,12 +1,7 @@
 """The names users of transformers and sentencepiece try first, each a thin
-spelling of one method of SpmTokenizer (no second implementation):
-
-* transformers: ``tokenize``, ``get_vocab``, ``decode_batch`` (its
-  ``batch_decode`` too); ``convert_ids_to_tokens``, ``convert_tokens_to_ids``
-  and ``bos_token_id`` / ``eos_token_id`` / ``unk_token_id`` /
-  ``pad_token_id`` are SpmTokenizer's own methods and properties under a
-  second name;
-* offsets for a batch: ``encode_batch_with_offsets``.
+spelling of one method of SpmTokenizer (no second implementation); those
+that are one of its methods or properties under a second name
+(``convert_ids_to_tokens``, ``bos_token_id``, ...) are SpmTokenizer's own.
 """
 
 from __future__ import annotations

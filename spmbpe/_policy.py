@@ -7,13 +7,7 @@ import os
 from typing import AbstractSet, Collection, FrozenSet, Optional, Tuple, Union
 
 __all__ = [
-    "SpecialPolicy",
-    "special_policy",
-    "check_text",
-    "surrogate_error",
-    "check_surrogates",
-    "sampling",
-    "text_seed",
+    "SpecialPolicy", "special_policy", "check_text", "surrogate_error", "check_surrogates", "sampling", "text_seed",
 ]
 
 #: ``special=``: "raise", "all", "none", or the special token texts allowed.

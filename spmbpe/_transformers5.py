@@ -8,12 +8,10 @@ alone.  This module builds the same pipeline, as the ``tokenizer.json``
 object it would serialize to, and hands it to spmbpe's ``"tokenizers"``
 reading (``spmbpe/tokenizer_json.py``); the compiled core needs nothing new.
 
-Every rule below names its place in transformers 5.24 (``tu_base`` =
-``tokenization_utils_base.py``, ``tu_tok`` = ``tokenization_utils_tokenizers.py``,
-``llama`` = ``models/llama/tokenization_llama.py``, ``convert`` =
-``convert_slow_tokenizer.py``); docs/references.md lists them with the
-measurements that pin them.
-"""
+Every rule below names its place in transformers 5.24, in the file
+abbreviations (``tu_base``, ``tu_tok``, ``llama``, ``convert``) of
+docs/references.md's "The rules", which lists them with the measurements
+that pin them."""
 
 from __future__ import annotations
 
@@ -335,7 +333,7 @@ def _explicit_added(
         # token of the config or in its extra_special_tokens.
         named = _named_tokens(config, folder)
         specials = {e["content"] for e in named.values() if e is not None}
-        specials.update(_extra_special_texts(config))
+        specials.update(e["content"] for e in _extra_special_entries(config, "tokenizer_config.json") or ())
         tokens_path = os.path.join(folder, "added_tokens.json")
         if os.path.isfile(tokens_path):
             for text, token_id in read_json_object(tokens_path).items():
@@ -417,11 +415,6 @@ def _extra_special_entries(config: Dict[str, Any], where: str) -> Optional[List[
     if not isinstance(extra, list):
         return None
     return [dict(_token_entry(t, where, True), special=True) for t in extra if t]
-
-
-def _extra_special_texts(config: Dict[str, Any]) -> List[str]:
-    """The texts of the config's extra special tokens."""
-    return [e["content"] for e in _extra_special_entries(config, "tokenizer_config.json") or ()]
 
 
 def _template(config: Dict[str, Any], named: Dict[str, Optional[Dict[str, Any]]],

@@ -16,12 +16,7 @@ from .errors import VocabularyError
 from .tokens import TokenType
 
 __all__ = [
-    "piece_offsets",
-    "byte_piece_ids",
-    "indices_of",
-    "types_buffer",
-    "checked_id",
-    "SPECIAL_TYPES",
+    "piece_offsets", "byte_piece_ids", "indices_of", "types_buffer", "checked_id", "SPECIAL_TYPES",
     "TOKEN_TYPE_VALUES",
 ]
 

@@ -1,9 +1,6 @@
 """The spmbpe command line (its program, console script and ``python -m
-spmbpe``, is spmbpe/__main__.py); docs/cli.md is its reference.
-
-Errors are one line on standard error, ``spmbpe: error: ...``, naming the
-file and line; exit code 1 (2 for a bad option or model), 130/143 when
-interrupted.
+spmbpe``, is spmbpe/__main__.py); docs/cli.md is its reference, with the
+one-line errors and exit codes this module turns every failure into.
 
 The layers: this module parses the arguments and turns every failure into
 one line; _cli_encode runs encode and count (_cli_read reads documents,

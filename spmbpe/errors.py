@@ -11,13 +11,8 @@ from __future__ import annotations
 from typing import Optional
 
 __all__ = [
-    "SpmbpeError",
-    "VocabularyError",
-    "ModelFormatError",
-    "UnsupportedModelError",
-    "UnsupportedFeatureError",
-    "DisallowedSpecialError",
-    "InvalidTokenIdError",
+    "SpmbpeError", "VocabularyError", "ModelFormatError", "UnsupportedModelError", "UnsupportedFeatureError",
+    "DisallowedSpecialError", "InvalidTokenIdError",
 ]
 
 

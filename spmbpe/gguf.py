@@ -19,12 +19,6 @@ from .tokens import AddedToken, TokenType
 
 __all__ = ["read_gguf_spec", "spec_from_gguf_metadata"]
 
-# llama.cpp's defaults for an SPM ("llama") vocabulary when a key is absent.
-_DEFAULT_BOS = 1
-_DEFAULT_EOS = 2
-_DEFAULT_UNK = 0
-
-
 def read_gguf_spec(path: Union[str, "os.PathLike[str]"]) -> TokenizerSpec:
     """The TokenizerSpec of a GGUF file's vocabulary."""
     path = os.fspath(path)
@@ -73,17 +67,14 @@ def spec_from_gguf_metadata(
     if types is None:
         types = array("i", [int(TokenType.NORMAL)]) * n
 
-    bos = _token_id(meta, "tokenizer.ggml.bos_token_id", _DEFAULT_BOS, n, src)
-    eos = _token_id(meta, "tokenizer.ggml.eos_token_id", _DEFAULT_EOS, n, src)
-    unk = _token_id(meta, "tokenizer.ggml.unknown_token_id", _DEFAULT_UNK, n, src)
+    # llama.cpp's defaults for an SPM ("llama") vocabulary when a key is absent.
+    bos = _token_id(meta, "tokenizer.ggml.bos_token_id", 1, n, src)
+    eos = _token_id(meta, "tokenizer.ggml.eos_token_id", 2, n, src)
+    unk = _token_id(meta, "tokenizer.ggml.unknown_token_id", 0, n, src)
     pad = _token_id(meta, "tokenizer.ggml.padding_token_id", None, n, src)
-    add_bos = _flag(meta, "tokenizer.ggml.add_bos_token", True, src)
-    add_eos = _flag(meta, "tokenizer.ggml.add_eos_token", False, src)
+    add_bos = _flag(meta, "tokenizer.ggml.add_bos_token", True, src) and bos is not None
+    add_eos = _flag(meta, "tokenizer.ggml.add_eos_token", False, src) and eos is not None
     add_space_prefix = _flag(meta, "tokenizer.ggml.add_space_prefix", True, src)
-    if add_bos and bos is None:
-        add_bos = False
-    if add_eos and eos is None:
-        add_eos = False
 
     base = _types_bytes(types)
     attrs = _token_attributes(table, base, meta, eos, n)

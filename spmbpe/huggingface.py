@@ -1,15 +1,9 @@
 """Tokenizers from HuggingFace model folders as transformers 4's slow
-``LlamaTokenizer`` reads them (``tokenizer.model`` and
-``tokenizer_config.json``):
-
-* ``legacy`` (absent means true, as transformers treats it) picks where the
-  dummy prefix goes: true prefixes every text segment between added tokens
-  (the same ids as llama.cpp), false prefixes the input once;
-* ``added_tokens_decoder`` entries are split out of the raw text first, with
-  their ``lstrip``/``rstrip``; bos/eos/unk (and pad) always are;
-* ``add_bos_token``/``add_eos_token`` say what ``add_special_tokens=True`` adds.
-
-The encoding and decoding rules are references/transformers4.py's."""
+``LlamaTokenizer`` reads them: ``tokenizer.model``, and from
+``tokenizer_config.json`` ``legacy`` (absent means true, as transformers 4
+treats it), the ``added_tokens_decoder`` entries, bos/eos/unk/pad and
+``add_bos_token``/``add_eos_token``.  What they do is docs/behaviour.md's;
+the encoding and decoding rules are references/transformers4.py's."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Tokenizing a Ray Data dataset, on one machine or a cluster (``pip install
-spmbpe[ray]``); docs/api.md, "Ray Data", has the example that tests/test_ray.py
-runs.
-
-The tokenizer travels to the workers as its pickle (the vocabulary's bytes,
-never a path), once per worker: each worker of the ``map_batches`` actor
-pool unpickles it in its constructor and encodes every batch it gets with
-``encode_batch(..., return_numpy=True)``.  The result is an Arrow list column
-built from the flat ids and offsets, with no Python int per token.
-
-``write_arrays`` gathers the documents on the driver in dataset order and
-writes them with the command line's own writer (``spmbpe/_arrays.py``), so the
-files are byte for byte those of ``spmbpe encode --format npy|bin|ds``."""
+spmbpe[ray]``); docs/api.md, "Ray Data", says how (the tokenizer's pickle
+shipped once per worker of an actor pool; ``write_arrays`` writing with the
+command line's own writer, ``spmbpe/_arrays.py``) and has the example that
+tests/test_ray.py runs.  A batch's ids are an Arrow list column built from
+``encode_batch(..., return_numpy=True)``, with no Python int per token."""
 
 from __future__ import annotations
 
@@ -74,14 +67,9 @@ def tokenize(
     `add_special_tokens` as ``encode`` (the defaults are the command line's:
     text stays text, no BOS/EOS).  `concurrency`: workers in the actor pool
     (an int, or ``(min, max)`` to autoscale); each uses `num_threads`
-    encoding threads and reserves as many CPUs.  The pool leaves a CPU to
-    the tasks that read `ds` (a pool that holds every CPU waits for input
-    forever), so it is fitted to the cluster's CPUs (Ray is started with
-    ``ray.init()`` first if it is not running, as Ray Data would): by
-    default from 1 worker up to as many as fit; a larger `concurrency` (an
-    int, or a pair's minimum: the workers started up front) is fitted with
-    a RuntimeWarning naming both numbers; a `num_threads` that leaves no
-    room for one worker raises ValueError at once.
+    encoding threads and reserves as many CPUs.  The pool is fitted to the
+    cluster's CPUs, leaving one to the reads, as docs/api.md describes (Ray
+    is started with ``ray.init()`` first if it is not running).
     """
     tok = tokenizer if isinstance(tokenizer, SpmTokenizer) else _load(tokenizer)
     compute = _actor_pool(concurrency, num_threads)
@@ -210,8 +198,7 @@ def _actor_pool(concurrency: Union[int, Tuple[int, int], None], num_threads: int
         )
     if concurrency is None:
         return ActorPoolStrategy(min_size=1, max_size=fits)
-    low: int = bounds[0]
-    high: int = bounds[1]
+    low, high = bounds
     if low > fits:
         # Ray starts a pool's minimum before any read: more workers than fit
         # would hold every CPU and wait forever.

@@ -1,18 +1,8 @@
-"""Tokenizers from HuggingFace ``tokenizer.json`` files (tokenizers' BPE).
-
-The ``tokenizers`` library is what runs a ``tokenizer.json``, so its rules
-apply (``models/bpe``, ``added_vocabulary``, ``pre_tokenizers/metaspace``):
-
-* merges are ranked by their place in the merges list, per *pair* of
-  pieces — a piece built by two different pairs can have two ranks, which is
-  where a converted ``tokenizer.json`` and the sentencepiece model it came
-  from disagree (on runs of spaces in Mistral's vocabulary);
-* characters are looked up one by one before merging: a character that is
-  no piece becomes its ``<0xNN>`` byte pieces (byte_fallback), else the
-  (fused) unknown token, else nothing;
-* added tokens are split out of the raw text first; the front end
-  (Metaspace, or a Prepend+Replace normalizer) then runs on each segment.
-"""
+"""Tokenizers from HuggingFace ``tokenizer.json`` files (tokenizers' BPE),
+read as the ``tokenizers`` library runs them (``models/bpe``,
+``added_vocabulary``, ``pre_tokenizers/metaspace``): docs/behaviour.md says
+what that means (merges ranked per pair, not per merged piece; characters
+looked up before merging), references/tokenizers.py encodes and decodes."""
 
 from __future__ import annotations
 

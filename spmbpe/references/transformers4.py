@@ -162,13 +162,10 @@ def decode_rules(spec: "TokenizerSpec") -> Dict[bool, DecodeRules]:
 def _token_roles(spec: "TokenizerSpec", own: Dict[str, Any]) -> Tuple[bytes, Optional[PieceTable]]:
     """The ROLE_* bits of each id for transformers 4's ``_decode``, and the
     table of each id's token string where an added token gives an id of the
-    model another text than its piece (else None).
-
-    transformers 4 decides by token string (``convert_ids_to_tokens``: an
-    added token's content, else the model's piece): special when it is one
-    of ``all_special_tokens``; split out (``legacy_added_tokens``) when it is
-    an added token's content and not special, or an additional special
-    token whose id is past the model's pieces."""
+    model another text than its piece (else None).  transformers 4 decides
+    by token string (``convert_ids_to_tokens``: an added token's content,
+    else the model's piece); docs/behaviour.md, "transformers 4's slow
+    decode", says which strings are special and which split the ids."""
     table = spec.table
     n = len(table)
     model_pieces = n if spec.mergeable_limit is None else spec.mergeable_limit
