@@ -183,7 +183,7 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
     def cache_capacity(self) -> int:
         """About how many distinct chunks (a word and the space before it,
         mostly) the chunk cache holds: 98,304 by default, which takes up to
-        6.8 MB once full (4.6 MB on the Python standard library).  Set it, when no thread is encoding with this
+        6.8 MB once full.  Set it, when no thread is encoding with this
         tokenizer, to bound the memory (0: no cache; chunks are then merged
         every time) or to hold more of a large corpus; what the cache held
         is dropped.  Ids never depend on it.  A setting of this process:
