@@ -1,19 +1,14 @@
 """A pure-Python reader of sentencepiece ``.model`` files: one serialized
-``sentencepiece.ModelProto`` (proto2, ``src/sentencepiece_model.proto``),
-decoded by ``_protobuf.py`` from the field tables below.
-
-Beyond the wire format's errors, a piece that is not valid UTF-8 and a
-model without pieces raise :class:`ModelFormatError`; what sentencepiece
-checks when it *builds* a model (no duplicate pieces, one UNKNOWN piece,
-...) is left to the caller.  A file cut between two top-level fields is a
-valid, shorter message, as protobuf reads it."""
+``sentencepiece.ModelProto`` (proto2), decoded by ``_protobuf.py`` from the
+field tables below.  Beyond the wire format's errors, a piece that is not
+valid UTF-8 and a model without pieces raise :class:`ModelFormatError`; what
+sentencepiece checks when it *builds* a model is left to the caller."""
 
 from __future__ import annotations
 
 import os
 import sys
 from array import array
-from itertools import accumulate
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _protobuf as pb
@@ -21,11 +16,9 @@ from ._core import first_invalid_utf8_piece, scan_model_pieces, utf8_pieces
 from .errors import ModelFormatError
 from .tokens import TokenType
 
-__all__ = [
-    "SpmModelProto", "TrainerSpec", "NormalizerSpec", "read_model_proto", "parse_model_proto",
-    "is_model_proto", "TYPE_NORMAL", "TYPE_UNKNOWN", "TYPE_CONTROL", "TYPE_USER_DEFINED",
-    "TYPE_UNUSED", "TYPE_BYTE", "MODEL_TYPE_UNIGRAM", "MODEL_TYPE_BPE", "MODEL_TYPE_WORD", "MODEL_TYPE_CHAR",
-]
+__all__ = ["SpmModelProto", "TrainerSpec", "NormalizerSpec", "read_model_proto", "parse_model_proto",
+           "is_model_proto", "TYPE_NORMAL", "TYPE_UNKNOWN", "TYPE_CONTROL", "TYPE_USER_DEFINED", "TYPE_UNUSED",
+           "TYPE_BYTE", "MODEL_TYPE_UNIGRAM", "MODEL_TYPE_BPE", "MODEL_TYPE_WORD", "MODEL_TYPE_CHAR"]
 
 # ModelProto.SentencePiece.Type (TokenType has its numbers); TrainerSpec.ModelType.
 TYPE_NORMAL, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER_DEFINED, TYPE_UNUSED, TYPE_BYTE = map(int, TokenType)
@@ -33,10 +26,7 @@ MODEL_TYPE_UNIGRAM, MODEL_TYPE_BPE, MODEL_TYPE_WORD, MODEL_TYPE_CHAR = 1, 2, 3, 
 
 
 class TrainerSpec(pb.Message):
-    """``sentencepiece.TrainerSpec``: every field, with its proto default
-    (numbers and defaults of sentencepiece 0.2's ``sentencepiece_model.proto``).
-    Repeated strings are tuples; ``model_type`` is the enum number
-    (``MODEL_TYPE_BPE`` = 2, ...)."""
+    """``sentencepiece.TrainerSpec``: every field with its proto default (sentencepiece 0.2)."""
 
     input: Tuple[str, ...] = pb.field(1, pb.REPEATED_TEXT, ())
     input_format: str = pb.field(7, pb.TEXT, "")
@@ -88,8 +78,7 @@ class TrainerSpec(pb.Message):
 
 
 class NormalizerSpec(pb.Message):
-    """``sentencepiece.NormalizerSpec`` (``normalizer_spec`` and
-    ``denormalizer_spec``), every field with its proto default."""
+    """``sentencepiece.NormalizerSpec``: every field with its proto default."""
 
     name: str = pb.field(1, pb.STRING, "")
     precompiled_charsmap: bytes = pb.field(2, pb.BYTES, b"")
@@ -104,8 +93,7 @@ _make_spec = pb.make_message
 
 # ModelProto (self_test_data is skipped) and ModelProto.SentencePiece.
 _MODEL_FIELDS = {1: pb.Field("pieces", pb.RAW, None), 2: pb.Field("trainer_spec", pb.MESSAGE, TrainerSpec),
-                 3: pb.Field("normalizer_spec", pb.MESSAGE, NormalizerSpec),
-                 4: pb.Field("self_test_data", pb.RAW, None),
+                 3: pb.Field("normalizer_spec", pb.MESSAGE, NormalizerSpec), 4: pb.Field("self_test_data", pb.RAW, None),
                  5: pb.Field("denormalizer_spec", pb.MESSAGE, NormalizerSpec)}
 _PIECE_FIELDS = {1: pb.Field("piece", pb.RAW, None), 2: pb.Field("score", pb.FLOAT, 0.0),
                  3: pb.Field("type", pb.ENUM, TYPE_NORMAL, frozenset(map(int, TokenType)))}
@@ -113,11 +101,9 @@ _PIECE_WHAT = {"piece": "the piece string", "score": "the score", "type": "the t
 
 
 class SpmModelProto:
-    """A decoded ``ModelProto``.  Pieces are kept compact: piece ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]``, ``scores`` an ``array('f')``,
-    ``types`` one ``SentencePiece.Type`` byte per piece.  ``normalizer`` and
-    ``denormalizer`` are ``None`` when the file has none (sentencepiece then
-    normalizes by ``NormalizerSpec()``: :attr:`normalizer_or_default`)."""
+    """A decoded ``ModelProto``.  Piece ``i`` is ``arena[offsets[i]:offsets[i + 1]]``,
+    ``scores`` an ``array('f')``, ``types`` one ``SentencePiece.Type`` byte per piece.
+    ``normalizer`` and ``denormalizer`` are ``None`` when the file has none."""
 
     __slots__ = ("path", "arena", "offsets", "scores", "types", "trainer", "normalizer", "denormalizer",
                  "_checked_pieces")
@@ -129,8 +115,7 @@ class SpmModelProto:
         self.path = path
         self.arena, self.offsets, self.scores, self.types = arena, offsets, scores, types
         self.trainer, self.normalizer, self.denormalizer = trainer, normalizer, denormalizer
-        # (arena, a copy of the offsets) when the reader found every piece
-        # valid UTF-8: the tokenizer then need not check these pieces again.
+        # (arena, a copy of the offsets) when the reader found every piece valid UTF-8.
         self._checked_pieces: Optional[Tuple[bytes, "array[int]"]] = None
 
     def pieces_checked(self) -> bool:
@@ -147,50 +132,99 @@ class SpmModelProto:
         return len(self.types)
 
     def piece_bytes(self, i: int) -> bytes:
-        """The UTF-8 bytes of piece ``i``."""
         if not 0 <= i < len(self.types):
             raise IndexError(f"piece index {i} out of range [0, {len(self.types)})")
         return self.arena[self.offsets[i] : self.offsets[i + 1]]
 
     def piece(self, i: int) -> str:
-        """Piece ``i`` as text."""
         return self.piece_bytes(i).decode("utf-8")
 
     def packed_pieces(self) -> Optional[Tuple[bytes, "array[int]"]]:
-        """(arena, offsets) when still of the reader's kinds, which compiled
-        code takes as they are; None when a caller has set others."""
+        """(arena, offsets) when still of the reader's kinds (for compiled code), else None."""
         arena, offs = self.arena, self.offsets
         whole = isinstance(offs, array) and offs.typecode == "q" and len(offs) == len(self.types) + 1
         return (arena, offs) if type(arena) is bytes and whole else None
 
     @property
     def pieces(self) -> List[str]:
-        """All pieces as ``str`` (decoded on each access)."""
         packed = self.packed_pieces()
-        if packed is not None:
-            return utf8_pieces(*packed)
-        arena, offs = self.arena, self.offsets
-        return [arena[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(self.types))]
+        return utf8_pieces(*packed) if packed is not None else [self.piece(i) for i in range(len(self))]
 
     @property
     def normalizer_or_default(self) -> NormalizerSpec:
+        """What sentencepiece normalizes by: ``NormalizerSpec()`` when the file has none."""
         return self.normalizer if self.normalizer is not None else NormalizerSpec()
 
     def __repr__(self) -> str:
         return f"<SpmModelProto {len(self)} pieces, model_type={self.trainer.model_type}, path={self.path!r}>"
 
 
-# ----------------------------------------------------------- the ModelProto
+def parse_model_proto(
+    data: Union[bytes, bytearray, memoryview],
+    path: Optional[Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]] = None,
+) -> SpmModelProto:
+    """Decode a serialized ``sentencepiece.ModelProto``; ``path`` names it in errors."""
+    spath = None if path is None else os.fsdecode(os.fspath(path))
+    data = bytes(data)
+    arenas: List[bytes] = []  # the pieces' bytes, back to back
+    offsets, scores, types = array("q", [0]), array("f"), bytearray()  # scores as read: little-endian
+    bad: Optional[int] = -1  # the first piece that is not valid UTF-8 (-1: none; None: not checked)
+    settings: Dict[str, Any] = {}
+    pos = 0
+    top = pb.message_label("ModelProto")
 
-# A run of pieces: their bytes; count + 1 offsets into the whole model's
-# arena; the scores as read (little-endian float32); one type byte each; the
-# first piece that is not valid UTF-8 (-1: none; None: not checked).
-_Run = Tuple[bytes, "array[int]", "array[float]", bytes, Optional[int]]
+    def label(f: pb.Field, number: int, wrong: bool) -> str:
+        return f"piece {len(types)}" if number == 1 and not wrong else top(f, number, wrong)
+
+    while pos < len(data):
+        if data[pos] == 0x0A:  # pieces in the layout every serializer writes, scanned in C (and checked)
+            run, run_offsets, run_scores, run_types, stop, run_bad = scan_model_pieces(data, pos, offsets[-1])
+            if stop != pos:
+                if bad == -1 and run_bad >= 0:
+                    bad = len(types) + run_bad
+                arenas.append(run)
+                offsets[-1:] = run_offsets
+                scores.extend(run_scores)
+                types += run_types
+                pos = stop
+                continue
+        f, value, nxt = pb.read_field(data, pos, len(data), spath, _MODEL_FIELDS, label)
+        if f is not None and f.name == "pieces":  # a piece in any other layout
+            start, end, score, typ = _read_piece(data, value, nxt, len(types), spath)
+            arenas.append(data[start:end])
+            offsets.append(offsets[-1] + end - start)
+            scores.frombytes(score)
+            types.append(typ)
+            bad = None if bad == -1 else bad
+        elif f is not None:
+            pb.store(data, f, value, nxt, settings, spath, label)
+        pos = nxt
+    if not types:
+        pb.fail(spath, None, "not a sentencepiece model: it has no pieces")
+    arena = b"".join(arenas)  # (one run: that bytes object itself, no copy)
+    if sys.byteorder == "big":  # pragma: no cover
+        scores.byteswap()
+    if bad is None:
+        bad = first_invalid_utf8_piece(arena, offsets)
+    if bad >= 0:  # every piece must be valid UTF-8 on its own, as sentencepiece requires
+        chunk = arena[offsets[bad] : offsets[bad + 1]]
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            pb.fail(spath, _piece_offset(data, bad) + exc.start, f"piece {bad} is not valid UTF-8: {chunk!r}")
+        raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
+    normalizer, denormalizer = settings.get("normalizer_spec"), settings.get("denormalizer_spec")
+    proto = SpmModelProto(
+        arena, offsets, scores, bytes(types), pb.make_message(TrainerSpec, settings.get("trainer_spec", {})),
+        None if normalizer is None else pb.make_message(NormalizerSpec, normalizer),
+        None if denormalizer is None else pb.make_message(NormalizerSpec, denormalizer), spath,
+    )
+    proto._checked_pieces = (arena, offsets[:])
+    return proto
 
 
 def _read_piece(data: bytes, pos: int, end: int, index: int, path: Optional[str]) -> Tuple[int, int, bytes, int]:
-    """One ``SentencePiece`` message, fields in any order: (where its string
-    starts, where it ends, the score's 4 bytes as read, type)."""
+    """One ``SentencePiece`` message: (where its string starts, where it ends, the score's 4 bytes, type)."""
     def label(f: pb.Field, number: int, wrong: bool) -> str:
         return f"piece {index}: " + (f"SentencePiece.{f.name}" if wrong else _PIECE_WHAT[f.name])
     values: Dict[str, Any] = {}
@@ -207,96 +241,8 @@ def _read_piece(data: bytes, pos: int, end: int, index: int, path: Optional[str]
     return start, stop, score, values.get("type", TYPE_NORMAL)
 
 
-def parse_model_proto(
-    data: Union[bytes, bytearray, memoryview],
-    path: Optional[Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]] = None,
-) -> SpmModelProto:
-    """Decode a serialized ``sentencepiece.ModelProto``; ``path`` names it in
-    errors (ModelFormatError, with the byte offset of the bad item)."""
-    spath = None if path is None else os.fsdecode(os.fspath(path))
-    data = bytes(data)
-    n = len(data)
-    # Pieces in the layout every serializer writes are scanned in C, a run
-    # at a time (_core.scan_model_pieces: the load's hot loop, no object per
-    # piece); any other piece is read here, as a run of its own.
-    runs: List[_Run] = []
-    slow: List[Tuple[bytes, bytes, int]] = []  # the pieces (bytes, score, type) of a run read here
-    settings: Dict[str, Any] = {}
-    count = arena_len = pos = 0
-    top = pb.message_label("ModelProto")
-
-    def label(f: pb.Field, number: int, wrong: bool) -> str:
-        return f"piece {count}" if number == 1 and not wrong else top(f, number, wrong)
-
-    while pos < n:
-        if data[pos] == 0x0A:
-            pieces, offsets, scores, types, stop, first_bad = scan_model_pieces(data, pos, arena_len)
-            if stop != pos:
-                if slow:
-                    runs.append(_slow_run(slow, arena_len))
-                    slow = []
-                runs.append((pieces, offsets, scores, types, first_bad))
-                count, arena_len, pos = count + len(types), arena_len + len(pieces), stop
-                continue
-        f, value, nxt = pb.read_field(data, pos, n, spath, _MODEL_FIELDS, label)
-        if f is not None and f.name == "pieces":
-            ps, pe, score, typ = _read_piece(data, value, nxt, count, spath)
-            slow.append((data[ps:pe], score, typ))
-            count, arena_len = count + 1, arena_len + pe - ps
-        elif f is not None:
-            pb.store(data, f, value, nxt, settings, spath, label)
-        pos = nxt
-    if slow:
-        runs.append(_slow_run(slow, arena_len))
-    if not count:
-        pb.fail(spath, None, "not a sentencepiece model: it has no pieces")
-    arena, offsets, scores, types, bad = _join_runs(runs)
-    # Every piece must be valid UTF-8 on its own, as sentencepiece requires.
-    if bad is None:
-        bad = first_invalid_utf8_piece(arena, offsets)
-    if bad >= 0:
-        chunk = arena[offsets[bad] : offsets[bad + 1]]
-        try:
-            chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            pb.fail(spath, _piece_offset(data, bad) + exc.start, f"piece {bad} is not valid UTF-8: {chunk!r}")
-        raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
-    normalizer, denormalizer = settings.get("normalizer_spec"), settings.get("denormalizer_spec")
-    proto = SpmModelProto(
-        arena, offsets, scores, types, pb.make_message(TrainerSpec, settings.get("trainer_spec", {})),
-        None if normalizer is None else pb.make_message(NormalizerSpec, normalizer),
-        None if denormalizer is None else pb.make_message(NormalizerSpec, denormalizer), spath,
-    )
-    proto._checked_pieces = (arena, offsets[:])
-    return proto
-
-
-def _slow_run(pieces: List[Tuple[bytes, bytes, int]], end: int) -> _Run:
-    """The pieces read one by one (which end at ``end`` in the arena) as a run."""
-    arena = b"".join(p[0] for p in pieces)
-    offsets = array("q", accumulate((len(p[0]) for p in pieces), initial=end - len(arena)))
-    return arena, offsets, array("f", b"".join(p[1] for p in pieces)), bytes(p[2] for p in pieces), None
-
-
-def _join_runs(runs: List[_Run]) -> _Run:
-    """The model's pieces as one run (a single run as it is: no copy), the
-    scores in native byte order."""
-    if len(runs) == 1:
-        arena, offsets, scores, types, bad = runs[0]
-    else:
-        arena, types, bad = b"".join(r[0] for r in runs), b"".join(r[3] for r in runs), None
-        offsets, scores = array("q", [0]), array("f")
-        for run in runs:
-            offsets.extend(run[1][1:])
-            scores.extend(run[2])
-    if sys.byteorder == "big":  # pragma: no cover
-        scores.byteswap()
-    return arena, offsets, scores, types, bad
-
-
 def _piece_offset(data: bytes, index: int) -> int:
-    """File offset of the string of piece ``index`` (for an error message;
-    the data is known to parse)."""
+    """File offset of the string of piece ``index`` (the data is known to parse)."""
     pos = count = 0
     while pos < len(data):
         f, value, nxt = pb.read_field(data, pos, len(data), None, _MODEL_FIELDS, pb.message_label(""))
@@ -312,25 +258,17 @@ def read_model_proto(path: Union[str, "os.PathLike[str]", "os.PathLike[bytes]"])
     """Read and decode a sentencepiece ``.model`` file."""
     with open(path, "rb") as f:
         head = f.read(16)
-        if head:
-            # Fail fast, before reading all of a large file of another kind
-            # (a GGUF's "G" is field 8 with the invalid wire type 7).
+        if head:  # fail fast on a large file of another kind (a GGUF's "G": field 8, wire type 7)
             pb.read_key(head, 0, len(head), os.fsdecode(os.fspath(path)))
             f.seek(0)
-        data = f.read()  # (one read, no copy to join it to the head)
+        data = f.read()
     return parse_model_proto(data, path)
 
 
 def is_model_proto(head: bytes) -> bool:
-    """Cheap sniff: could ``head`` (the first bytes of a file) start a
-    sentencepiece ``ModelProto``?
-
-    Serializers write the fields in field-number order, so a model file starts
-    with its first piece: key 0x0A (field 1, length-delimited), a varint
-    length, and then a ``SentencePiece`` message whose first key is a valid
-    key (normally 0x0A, the piece string).  Only the bytes present in
-    ``head`` are checked.
-    """
+    """Could ``head``, a file's first bytes, start a ``ModelProto``?  Serializers write
+    fields in number order, so a model starts with its first piece: key 0x0A, a varint
+    length, and a ``SentencePiece`` message starting with a valid key (normally 0x0A)."""
     head = bytes(head[:64])
     if len(head) < 2 or head[0] != 0x0A:
         return False
