@@ -12,7 +12,7 @@ from array import array
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _protobuf as pb
-from ._core import first_invalid_utf8_piece, scan_model_pieces, utf8_pieces
+from ._core import scan_model_pieces, utf8_pieces
 from .errors import ModelFormatError
 from .tokens import TokenType
 
@@ -168,7 +168,7 @@ def parse_model_proto(
     data = bytes(data)
     arenas: List[bytes] = []  # the pieces' bytes, back to back
     offsets, scores, types = array("q", [0]), array("f"), bytearray()  # scores as read: little-endian
-    bad: Optional[int] = -1  # the first piece that is not valid UTF-8 (-1: none; None: not checked)
+    bad: Optional[Tuple[int, int]] = None  # the first piece not valid UTF-8: (index, where its string starts)
     settings: Dict[str, Any] = {}
     pos = 0
     top = pb.message_label("ModelProto")
@@ -180,8 +180,11 @@ def parse_model_proto(
         if data[pos] == 0x0A:  # pieces in the layout every serializer writes, scanned in C (and checked)
             run, run_offsets, run_scores, run_types, stop, run_bad = scan_model_pieces(data, pos, offsets[-1])
             if stop != pos:
-                if bad == -1 and run_bad >= 0:
-                    bad = len(types) + run_bad
+                if bad is None and run_bad >= 0:
+                    at = pos
+                    for _ in range(run_bad):  # (in this layout: key 0x0A, length, then the piece message)
+                        at += 2 + data[at + 1]
+                    bad = (len(types) + run_bad, at + 4)
                 arenas.append(run)
                 offsets[-1:] = run_offsets
                 scores.extend(run_scores)
@@ -191,11 +194,14 @@ def parse_model_proto(
         f, value, nxt = pb.read_field(data, pos, len(data), spath, _MODEL_FIELDS, label)
         if f is not None and f.name == "pieces":  # a piece in any other layout
             start, end, score, typ = _read_piece(data, value, nxt, len(types), spath)
+            try:
+                data[start:end].decode("utf-8")
+            except UnicodeDecodeError:
+                bad = (len(types), start) if bad is None else bad
             arenas.append(data[start:end])
             offsets.append(offsets[-1] + end - start)
             scores.frombytes(score)
             types.append(typ)
-            bad = None if bad == -1 else bad
         elif f is not None:
             pb.store(data, f, value, nxt, settings, spath, label)
         pos = nxt
@@ -204,15 +210,14 @@ def parse_model_proto(
     arena = b"".join(arenas)  # (one run: that bytes object itself, no copy)
     if sys.byteorder == "big":  # pragma: no cover
         scores.byteswap()
-    if bad is None:
-        bad = first_invalid_utf8_piece(arena, offsets)
-    if bad >= 0:  # every piece must be valid UTF-8 on its own, as sentencepiece requires
-        chunk = arena[offsets[bad] : offsets[bad + 1]]
+    if bad is not None:  # every piece must be valid UTF-8 on its own, as sentencepiece requires
+        index, at = bad
+        chunk = arena[offsets[index] : offsets[index + 1]]
         try:
             chunk.decode("utf-8")
         except UnicodeDecodeError as exc:
-            pb.fail(spath, _piece_offset(data, bad) + exc.start, f"piece {bad} is not valid UTF-8: {chunk!r}")
-        raise AssertionError(f"piece {bad} was found invalid but decodes")  # pragma: no cover
+            pb.fail(spath, at + exc.start, f"piece {index} is not valid UTF-8: {chunk!r}")
+        raise AssertionError(f"piece {index} was found invalid but decodes")  # pragma: no cover
     normalizer, denormalizer = settings.get("normalizer_spec"), settings.get("denormalizer_spec")
     proto = SpmModelProto(
         arena, offsets, scores, bytes(types), pb.make_message(TrainerSpec, settings.get("trainer_spec", {})),
@@ -239,19 +244,6 @@ def _read_piece(data: bytes, pos: int, end: int, index: int, path: Optional[str]
             pb.store(data, f, value, nxt, values, path, label)
         pos = nxt
     return start, stop, score, values.get("type", TYPE_NORMAL)
-
-
-def _piece_offset(data: bytes, index: int) -> int:
-    """File offset of the string of piece ``index`` (the data is known to parse)."""
-    pos = count = 0
-    while pos < len(data):
-        f, value, nxt = pb.read_field(data, pos, len(data), None, _MODEL_FIELDS, pb.message_label(""))
-        if f is not None and f.name == "pieces":
-            if count == index:
-                return _read_piece(data, value, nxt, index, None)[0]
-            count += 1
-        pos = nxt
-    raise AssertionError("piece not found")  # pragma: no cover
 
 
 def read_model_proto(path: Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]) -> SpmModelProto:
