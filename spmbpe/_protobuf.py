@@ -1,21 +1,17 @@
-"""A reader of the protobuf wire format, driven by tables of fields.
+"""A reader of the protobuf wire format (proto2), driven by tables of fields.
 
 A message is a run of fields, each a key, the varint ``number << 3 | wire``,
-then a value: wire type 0 a varint (base-128, low group first, at most 10
-bytes), 1 eight bytes, 2 a varint length and that many bytes (strings, bytes,
-embedded messages), 5 four bytes.  Groups (3, 4) and the types 6 and 7 are
-rejected.  A message's table maps field numbers to a :class:`Field`.
-
-As in protobuf (proto2): fields come in any order and any number of times
-(the last scalar wins, repeated fields accumulate, embedded messages merge);
-``int32`` keeps the low 32 bits, sign-extended; ``bool`` is "varint != 0";
-a closed enum does not store a value outside it; unknown fields are
-skipped, whatever their number.  Stricter than protobuf: a known field of
-the wrong wire type, and invalid UTF-8 in a ``string``, raise.  Every error
-is a :class:`ModelFormatError` naming the file, a byte offset (the field's
-key, or the bad byte) and the field.  Every length is checked against the
-end of its enclosing message before a slice is taken, so a corrupt length
-never causes an allocation."""
+then a value: wire type 0 a varint (at most 10 bytes), 1 eight bytes, 2 a
+varint length and that many bytes, 5 four bytes; groups (3, 4) and the types
+6 and 7 are rejected.  As in protobuf, fields come in any order and any number
+of times (the last scalar wins, repeated fields accumulate, embedded messages
+merge); ``int32`` keeps the low 32 bits, sign-extended; ``bool`` is "varint !=
+0"; a closed enum does not store a value outside it; unknown fields are
+skipped.  Stricter than protobuf: a known field of the wrong wire type, and
+invalid UTF-8 in a ``string``, raise.  Every error is a :class:`ModelFormatError`
+naming the file, a byte offset (the field's key, or the bad byte) and the
+field.  Every length is checked against the end of its enclosing message
+before a slice is taken, so a corrupt length never causes an allocation."""
 
 from __future__ import annotations
 
@@ -77,11 +73,10 @@ def field(number: int, kind: str, default: Any, values: FrozenSet[int] = frozens
 
 
 class Message:
-    """A decoded message: one read-only attribute per field (the proto
-    default where the data has none), and ``present``, the names of the
-    fields the data sets.  A subclass declares its fields in its body,
-    ``name: type = field(number, kind, default)``, which make its table
-    ``FIELDS`` (number -> Field)."""
+    """A decoded message: a read-only attribute per field (the default where the
+    data has none) and ``present``, the names of the fields the data sets.  A
+    subclass declares ``name: type = field(number, kind, default)`` in its body,
+    which make its table ``FIELDS`` (number -> Field)."""
 
     FIELDS: Dict[int, Field] = {}
     present: FrozenSet[str]
@@ -130,8 +125,6 @@ def make_message(cls: Type[_M], values: Dict[str, Any], present: Optional[Frozen
     return cls(present=frozenset(values) if present is None else present, **values)
 
 
-# ------------------------------------------------------------------ reading
-
 Label = Callable[[Field, int, bool], str]  # (field, number, wrong wire type?) -> its name in errors
 
 
@@ -147,9 +140,8 @@ def _past_end(path: Optional[str], start: int, limit: int, n: int, what: str) ->
 
 def read_varint(data: bytes, pos: int, limit: int, path: Optional[str], at: int = -1,
                 what: str = "a varint") -> Tuple[int, int]:
-    """(value, next position) of the varint at ``pos``, which must end before
-    ``limit``; reduced to 64 bits, as protobuf does.  A varint cut short is
-    reported at ``at`` (its field's key) when given, else at its start."""
+    """(value reduced to 64 bits, next position) of the varint at ``pos``, which
+    must end before ``limit``; one cut short is reported at ``at`` if given."""
     start, result, shift = pos, 0, 0
     while True:
         if pos >= limit:
@@ -181,9 +173,8 @@ def read_key(data: bytes, pos: int, limit: int, path: Optional[str]) -> Tuple[in
 
 def read_field(data: bytes, pos: int, end: int, path: Optional[str], fields: Dict[int, Field],
                label: Label) -> Tuple[Optional[Field], int, int]:
-    """The field at ``pos`` of the message that ends at ``end``: (its entry
-    in ``fields``, None if unknown; its value, a varint's number or where its
-    bytes start; the next position)."""
+    """The field at ``pos`` of the message ending at ``end``: (its entry in
+    ``fields`` or None; a varint's number or where its bytes start; the next position)."""
     key_pos = pos
     number, wire, pos = read_key(data, pos, end, path)
     f = fields.get(number)
@@ -207,7 +198,6 @@ def read_field(data: bytes, pos: int, end: int, path: Optional[str], fields: Dic
 
 
 def _what(f: Optional[Field], number: int, wire: int, label: Label) -> str:
-    """The field as errors name it."""
     if f is not None:
         return label(f, number, False)
     return f"field {number}" + ("" if wire in (VARINT, LEN) else f" ({8 if wire == I64 else 4}-byte value)")
@@ -220,8 +210,7 @@ def message_label(message: str) -> Label:
 
 def read_message(data: bytes, pos: int, end: int, path: Optional[str], fields: Dict[int, Field],
                  values: Dict[str, Any], label: Label) -> None:
-    """Decode the message ``data[pos:end]`` into ``values`` (name -> value),
-    merging with what is already there."""
+    """Decode the message ``data[pos:end]`` into ``values`` (name -> value), merging."""
     while pos < end:
         f, value, nxt = read_field(data, pos, end, path, fields, label)
         if f is not None:
@@ -231,8 +220,7 @@ def read_message(data: bytes, pos: int, end: int, path: Optional[str], fields: D
 
 def store(data: bytes, f: Field, value: int, end: int, values: Dict[str, Any], path: Optional[str],
           label: Label) -> None:
-    """Convert the value of field ``f`` (as read_field returns it, ending at
-    ``end``) by its kind into ``values``."""
+    """Convert field ``f``'s value (as read_field returns it) by its kind into ``values``."""
     convert = KINDS[f.kind][1]
     if f.kind == MESSAGE:
         cls = f.default
