@@ -26,9 +26,11 @@ F32 = struct.Struct("<f")
 
 # Field kinds: string is strict UTF-8, text lenient (undecodable bytes
 # replaced), message an embedded Message (whose class is the field's
-# default); a raw field's bytes are left to the caller (or skipped).
-INT32, UINT64, BOOL, ENUM, FLOAT = "int32", "uint64", "bool", "enum", "float"
-STRING, TEXT, BYTES, REPEATED_TEXT, MESSAGE, RAW = "string", "text", "bytes", "repeated text", "message", "raw"
+# default); a raw field's bytes are left to the caller (or skipped), a span
+# is where they lie, float bits a float's 4 bytes as read (a NaN's too).
+INT32, UINT64, BOOL, ENUM, FLOAT, FLOAT_BITS = "int32", "uint64", "bool", "enum", "float", "float bits"
+STRING, TEXT, BYTES, REPEATED_TEXT = "string", "text", "bytes", "repeated text"
+MESSAGE, RAW, SPAN = "message", "raw", "span"
 
 
 def to_int32(v: int) -> int:
@@ -48,10 +50,12 @@ KINDS: Dict[str, Tuple[int, Optional[Callable[[bytes, int, int], Any]]]] = {
     UINT64: (VARINT, lambda data, v, end: v),
     BOOL: (VARINT, lambda data, v, end: v != 0),
     FLOAT: (I32, lambda data, v, end: F32.unpack_from(data, v)[0]),
+    FLOAT_BITS: (I32, lambda data, v, end: data[v:end]),
     STRING: (LEN, lambda data, v, end: data[v:end].decode("utf-8")),
     TEXT: (LEN, _text),
     REPEATED_TEXT: (LEN, _text),
     BYTES: (LEN, lambda data, v, end: data[v:end]),
+    SPAN: (LEN, lambda data, v, end: (v, end)),
     MESSAGE: (LEN, None),
     RAW: (LEN, None),
 }
@@ -183,10 +187,7 @@ def read_field(data: bytes, pos: int, end: int, path: Optional[str], fields: Dic
         fail(path, key_pos, f"{label(f, number, True)} has wire type {wire} "
              f"({_WIRE_NAMES.get(wire, '?')}), expected {expected} ({_WIRE_NAMES[expected]})")
     if wire == VARINT or wire == LEN:
-        if pos < end and data[pos] < 0x80:  # (a one-byte varint, the usual case)
-            value, pos = data[pos], pos + 1
-        else:
-            value, pos = read_varint(data, pos, end, path, key_pos, _what(f, number, wire, label))
+        value, pos = read_varint(data, pos, end, path, key_pos, _what(f, number, wire, label))
         if wire == VARINT:
             return f, value, pos
     else:

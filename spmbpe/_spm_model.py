@@ -93,9 +93,10 @@ _make_spec = pb.make_message
 
 # ModelProto (self_test_data is skipped) and ModelProto.SentencePiece.
 _MODEL_FIELDS = {1: pb.Field("pieces", pb.RAW, None), 2: pb.Field("trainer_spec", pb.MESSAGE, TrainerSpec),
-                 3: pb.Field("normalizer_spec", pb.MESSAGE, NormalizerSpec), 4: pb.Field("self_test_data", pb.RAW, None),
+                 3: pb.Field("normalizer_spec", pb.MESSAGE, NormalizerSpec),
+                 4: pb.Field("self_test_data", pb.RAW, None),
                  5: pb.Field("denormalizer_spec", pb.MESSAGE, NormalizerSpec)}
-_PIECE_FIELDS = {1: pb.Field("piece", pb.RAW, None), 2: pb.Field("score", pb.FLOAT, 0.0),
+_PIECE_FIELDS = {1: pb.Field("piece", pb.SPAN, None), 2: pb.Field("score", pb.FLOAT_BITS, None),
                  3: pb.Field("type", pb.ENUM, TYPE_NORMAL, frozenset(map(int, TokenType)))}
 _PIECE_WHAT = {"piece": "the piece string", "score": "the score", "type": "the type"}
 
@@ -127,9 +128,7 @@ class SpmModelProto:
     def __len__(self) -> int:
         return len(self.types)
 
-    @property
-    def num_pieces(self) -> int:
-        return len(self.types)
+    num_pieces = property(__len__)
 
     def piece_bytes(self, i: int) -> bytes:
         if not 0 <= i < len(self.types):
@@ -233,17 +232,9 @@ def _read_piece(data: bytes, pos: int, end: int, index: int, path: Optional[str]
     def label(f: pb.Field, number: int, wrong: bool) -> str:
         return f"piece {index}: " + (f"SentencePiece.{f.name}" if wrong else _PIECE_WHAT[f.name])
     values: Dict[str, Any] = {}
-    start, stop, score = pos, pos, b"\x00\x00\x00\x00"
-    while pos < end:
-        f, value, nxt = pb.read_field(data, pos, end, path, _PIECE_FIELDS, label)
-        if f is not None and f.name == "piece":
-            start, stop = value, nxt
-        elif f is not None and f.name == "score":
-            score = data[value:nxt]  # as read (a NaN's bits too)
-        elif f is not None:
-            pb.store(data, f, value, nxt, values, path, label)
-        pos = nxt
-    return start, stop, score, values.get("type", TYPE_NORMAL)
+    pb.read_message(data, pos, end, path, _PIECE_FIELDS, values, label)
+    start, stop = values.get("piece", (pos, pos))
+    return start, stop, values.get("score", b"\x00\x00\x00\x00"), values.get("type", TYPE_NORMAL)
 
 
 def read_model_proto(path: Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]) -> SpmModelProto:
