@@ -187,7 +187,10 @@ def read_field(data: bytes, pos: int, end: int, path: Optional[str], fields: Dic
         fail(path, key_pos, f"{label(f, number, True)} has wire type {wire} "
              f"({_WIRE_NAMES.get(wire, '?')}), expected {expected} ({_WIRE_NAMES[expected]})")
     if wire == VARINT or wire == LEN:
-        value, pos = read_varint(data, pos, end, path, key_pos, _what(f, number, wire, label))
+        if pos < end and data[pos] < 0x80:  # (a one-byte varint, the usual case: inlined for speed)
+            value, pos = data[pos], pos + 1
+        else:
+            value, pos = read_varint(data, pos, end, path, key_pos, _what(f, number, wire, label))
         if wire == VARINT:
             return f, value, pos
     else:

@@ -185,8 +185,11 @@ def parse_model_proto(
                         at += 2 + data[at + 1]
                     bad = (len(types) + run_bad, at + 4)
                 arenas.append(run)
-                offsets[-1:] = run_offsets
-                scores.extend(run_scores)
+                if not types:  # the first run: its arrays as they are, not copied
+                    offsets, scores = run_offsets, run_scores
+                else:
+                    offsets[-1:] = run_offsets
+                    scores.extend(run_scores)
                 types += run_types
                 pos = stop
                 continue
@@ -206,7 +209,7 @@ def parse_model_proto(
         pos = nxt
     if not types:
         pb.fail(spath, None, "not a sentencepiece model: it has no pieces")
-    arena = b"".join(arenas)  # (one run: that bytes object itself, no copy)
+    arena = b"".join(arenas)  # (one run: that bytes object itself, not copied)
     if sys.byteorder == "big":  # pragma: no cover
         scores.byteswap()
     if bad is not None:  # every piece must be valid UTF-8 on its own, as sentencepiece requires
