@@ -66,13 +66,39 @@ static inline spm_chars *spm_chars_new(uint32_t expected) {
     return c;
 }
 
-/* Sets the symbol of `key` (not 0); the table must have been made for at
- * least as many keys (spm_chars_new).  Returns -1 when it is full. */
+/* Doubles the table, keeping its characters.  Returns -1 when out of
+ * memory (the table is then unchanged). */
+static inline int spm_chars_grow(spm_chars *c) {
+    uint32_t cap = 2 * (c->mask + 1), i, j;
+    spm_char_slot *slots;
+    if (cap == 0) return -1;
+    slots = (spm_char_slot *)calloc(cap, sizeof(spm_char_slot));
+    if (slots == NULL) return -1;
+    for (i = 0; i <= c->mask; i++) {
+        if (c->slots[i].key == 0) continue;
+        j = (uint32_t)(((uint64_t)c->slots[i].key * 0x9E3779B97F4A7C15ULL) >> 40) & (cap - 1);
+        while (slots[j].key != 0) j = (j + 1) & (cap - 1);
+        slots[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->mask = cap - 1;
+    return 0;
+}
+
+/* Sets the symbol of `key` (not 0), growing the table to keep it at most
+ * half full (`expected`, spm_chars_new's, only sizes it at first: the
+ * bytes of the pieces bound their characters far above how many distinct
+ * ones there are).  Returns -1 when out of memory. */
 static inline int spm_chars_set(spm_chars *c, uint32_t key, int32_t id) {
     uint32_t i = spm_chars_home(c, key);
     while (c->slots[i].key != 0 && c->slots[i].key != key) i = (i + 1) & c->mask;
     if (c->slots[i].key == 0) {
-        if (2 * (c->count + 1) > c->mask + 1) return -1;
+        if (2 * ((uint64_t)c->count + 1) > (uint64_t)c->mask + 1) {
+            if (spm_chars_grow(c) != 0) return -1;
+            i = spm_chars_home(c, key);
+            while (c->slots[i].key != 0) i = (i + 1) & c->mask;
+        }
         c->count++;
     }
     c->slots[i].key = key;

@@ -48,6 +48,7 @@ cdef extern from "spm_vocab.h" nogil:
     ctypedef struct spm_vocab:
         int32_t n
         int32_t first_duplicate
+        uint32_t cap
 
     enum:
         SPM_ID_MASK
@@ -144,6 +145,7 @@ cdef extern from "spm_cache.h" nogil:
 
 cdef extern from "spm_chars.h" nogil:
     ctypedef struct spm_chars:
+        uint32_t mask
         uint32_t count
 
     uint32_t spm_char_key(uint64_t word, int length)
@@ -155,6 +157,7 @@ cdef extern from "spm_chars.h" nogil:
 
 cdef extern from "spm_charpairs.h" nogil:
     ctypedef struct spm_charpairs:
+        uint64_t mask
         size_t count
 
     int spm_charpairs_has(const spm_charpairs *p, uint64_t key)

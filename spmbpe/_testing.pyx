@@ -75,6 +75,23 @@ def cache_info(SpmCore core not None):
     return t.mask + 1, t.used, min(core.pool.cache.data_len, core.pool.cache.data_cap), bool(core.pool.cache.full)
 
 
+def table_sizes(SpmCore core not None):
+    """{table: (slots, entries)} of the tables the core has built for
+    merging (none before the first encode of a sentencepiece vocabulary:
+    they are built then): "vocab", "chars", "pairs", "char_pairs".  The
+    slots are what a table's memory grows with."""
+    cdef dict out = {}
+    if core.t.vocab != NULL:
+        out["vocab"] = (core.t.vocab.cap, core.t.n_pieces)
+    if core.t.chars != NULL:
+        out["chars"] = (core.t.chars.mask + 1, core.t.chars.count)
+    if core.t.pairs != NULL:
+        out["pairs"] = (core.t.pairs.mask + 1, core.t.pairs.count)
+    if core.t.rules.char_pairs != NULL:
+        out["char_pairs"] = (core.t.rules.char_pairs.mask + 1, core.t.rules.char_pairs.count)
+    return out
+
+
 def cached_ids(SpmCore core not None, bytes chunk not None):
     """The ids the chunk cache holds for an escaped chunk ("\u2581" for a
     space, as UTF-8), or None.  Only when no thread is encoding."""

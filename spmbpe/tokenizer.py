@@ -96,7 +96,9 @@ class SpmTokenizer(TokenizerBase, EncodingMixin, DecodingMixin, NamesMixin):
             # The core's table is then the rules' one copy; the state reads
             # them back (_whole_spec).
             self._merge_settings = spec.ranked_merges[3:]
-            self._spec = dataclasses.replace(spec, ranked_merges=None)
+            # (What follows keeps this spec too -- the planner, the
+            # matcher, the decoder -- and none reads the rules.)
+            self._spec = spec = dataclasses.replace(spec, ranked_merges=None)
         self._matcher = planner_cls.make_matcher(_added_tokens(spec, planner_cls), spec)
         sentinel_ids = frozenset(i for i in (self._bos_id, self._eos_id, self._unk_id) if i is not None)
         self._planner: Planner = planner_cls(spec, core, self._matcher, sentinel_ids)
