@@ -51,17 +51,16 @@ static inline int32_t spm_chars_find(const spm_chars *c, uint32_t key, int32_t m
     }
 }
 
-static inline spm_chars *spm_chars_new(uint32_t expected) {
+/* An empty table; spm_chars_set grows it. */
+static inline spm_chars *spm_chars_new(void) {
     spm_chars *c = (spm_chars *)malloc(sizeof(spm_chars));
-    uint32_t cap = 64;
     if (c == NULL) return NULL;
-    while (cap < 2 * expected + 2) cap *= 2;
-    c->slots = (spm_char_slot *)calloc(cap, sizeof(spm_char_slot));
+    c->slots = (spm_char_slot *)calloc(64, sizeof(spm_char_slot));
     if (c->slots == NULL) {
         free(c);
         return NULL;
     }
-    c->mask = cap - 1;
+    c->mask = 63;
     c->count = 0;
     return c;
 }
@@ -69,27 +68,24 @@ static inline spm_chars *spm_chars_new(uint32_t expected) {
 /* Doubles the table, keeping its characters.  Returns -1 when out of
  * memory (the table is then unchanged). */
 static inline int spm_chars_grow(spm_chars *c) {
-    uint32_t cap = 2 * (c->mask + 1), i, j;
-    spm_char_slot *slots;
-    if (cap == 0) return -1;
-    slots = (spm_char_slot *)calloc(cap, sizeof(spm_char_slot));
-    if (slots == NULL) return -1;
+    spm_chars grown = {NULL, 2 * c->mask + 1, c->count};
+    uint32_t i, j;
+    if (grown.mask < c->mask) return -1;
+    grown.slots = (spm_char_slot *)calloc((size_t)grown.mask + 1, sizeof(spm_char_slot));
+    if (grown.slots == NULL) return -1;
     for (i = 0; i <= c->mask; i++) {
         if (c->slots[i].key == 0) continue;
-        j = (uint32_t)(((uint64_t)c->slots[i].key * 0x9E3779B97F4A7C15ULL) >> 40) & (cap - 1);
-        while (slots[j].key != 0) j = (j + 1) & (cap - 1);
-        slots[j] = c->slots[i];
+        j = spm_chars_home(&grown, c->slots[i].key);
+        while (grown.slots[j].key != 0) j = (j + 1) & grown.mask;
+        grown.slots[j] = c->slots[i];
     }
     free(c->slots);
-    c->slots = slots;
-    c->mask = cap - 1;
+    *c = grown;
     return 0;
 }
 
 /* Sets the symbol of `key` (not 0), growing the table to keep it at most
- * half full (`expected`, spm_chars_new's, only sizes it at first: the
- * bytes of the pieces bound their characters far above how many distinct
- * ones there are).  Returns -1 when out of memory. */
+ * half full.  Returns -1 when out of memory. */
 static inline int spm_chars_set(spm_chars *c, uint32_t key, int32_t id) {
     uint32_t i = spm_chars_home(c, key);
     while (c->slots[i].key != 0 && c->slots[i].key != key) i = (i + 1) & c->mask;

@@ -150,7 +150,7 @@ cdef extern from "spm_chars.h" nogil:
 
     uint32_t spm_char_key(uint64_t word, int length)
     int32_t spm_chars_find(const spm_chars *c, uint32_t key, int32_t missing)
-    spm_chars *spm_chars_new(uint32_t expected)
+    spm_chars *spm_chars_new()
     int spm_chars_set(spm_chars *c, uint32_t key, int32_t id)
     void spm_chars_free(spm_chars *c)
 

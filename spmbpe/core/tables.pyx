@@ -37,11 +37,11 @@ cdef int fill_symbols(CoreTables *t, const uint8_t[::1] buildable) except -1:
     cdef const char *arena = t.arena
     cdef const int32_t *offsets = t.offsets
     cdef Py_ssize_t arena_len = offsets[t.n_pieces]
-    # (The tables grow as characters are set: sized by the bytes of the
-    # pieces, which bound their distinct characters far above their number,
-    # the table of characters took 4 MB for Mistral's 3,171.)
-    virtual_chars = spm_chars_new(0)
-    chars = spm_chars_new(0)
+    # (The tables grow as characters are set: the pieces' bytes, which
+    # would size them up front, bound their distinct characters far above
+    # their number.)
+    virtual_chars = spm_chars_new()
+    chars = spm_chars_new()
     if virtual_chars == NULL or chars == NULL:
         spm_chars_free(virtual_chars)
         spm_chars_free(chars)
