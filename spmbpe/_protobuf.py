@@ -1,132 +1,79 @@
 """A reader of the protobuf wire format (proto2), driven by tables of fields.
 
-A message is a run of fields, each a key, the varint ``number << 3 | wire``,
-then a value: wire type 0 a varint (at most 10 bytes), 1 eight bytes, 2 a
-varint length and that many bytes, 5 four bytes; groups (3, 4) and the types
-6 and 7 are rejected.  As in protobuf, fields come in any order and any number
-of times (the last scalar wins, repeated fields accumulate, embedded messages
-merge); ``int32`` keeps the low 32 bits, sign-extended; ``bool`` is "varint !=
-0"; a closed enum does not store a value outside it; unknown fields are
-skipped.  Stricter than protobuf: a known field of the wrong wire type, and
-invalid UTF-8 in a ``string``, raise.  Every error is a :class:`ModelFormatError`
-naming the file, a byte offset (the field's key, or the bad byte) and the
-field.  Every length is checked against the end of its enclosing message
-before a slice is taken, so a corrupt length never causes an allocation."""
+A field is a key (the varint ``number << 3 | wire``) and a value: a varint
+(wire type 0, at most 10 bytes), eight bytes (1), a varint length and that
+many bytes (2), or four bytes (5); groups (3, 4), 6 and 7 are rejected.  As in
+protobuf, fields come in any order and number (the last scalar wins, embedded
+messages merge), ``int32`` keeps the low 32 bits, ``bool`` is "varint != 0", a
+closed enum stores no value outside it, and fields not in a table are skipped.
+Stricter than protobuf: a table's field with the wrong wire type, or a
+``string`` that is not UTF-8, raises.  Every error is a :class:`ModelFormatError`
+naming the file, a byte offset (the field's key, or the bad byte) and the field.
+Lengths are checked against the end of the enclosing message before a slice is
+taken, so a corrupt length allocates nothing."""
 
 from __future__ import annotations
 
-import struct
-from typing import Any, Callable, Dict, FrozenSet, NamedTuple, NoReturn, Optional, Tuple, Type, TypeVar
+import dataclasses
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, NamedTuple, NoReturn, Optional, Tuple, Type, TypeVar
 
 from .errors import ModelFormatError
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5  # wire types (3 and 4 are groups)
 _WIRE_NAMES = {0: "varint", 1: "64-bit", 2: "length-delimited", 5: "32-bit"}
-F32 = struct.Struct("<f")
-
-# Field kinds: string is strict UTF-8, text lenient (undecodable bytes
-# replaced), message an embedded Message (whose class is the field's
-# default); a raw field's bytes are left to the caller (or skipped), a span
-# is where they lie, float bits a float's 4 bytes as read (a NaN's too).
-INT32, UINT64, BOOL, ENUM, FLOAT, FLOAT_BITS = "int32", "uint64", "bool", "enum", "float", "float bits"
-STRING, TEXT, BYTES, REPEATED_TEXT = "string", "text", "bytes", "repeated text"
-MESSAGE, RAW, SPAN = "message", "raw", "span"
+Kind = Tuple[int, Any]
 
 
-def to_int32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - 0x100000000 if v & 0x80000000 else v
-
-
-def _text(data: bytes, start: int, end: int) -> str:
-    return data[start:end].decode("utf-8", "replace")
-
-
-# kind -> (wire type, conversion of (data, value, end)), where a value is a
-# varint's number or where the field's bytes start (and ``end`` where they end).
-KINDS: Dict[str, Tuple[int, Optional[Callable[[bytes, int, int], Any]]]] = {
-    INT32: (VARINT, lambda data, v, end: to_int32(v)),
-    ENUM: (VARINT, lambda data, v, end: to_int32(v)),
-    UINT64: (VARINT, lambda data, v, end: v),
-    BOOL: (VARINT, lambda data, v, end: v != 0),
-    FLOAT: (I32, lambda data, v, end: F32.unpack_from(data, v)[0]),
-    FLOAT_BITS: (I32, lambda data, v, end: data[v:end]),
-    STRING: (LEN, lambda data, v, end: data[v:end].decode("utf-8")),
-    TEXT: (LEN, _text),
-    REPEATED_TEXT: (LEN, _text),
-    BYTES: (LEN, lambda data, v, end: data[v:end]),
-    SPAN: (LEN, lambda data, v, end: (v, end)),
-    MESSAGE: (LEN, None),
-    RAW: (LEN, None),
-}
+# Field kinds, each (wire type, conversion of (data, value, end)), where a
+# value is a varint's number or where the field's bytes start (and ``end``
+# where they end).  A message kind's field is an embedded Message (whose class
+# is the field's default); a raw field's bytes are left to the caller (or
+# skipped), a span is where they lie, float bits a float's 4 bytes as read.
+INT32 = ENUM = (VARINT, lambda data, v, end: (v & 0x7FFFFFFF) - (v & 0x80000000))  # low 32 bits, signed
+BOOL = (VARINT, lambda data, v, end: v != 0)
+STRING = (LEN, lambda data, v, end: data[v:end].decode("utf-8"))
+BYTES = (LEN, lambda data, v, end: data[v:end])
+SPAN = (LEN, lambda data, v, end: (v, end))
+FLOAT_BITS = (I32, lambda data, v, end: data[v:end])
+MESSAGE: Kind = (LEN, "message")
+RAW: Kind = (LEN, None)
 
 
 class Field(NamedTuple):
     name: str
-    kind: str
+    kind: Kind
     default: Any
-    values: FrozenSet[int] = frozenset()  # an enum's valid values
-    number: int = 0
+    values: FrozenSet[int] = frozenset()  # an enum's valid values (empty: any)
 
 
-def field(number: int, kind: str, default: Any, values: FrozenSet[int] = frozenset()) -> Any:
-    """A field of a :class:`Message`, declared in its class body."""
-    if kind == FLOAT:  # a float field holds a float32, its default too (as in protobuf)
-        default = F32.unpack(F32.pack(default))[0]
-    return Field("", kind, default, values, number)
+def field(number: int, kind: Kind, default: Any, values: FrozenSet[int] = frozenset()) -> Any:
+    """A field of a :class:`Message`: its number, kind and proto default."""
+    return dataclasses.field(default=default, metadata={"field": (number, kind, values)})
 
 
+@dataclasses.dataclass(frozen=True)
 class Message:
-    """A decoded message: a read-only attribute per field (the default where the
-    data has none) and ``present``, the names of the fields the data sets.  A
-    subclass declares ``name: type = field(number, kind, default)`` in its body,
-    which make its table ``FIELDS`` (number -> Field)."""
+    """A decoded message: a frozen dataclass with an attribute per field (its
+    default where the data has none).  A subclass, a frozen dataclass too,
+    declares ``name: type = field(number, kind, default)``, which make its
+    table ``FIELDS`` (number -> Field)."""
 
-    FIELDS: Dict[int, Field] = {}
-    present: FrozenSet[str]
+    FIELDS: ClassVar[Dict[int, Field]] = {}
 
     def __init_subclass__(cls) -> None:
-        declared = {name: f for name, f in vars(cls).items() if isinstance(f, Field)}
-        cls.FIELDS = {f.number: f._replace(name=name) for name, f in declared.items()}
-        for name in declared:
-            delattr(cls, name)
-
-    def __init__(self, **values: Any) -> None:
-        for f in self.FIELDS.values():
-            object.__setattr__(self, f.name, values.pop(f.name, f.default))
-        object.__setattr__(self, "present", frozenset(values.pop("present", ())))
-        if values:
-            raise TypeError(f"unknown fields: {sorted(values)}")
-
-    def has(self, name: str) -> bool:
-        """Whether the data sets field ``name`` (proto2 ``HasField``)."""
-        return name in self.present
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in self.FIELDS.values()}
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-    def __eq__(self, other: object) -> bool:
-        return self.as_dict() == other.as_dict() if type(other) is type(self) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        return (make_message, (type(self), self.as_dict(), self.present))
-
-    def __repr__(self) -> str:
-        items = (f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS.values() if f.name in self.present)
-        return f"{type(self).__name__}({', '.join(items)})"
+        declared = [(name, f.metadata["field"], f.default) for name, f in vars(cls).items()
+                    if isinstance(f, dataclasses.Field)]
+        cls.FIELDS = {number: Field(name, kind, default, values) for name, (number, kind, values), default in declared}
 
 
 _M = TypeVar("_M", bound=Message)
 
 
-def make_message(cls: Type[_M], values: Dict[str, Any], present: Optional[FrozenSet[str]] = None) -> _M:
-    """``cls`` of the field values read_message gathered (present: those)."""
-    return cls(present=frozenset(values) if present is None else present, **values)
+def make_message(cls: Type[_M], values: Dict[str, Any], present: Any = None) -> _M:
+    """``cls`` of the field values read_message gathered.  Names the class does
+    not declare (in a pickle of an earlier table, with its ``present``) are left out."""
+    names = {f.name for f in cls.FIELDS.values()}
+    return cls(**{name: value for name, value in values.items() if name in names})
 
 
 Label = Callable[[Field, int, bool], str]  # (field, number, wrong wire type?) -> its name in errors
@@ -182,10 +129,9 @@ def read_field(data: bytes, pos: int, end: int, path: Optional[str], fields: Dic
     key_pos = pos
     number, wire, pos = read_key(data, pos, end, path)
     f = fields.get(number)
-    if f is not None and wire != KINDS[f.kind][0]:
-        expected = KINDS[f.kind][0]
+    if f is not None and wire != f.kind[0]:
         fail(path, key_pos, f"{label(f, number, True)} has wire type {wire} "
-             f"({_WIRE_NAMES.get(wire, '?')}), expected {expected} ({_WIRE_NAMES[expected]})")
+             f"({_WIRE_NAMES.get(wire, '?')}), expected {f.kind[0]} ({_WIRE_NAMES[f.kind[0]]})")
     if wire == VARINT or wire == LEN:
         if pos < end and data[pos] < 0x80:  # (a one-byte varint, the usual case: inlined for speed)
             value, pos = data[pos], pos + 1
@@ -225,8 +171,8 @@ def read_message(data: bytes, pos: int, end: int, path: Optional[str], fields: D
 def store(data: bytes, f: Field, value: int, end: int, values: Dict[str, Any], path: Optional[str],
           label: Label) -> None:
     """Convert field ``f``'s value (as read_field returns it) by its kind into ``values``."""
-    convert = KINDS[f.kind][1]
-    if f.kind == MESSAGE:
+    convert = f.kind[1]
+    if f.kind is MESSAGE:
         cls = f.default
         read_message(data, value, end, path, cls.FIELDS, values.setdefault(f.name, {}), message_label(cls.__name__))
     elif convert is not None:
@@ -234,7 +180,5 @@ def store(data: bytes, f: Field, value: int, end: int, values: Dict[str, Any], p
             v = convert(data, value, end)
         except UnicodeDecodeError as exc:
             fail(path, value + exc.start, f"{label(f, 0, False)} is not valid UTF-8")
-        if f.kind == REPEATED_TEXT:
-            values[f.name] = values.get(f.name, ()) + (v,)
-        elif f.kind != ENUM or v in f.values:  # a closed enum stores no other value
+        if not f.values or v in f.values:  # a closed enum stores no other value
             values[f.name] = v

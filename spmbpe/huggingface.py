@@ -7,6 +7,7 @@ the encoding and decoding rules are references/transformers4.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from array import array
 from typing import Any, Dict, List, Optional, Tuple
@@ -208,9 +209,5 @@ def _appended(proto: SpmModelProto, extra: List[AddedToken], folder: str) -> Spm
     offsets.extend(piece_offsets(map(len, pieces), offsets[-1])[1:])
     scores = array("f", proto.scores)
     scores.extend([NEVER_MERGE] * len(pieces))
-    clone = type(proto).__new__(type(proto))
-    for name in type(proto).__slots__:
-        setattr(clone, name, getattr(proto, name))
-    clone.arena, clone.offsets, clone.scores = arena, offsets, scores
-    clone.types = bytes(proto.types) + bytes(types)
-    return clone
+    every_type = bytes(proto.types) + bytes(types)
+    return dataclasses.replace(proto, arena=arena, offsets=offsets, scores=scores, types=every_type)

@@ -290,3 +290,10 @@ def test_the_limits_catch_a_long_class_and_a_long_function(tmp_path):
     over = _over(package_units(package))
     assert set(over) == {"pkg/c.pyx:Big", "pkg/c.pyx:g"}, over
     assert package_units(package)["pkg/m.py:Small.f"] == ("def", 2, 80)
+
+
+def test_the_model_reader_is_under_400_lines():
+    # The .model reader is the generic wire reader plus the tables of the
+    # fields spmbpe reads, small enough to read at once.
+    files = [PACKAGE / "_protobuf.py", PACKAGE / "_spm_model.py"]
+    assert sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files) < 400

@@ -11,6 +11,7 @@ canonical protobuf output) serves as the reference for the unusual encodings.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import random
 import struct
@@ -201,7 +202,6 @@ def test_piece_accessors(mistral):
     assert model.piece(0) == "<unk>"
     assert model.piece_bytes(1) == b"<s>"
     assert model.piece(2) == "</s>"
-    assert model.num_pieces == len(model)
     with pytest.raises(IndexError):
         model.piece(len(model))
     with pytest.raises(IndexError):
@@ -224,21 +224,15 @@ def test_piece_accessors(mistral):
 _MISTRAL_SETTINGS = {
     "model_type": MODEL_TYPE_BPE,
     "byte_fallback": True,
-    "split_digits": True,
-    "allow_whitespace_only_pieces": True,
     "treat_whitespace_as_suffix": False,
-    "split_by_whitespace": True,
-    "max_sentencepiece_length": 16,
     "unk_id": 0,
     "bos_id": 1,
     "eos_id": 2,
     "pad_id": -1,
-    "unk_piece": "<unk>",
     "bos_piece": "<s>",
     "eos_piece": "</s>",
     "pad_piece": "<pad>",
     "unk_surface": " \u2047 ",
-    "pretokenization_delimiter": "",
 }
 
 
@@ -253,14 +247,10 @@ def test_mistral_settings(path, vocab_size, n_control, n_user):
     assert isinstance(t, TrainerSpec)
     for name, value in _MISTRAL_SETTINGS.items():
         assert getattr(t, name) == value, name
-    assert t.vocab_size == vocab_size == len(model)
-    assert t.has("byte_fallback") and t.has("pad_id")
-    assert not t.has("seed_sentencepieces_file") or path == MISTRAL_V3
-    assert len(t.user_defined_symbols) == n_user
+    assert len(model) == vocab_size
     assert model.types.count(TYPE_CONTROL) == n_control
     assert model.types.count(TYPE_USER_DEFINED) == n_user
     if n_user:
-        assert t.control_symbols[:2] == ("[INST]", "[/INST]")
         assert model.piece(3) == "[INST]"
 
     norm = model.normalizer
@@ -270,8 +260,6 @@ def test_mistral_settings(path, vocab_size, n_control, n_user):
     assert norm.add_dummy_prefix is True
     assert norm.remove_extra_whitespaces is False
     assert norm.escape_whitespaces is True  # absent: the proto default
-    assert not norm.has("escape_whitespaces")
-    assert norm.has("remove_extra_whitespaces")
     assert model.denormalizer is None
 
 
@@ -280,40 +268,40 @@ def test_settings_against_protobuf_if_available(mistral):
     path, model = mistral
     proto = pb2.ModelProto()
     proto.ParseFromString(path.read_bytes())
-    for field in proto.trainer_spec.DESCRIPTOR.fields:
-        value = getattr(proto.trainer_spec, field.name)
-        repeated = getattr(field, "is_repeated", None)  # protobuf >= 6 drops .label
-        if repeated is None:
-            repeated = field.label == field.LABEL_REPEATED
-        if repeated:
-            value = tuple(value)
-        ours = getattr(model.trainer, field.name)
-        if isinstance(value, float):
-            assert ours == pytest.approx(value, rel=1e-7), field.name
-        else:
-            assert ours == value, field.name
-    for field in proto.normalizer_spec.DESCRIPTOR.fields:
-        assert getattr(model.normalizer, field.name) == getattr(
-            proto.normalizer_spec, field.name
-        ), field.name
+    for ours, theirs in ((model.trainer, proto.trainer_spec), (model.normalizer, proto.normalizer_spec)):
+        for name, value in dataclasses.asdict(ours).items():
+            assert value == getattr(theirs, name), name
+
+
+def test_the_field_tables_are_sentencepieces_schema():
+    # Each field spmbpe reads has sentencepiece's number, wire type and
+    # default (sentencepiece_model.proto, as the protobuf module compiles it).
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+    from google.protobuf.descriptor import FieldDescriptor as FD
+    from spmbpe import _protobuf as pb
+
+    wire = {FD.TYPE_INT32: pb.VARINT, FD.TYPE_ENUM: pb.VARINT, FD.TYPE_BOOL: pb.VARINT,
+            FD.TYPE_STRING: pb.LEN, FD.TYPE_BYTES: pb.LEN}
+    for cls, theirs in ((TrainerSpec, pb2.TrainerSpec()), (NormalizerSpec, pb2.NormalizerSpec())):
+        for number, field in cls.FIELDS.items():
+            descriptor = theirs.DESCRIPTOR.fields_by_name[field.name]
+            assert descriptor.number == number, field.name
+            assert wire[descriptor.type] == field.kind[0], field.name
+            assert getattr(theirs, field.name) == field.default == getattr(cls(), field.name), field.name
+            if descriptor.type == FD.TYPE_ENUM:
+                assert field.values == {v.number for v in descriptor.enum_type.values}, field.name
 
 
 def test_defaults_without_settings():
     model = parse_model_proto(_piece("a", -1.0))
     t = model.trainer
-    assert t.present == frozenset()
+    assert t == TrainerSpec()
     assert t.model_type == MODEL_TYPE_UNIGRAM
-    assert t.vocab_size == 8000
     assert t.byte_fallback is False
     assert (t.unk_id, t.bos_id, t.eos_id, t.pad_id) == (0, 1, 2, -1)
-    assert (t.unk_piece, t.bos_piece, t.eos_piece, t.pad_piece) == ("<unk>", "<s>", "</s>", "<pad>")
+    assert (t.bos_piece, t.eos_piece, t.pad_piece) == ("<s>", "</s>", "<pad>")
     assert t.unk_surface == " \u2047 "
     assert t.treat_whitespace_as_suffix is False
-    assert t.allow_whitespace_only_pieces is False
-    assert t.split_digits is False
-    assert t.split_by_whitespace is True
-    assert t.character_coverage == pytest.approx(0.9995)
-    assert t.control_symbols == () and t.user_defined_symbols == ()
     assert model.normalizer is None and model.denormalizer is None
     d = model.normalizer_or_default
     assert (d.name, d.add_dummy_prefix, d.remove_extra_whitespaces, d.escape_whitespaces) == (
@@ -342,7 +330,7 @@ def test_small_model_against_sentencepiece():
     ]
     sp = spm.SentencePieceProcessor(model_proto=data)
     assert model.pieces == [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-    assert model.trainer.byte_fallback is False and model.trainer.has("byte_fallback")
+    assert model.trainer.byte_fallback is False
     assert model.normalizer.remove_extra_whitespaces is False
     assert sp.is_unused(len(_SMALL_PIECES) - 1) and sp.is_unknown(0)
     assert "[X]" in sp.encode("x[X]x", out_type=str)  # USER_DEFINED: matched whole
@@ -374,7 +362,8 @@ def _tricky_model() -> bytes:
         else:
             out.append(_ld(1, body))
     # trainer_spec twice (merged), with an unknown enum value, negative int32,
-    # unknown fields and repeated strings spread over both halves.
+    # and fields spmbpe does not read (repeated strings, a float, a uint64)
+    # spread over both halves.
     out.insert(3, _ld(2, _vi(3, MODEL_TYPE_BPE) + _vi(41, 7) + _ld(30, "c1") + _vi(999, 1)))
     out.append(
         _ld(
@@ -382,7 +371,7 @@ def _tricky_model() -> bytes:
             _vi(3, 17)
             + _vi(41, 1)
             + _ld(30, "c2")
-            + _vi(26, 5)  # bool: any non-zero
+            + _vi(24, 5)  # bool: any non-zero
             + _vi(43, -1)
             + _vi(40, (1 << 32) | 0)  # low 32 bits
             + _f32(10, 0.5)
@@ -405,10 +394,7 @@ def test_tricky_encodings():
     t = model.trainer
     assert t.model_type == MODEL_TYPE_BPE  # 17 is not a ModelType
     assert t.bos_id == 1 and t.unk_id == 0 and t.pad_id == -1
-    assert t.control_symbols == ("c1", "c2")
-    assert t.allow_whitespace_only_pieces is True
-    assert t.character_coverage == 0.5
-    assert t.input_sentence_size == (1 << 64) - 1
+    assert t.treat_whitespace_as_suffix is True
     n = model.normalizer
     assert n.name == "nmt_nfkc"
     assert n.remove_extra_whitespaces is False and n.escape_whitespaces is False
@@ -553,11 +539,11 @@ def test_huge_lengths():
         assert err.offset == 0 and "truncated" in err.reason
         err = _error(_piece("a") + b"\x12" + _varint(n) + b"\x00" * 10)
         assert err.offset == len(_piece("a"))
-        err = _error(_piece("a") + _ld(2, _key(45, 2) + _varint(n) + b"<x>") + _piece("b"))
-        assert "TrainerSpec.unk_piece" in err.reason and "enclosing" in err.reason
+        err = _error(_piece("a") + _ld(2, _key(46, 2) + _varint(n) + b"<x>") + _piece("b"))
+        assert "TrainerSpec.bos_piece" in err.reason and "enclosing" in err.reason
         assert err.offset == len(_piece("a")) + 2
-        err = _error(_piece("a") + _ld(2, _key(45, 2) + _varint(n) + b"<x>"))
-        assert "TrainerSpec.unk_piece" in err.reason and "truncated" in err.reason
+        err = _error(_piece("a") + _ld(2, _key(46, 2) + _varint(n) + b"<x>"))
+        assert "TrainerSpec.bos_piece" in err.reason and "truncated" in err.reason
         err = _error(_ld(1, b"\x0a" + _varint(n) + b"abc"))
         assert "piece 0" in err.reason
         err = _error(_piece("a") + _ld(1, _ld(7, b"") + _key(7, 2) + _varint(n)))  # unknown
@@ -585,7 +571,7 @@ def test_wire_type_errors():
         (_ld(1, _ld(1, "a") + _ld(3, "x")), "SentencePiece.type"),
         (_piece("a") + _ld(2, _ld(3, "BPE")), "TrainerSpec.model_type"),
         (_piece("a") + _ld(2, _vi(44, 1)), "TrainerSpec.unk_surface"),
-        (_piece("a") + _ld(2, _vi(10, 1)), "TrainerSpec.character_coverage"),
+        (_piece("a") + _ld(2, _ld(35, "x")), "TrainerSpec.byte_fallback"),
         (_piece("a") + _ld(3, _f32(3, 1.0)), "NormalizerSpec.add_dummy_prefix"),
         (_piece("a") + _ld(5, _vi(2, 0)), "NormalizerSpec.precompiled_charsmap"),
     ]
@@ -593,6 +579,9 @@ def test_wire_type_errors():
         err = _error(data)
         assert name in err.reason and "wire type" in err.reason, (name, err.reason)
         assert err.offset is not None
+    # A field spmbpe does not read is skipped whatever its wire type, as
+    # protobuf skips it (here character_coverage, a float, as a varint).
+    assert parse_model_proto(_piece("a") + _ld(2, _vi(10, 1))).trainer == TrainerSpec()
     # Field number 0 inside a piece; a key wider than 32 bits.
     assert "field number 0" in _error(_ld(1, _ld(1, "a") + b"\x00\x00")).reason
     assert "32 bits" in _error(_piece("a") + _varint(1 << 35 | 2) + b"\x00").reason
@@ -629,9 +618,9 @@ def test_invalid_utf8_piece():
     err = _error(_piece("a") + _ld(2, _ld(44, b"\xff")))
     assert "unk_surface" in err.reason
     assert "NormalizerSpec.name" in _error(_piece("a") + _ld(3, _ld(1, b"\xfe"))).reason
-    # ... but not in a training-only one (a corpus path, say).
+    # ... but not in a training-only one (a corpus path, say), which is not read.
     model = parse_model_proto(_piece("a") + _ld(2, _ld(1, b"/data/\xe9t\xe9.txt")))
-    assert model.trainer.input == ("/data/\ufffdt\ufffd.txt",)
+    assert model.trainer == TrainerSpec()
 
 
 def test_pickle_and_repr():
@@ -640,7 +629,7 @@ def test_pickle_and_repr():
     model = parse_model_proto(_small_model(), "small.model")
     again = pickle.loads(pickle.dumps(model))
     assert _as_tuples(again) == _as_tuples(model)
-    assert again.trainer == model.trainer and again.trainer.present == model.trainer.present
+    assert again.trainer == model.trainer
     assert again.normalizer == model.normalizer and again.path == "small.model"
     assert "13 pieces" in repr(model)
     assert "byte_fallback=False" in repr(model.trainer)
@@ -728,17 +717,12 @@ def test_mutations_agree_with_protobuf():
             continue
         both += 1
         assert _as_tuples(ours) == _from_pb2(proto)
-        for field in proto.trainer_spec.DESCRIPTOR.fields:
-            value = getattr(proto.trainer_spec, field.name)
-            if not isinstance(value, (int, float, str, bytes)):
-                value = tuple(value)
-            assert getattr(ours.trainer, field.name) == value, field.name
+        for name, value in dataclasses.asdict(ours.trainer).items():
+            assert value == getattr(proto.trainer_spec, name), name
         assert (ours.normalizer is not None) == proto.HasField("normalizer_spec")
         if ours.normalizer is not None:
-            for field in proto.normalizer_spec.DESCRIPTOR.fields:
-                assert getattr(ours.normalizer, field.name) == getattr(
-                    proto.normalizer_spec, field.name
-                )
+            for name, value in dataclasses.asdict(ours.normalizer).items():
+                assert value == getattr(proto.normalizer_spec, name), name
     assert both > 50
 
 

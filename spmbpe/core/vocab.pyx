@@ -208,12 +208,13 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     (0x18, 1..6), in that order -- what every sentencepiece serializer writes.  Stops at the first entry in any other
     shape, which the caller parses with the general reader.
 
-    Returns (arena, offsets, scores, types, end, bad): the piece bytes back
-    to back; an array('q') of count + 1 offsets, `base` then each piece's
-    end plus `base`; an array('f') of the scores as the file's 4
+    Returns (arena, offsets, scores, types, end, bad, bad_at): the piece
+    bytes back to back; an array('q') of count + 1 offsets, `base` then each
+    piece's end plus `base`; an array('f') of the scores as the file's 4
     little-endian bytes (the caller swaps them on a big-endian machine); one
     type byte per piece; where the scan stopped; and the index in this run
-    of the first piece that is not valid UTF-8, or -1.  This is the `.model`
+    of the first piece that is not valid UTF-8 and where its string starts
+    in buf, or -1 and -1.  This is the `.model`
     load's hot loop (32k-256k pieces): the arrays are filled in place and
     each piece is checked while it is in the cache, so that the reader
     copies nothing again.
@@ -252,7 +253,7 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
     cdef float[::1] sc = scores
     cdef char *a = PyBytes_AS_STRING(arena)
     cdef char *ty = PyBytes_AS_STRING(types)
-    cdef Py_ssize_t i, bad = -1
+    cdef Py_ssize_t i, bad = -1, bad_at = -1
     cdef int64_t at = 0
     o[0] = base
     p = pos
@@ -265,13 +266,13 @@ def scan_model_pieces(const uint8_t[::1] buf, Py_ssize_t pos, int64_t base):
         if sl:
             memcpy(a + at, &buf[ps], sl)
             if bad < 0 and not utf8_valid(&buf[ps], sl, ps + sl + 8 <= n):
-                bad = i
+                bad, bad_at = i, ps
         at += sl
         o[i + 1] = base + at
         memcpy(&sc[i], &buf[pe + 1], 4)
         ty[i] = <char>(buf[pe + 6] if end == pe + 7 else SPM_TYPE_NORMAL)
         p = end
-    return arena, offsets, scores, types, p, bad
+    return arena, offsets, scores, types, p, bad, bad_at
 
 
 def utf8_pieces(bytes arena, const int64_t[::1] offsets):
