@@ -113,9 +113,9 @@ def _reader(path: str) -> Callable[[str], TokenizerSpec]:
 
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.model")):
-            from .huggingface import read_hf_folder_spec
+            from ._transformers4 import read_transformers4_spec
 
-            return read_hf_folder_spec
+            return read_transformers4_spec
         if os.path.isfile(os.path.join(path, "tokenizer.json")):
             return lambda folder: read_tokenizer_json_spec(os.path.join(folder, "tokenizer.json"))
         raise UnsupportedModelError(

@@ -159,7 +159,7 @@ def test_model_that_fails_the_sniff_names_the_offset(tmp_path):
 
 
 def test_hf_folder_tokenizer_class_list(tmp_path):
-    """TypeError: unhashable type 'list' in huggingface.read_hf_folder_spec."""
+    """TypeError: unhashable type 'list' in the transformers 4 folder loader (read_transformers4_spec)."""
     (tmp_path / "tokenizer.model").write_bytes(small_model())
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": ["LlamaTokenizer"]}))
     with pytest.raises(UnsupportedModelError):

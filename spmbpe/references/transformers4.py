@@ -11,7 +11,7 @@ Decoding: ``PreTrainedTokenizer._decode`` and
 sentencepiece's own decode (docs/behaviour.md, "Decoding").
 
 Its OPTIONS are what the folder's config says beyond the model
-(huggingface.py reads them)."""
+(_transformers4.py reads them)."""
 
 from __future__ import annotations
 

@@ -23,11 +23,11 @@ from .sentencepiece import spec_from_model_proto
 from .spec import TokenizerSpec
 from .tokens import NEVER_MERGE, AddedToken, TokenType
 
-__all__ = ["read_hf_folder_spec"]
+__all__ = ["read_transformers4_spec"]
 
 
 
-def read_hf_folder_spec(folder: str) -> TokenizerSpec:
+def read_transformers4_spec(folder: str) -> TokenizerSpec:
     """The TokenizerSpec of a model folder holding ``tokenizer.model``."""
     model_path = os.path.join(folder, "tokenizer.model")
     config_path = os.path.join(folder, "tokenizer_config.json")
