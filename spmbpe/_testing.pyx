@@ -1,13 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Test hooks into a compiled core, kept out of the production class.
 
-Each function takes an ``SpmCore`` (``tokenizer._core``) and reaches into
-the C structures it owns (spmbpe/_core.pxd), so that tests and benchmarks
-can switch an optimisation off, bound the cache, or look at the chunk
-boundaries, without SpmCore carrying methods no user calls::
-
-    from spmbpe import _testing
-    _testing.disable_chunking(tok._core)
+Each function takes an ``SpmCore`` (the compiled core a tokenizer holds,
+which tests reach) and reads the C structures it owns (spmbpe/_core.pxd),
+so that tests and benchmarks can switch an optimisation off, bound the
+cache, or look at the chunk boundaries, without SpmCore carrying methods
+no user calls.
 
 A separate small extension: it links no C of its own, and reads the core
 through the declarations of its .pxd and the kernels it exports.
