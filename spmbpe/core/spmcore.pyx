@@ -217,7 +217,7 @@ cdef class SpmCore:
     @property
     def cache_capacity(self):
         """About how many chunks (words, mostly) the cache holds at most."""
-        return 0 if self.pool.cache_off else self.pool.cache_slots // 4 * 3
+        return 0 if self.pool.cache_off else spm_cache_full_load(self.pool.cache_slots)
 
     def set_cache_capacity(self, Py_ssize_t chunks):
         """Bounds the chunk cache to about `chunks` chunks (0: no cache;
