@@ -372,14 +372,18 @@ static inline const spm_cache_entry *spm_cache_get(const spm_cache *c, const spm
     return spm_cache_view_get(&v, k);
 }
 
+/* The chunks the largest table, of `slots` slots (a power of two, at least
+ * SPM_CACHE_MIN_SLOTS), holds: three quarters of them (more chunks kept,
+ * without spreading the frequent ones over twice the memory). */
+static inline uint64_t spm_cache_full_load(uint64_t slots) { return slots / 4 * 3; }
+
 /* Whether a table holding `used` chunks takes no more: below its largest
  * size it doubles at half full, which keeps probes short while memory is
- * cheap to add; at its largest it fills to three quarters (more chunks
- * kept, without spreading the frequent ones over twice the memory). */
+ * cheap to add; at its largest it fills to spm_cache_full_load. */
 static inline int spm_cache_at_limit(const spm_cache *c, const spm_cache_table *t, uint32_t used) {
     uint64_t slots = (uint64_t)t->mask + 1;
     if (slots < c->max_slots) return (uint64_t)used * 2 >= slots;
-    return (uint64_t)used * 4 >= slots * 3;
+    return used >= spm_cache_full_load(slots);
 }
 
 /* The table to insert into after `t` reached its limit (spm_cache_at_limit): a doubled one (grown
@@ -418,14 +422,13 @@ static inline spm_cache_table *spm_cache_grow(spm_cache *c, spm_cache_table *t) 
     return grown;
 }
 
-/* Whether the cache holds three quarters of what it may hold (at its
- * largest table spm_cache_at_limit stops at 3/4 of the slots; 9/16 of them
- * is 3/4 of that): from then on the encode kernel no longer caches a whole
- * word made of several finer chunks, so that the finer chunks, which every
- * word is made of, keep room. */
+/* Whether the cache holds three quarters of what it may hold (of
+ * spm_cache_full_load(max_slots)): from then on the encode kernel no longer
+ * caches a whole word made of several finer chunks, so that the finer
+ * chunks, which every word is made of, keep room. */
 static inline int spm_cache_mostly_full(const spm_cache *c) {
     const spm_cache_table *t = (const spm_cache_table *)spm_load_acquire_ptr((void *const *)&c->table);
-    return (uint64_t)spm_load_u32(&t->used) * 16 >= (uint64_t)c->max_slots * 9;
+    return spm_load_u32(&t->used) >= spm_cache_full_load(spm_cache_full_load(c->max_slots));
 }
 
 /* Stores k -> ids[0:n] unless the key is present, through this thread's

@@ -54,6 +54,7 @@ from spmbpe._csrc cimport (
     spm_cache_mark,
     spm_cache_sweep,
     spm_cache_init,
+    spm_cache_full_load,
     spm_cache_mostly_full,
     spm_cache_put,
     spm_cache_flush,

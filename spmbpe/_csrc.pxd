@@ -138,6 +138,7 @@ cdef extern from "spm_cache.h" nogil:
 
     void spm_cache_writer_init(spm_cache_writer *wr)
     void spm_cache_flush(spm_cache *c, spm_cache_writer *wr)
+    uint64_t spm_cache_full_load(uint64_t slots)
     int spm_cache_mostly_full(const spm_cache *c)
     void spm_cache_put(spm_cache *c, spm_cache_writer *wr, const spm_chunk_key *k, const int32_t *ids,
                        size_t n)

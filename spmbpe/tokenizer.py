@@ -322,10 +322,8 @@ def _make_core(spec: TokenizerSpec, planner_cls: Type[Planner], unk_id: Optional
         flags = flags[: spec.mergeable_limit] + bytes(n - spec.mergeable_limit)
     core = SpmCore(
         spec.table, spec.rank, flags, spec.types, -1 if unk_id is None else int(unk_id),
-        planner_cls.collapse_unknown, spec.byte_fallback,
+        planner_cls.collapse_unknown, spec.byte_fallback, spec.ranked_merges,
     )
-    if spec.ranked_merges is not None:
-        core.set_ranked_merges(*spec.ranked_merges)
     if not spec.escape_spaces:
         core.set_escape_spaces(False)
     return core

@@ -194,7 +194,7 @@ cdef class BatchJob:
         if alpha == 0.0 and texts_take_strs(&self.texts, batch, prefix, &total, &longest):
             # (_batch._cuts_long_texts' rule, on the share batch_slices gives.)
             if cut_parts > 0 and longest > 2 * share_of(total, cut_parts, min_share):
-                texts_drop_strs(&self.texts, self.texts.n_texts)
+                texts_free(&self.texts, self.texts.n_texts)
                 self.batch = None
                 return False
             texts_cut_units(&self.texts, units)
@@ -427,7 +427,7 @@ cdef class BatchJob:
                 free(self.unit_line_ends[u])
         free(self.unit_line_ends)
         free(self.unit_lines)
-        texts_free(&self.texts)
+        texts_free(&self.texts, self.texts.n_texts)
         free(self.unit_ids)
         free(self.unit_done)
         free(self.unit_collected)

@@ -124,7 +124,7 @@ cdef void pool_release(WorkPool *p, Workspace *w) noexcept:
 cdef int pool_set_capacity(WorkPool *p, CoreTables *t, Py_ssize_t chunks) except -1:
     """Bounds the chunk cache to about `chunks` chunks (0: no cache): three
     quarters of a power of two of table slots (a full table's load,
-    spm_cache_at_limit), at least 768, and 64 bytes of entries per chunk.
+    spm_cache_full_load), at least 768, and 64 bytes of entries per chunk.
     What it held is dropped.  Not while a thread encodes."""
     cdef uint64_t slots = 1024
     cdef int k
@@ -132,7 +132,7 @@ cdef int pool_set_capacity(WorkPool *p, CoreTables *t, Py_ssize_t chunks) except
         raise ValueError(f"cache_capacity must be from 0 to {_MAX_CACHE_CHUNKS}, not {chunks}")
     if p.active:
         raise RuntimeError("the cache capacity cannot change while this tokenizer is encoding")
-    while slots // 4 * 3 < <uint64_t>chunks:
+    while spm_cache_full_load(slots) < <uint64_t>chunks:
         slots *= 2
     if p.cache_ready:
         t.cache = NULL

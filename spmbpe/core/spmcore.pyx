@@ -118,6 +118,11 @@ cdef class SpmCore:
     collapse_unknown: a run of unknown characters gives one unk_id.
     byte_fallback: unknown characters become their UTF-8 bytes as
     ``<0xNN>`` pieces, when all 256 exist.
+    ranked: HuggingFace tokenizers' BPE, (left, right, merged,
+    fuse_unknown, ignore_merges): merges ranked by pair (rule i joins ids
+    left[i] and right[i] into merged[i], rank i), characters looked up one
+    by one before merging (bytes, else a (fused) unknown id, else dropped,
+    as tokenizers does); the scores are then not read.
     """
 
     def __cinit__(self):
@@ -130,19 +135,26 @@ cdef class SpmCore:
         pool_init(&self.pool)
 
     def __init__(self, PieceTable table not None, scores, flags, types,
-                 int unk_id, bint collapse_unknown, bint byte_fallback=True):
+                 int unk_id, bint collapse_unknown, bint byte_fallback=True, ranked=None):
         cdef Py_ssize_t n = table.size
         if len(scores) != n or len(flags) != n or len(types) != n:
             raise ValueError("scores, flags and types must have one entry per piece")
         if unk_id >= n:
             raise ValueError(f"unk_id {unk_id} is not a piece id")
         self.table = table
-        self.scores = scores
         self.flags = flags
         self.types = types
-        self.buildable = load_tables(&self.t, table, self.flags, self.types, unk_id, collapse_unknown,
-                                     byte_fallback)
-        self.violators = derive_chunk_rules(&self.t, self.buildable)
+        buildable = load_tables(&self.t, table, self.flags, self.types, unk_id, collapse_unknown, byte_fallback)
+        if ranked is not None:
+            # (The rules' pair table and chunk rules; the scores and what
+            # the pieces' flags make buildable are not read.)
+            left, right, merged, fuse_unknown, ignore_merges = ranked
+            self.violators = load_ranked_tables(&self.t, left, right, merged, fuse_unknown, ignore_merges)
+            self.tables_ready = True
+        else:
+            self.scores = scores
+            self.buildable = buildable
+            self.violators = derive_chunk_rules(&self.t, buildable)
         if not self.t.any_resplit:
             # The flags are read only to resplit UNUSED pieces.
             self.flags = _NO_FLAGS
@@ -151,7 +163,7 @@ cdef class SpmCore:
     cdef int ready_tables(self) except -1:
         """Builds the symbols and, for sentencepiece's and llama.cpp's merges,
         the pair table from the scores, when the first call needs them (a
-        tokenizer.json's core sets its rules first: set_ranked_merges)."""
+        tokenizer.json's core has its rules from the start: `ranked`)."""
         if self.tables_ready:
             return 0
         fill_symbols(&self.t, self.buildable)
@@ -217,7 +229,7 @@ cdef class SpmCore:
     @property
     def cache_capacity(self):
         """About how many chunks (words, mostly) the cache holds at most."""
-        return 0 if self.pool.cache_off else self.pool.cache_slots // 4 * 3
+        return 0 if self.pool.cache_off else spm_cache_full_load(self.pool.cache_slots)
 
     def set_cache_capacity(self, Py_ssize_t chunks):
         """Bounds the chunk cache to about `chunks` chunks (0: no cache;
@@ -260,21 +272,10 @@ cdef class SpmCore:
 
     # ------------------------------------------------------------ merge rules
 
-    def set_ranked_merges(self, left, right, merged, bint fuse_unknown, bint ignore_merges):
-        """Switches to HuggingFace tokenizers' BPE: merges ranked by pair
-        (rule i joins ids left[i] and right[i] into merged[i], rank i),
-        characters looked up one by one before merging (bytes, else a
-        (fused) unknown id, else dropped, as tokenizers does)."""
-        if self.pool.active:
-            raise RuntimeError("set_ranked_merges cannot run while this core is encoding")
-        self.violators = load_ranked_tables(&self.t, left, right, merged, fuse_unknown, ignore_merges)
-        self.tables_ready = True
-        pool_clear_cache(&self.pool)
-
     def ranked_merges(self):
-        """The merge rules set by set_ranked_merges, as (left, right, merged)
-        arrays ('i') in rank order (one rule per pair: the last of a pair
-        listed twice, which is the one that applies).  Read back from the C
+        """The merge rules the core was given (`ranked`), as (left, right,
+        merged) arrays ('i') in rank order (one rule per pair: the last of a
+        pair listed twice, which is the one that applies).  Read back from the C
         table, so that the tokenizer keeps no second copy of the merges
         (its pickle and fingerprint read them here)."""
         if not self.t.ranked:

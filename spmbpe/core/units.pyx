@@ -31,17 +31,17 @@ cdef bint texts_take_strs(BatchTexts *b, list batch, int prefix, Py_ssize_t *tot
     b.ends = <size_t *>malloc((n + 1) * sizeof(size_t))
     b.unit_end = <Py_ssize_t *>malloc((n + 1) * sizeof(Py_ssize_t))
     if b.strs == NULL or b.ends == NULL or b.unit_end == NULL:
-        texts_drop_strs(b, 0)
+        texts_free(b, 0)
         raise MemoryError()
     for i in range(n):
         text = PyList_GET_ITEM(batch, i)
         if Py_TYPE(text) is not &PyUnicode_Type:
-            texts_drop_strs(b, i)
+            texts_free(b, i)
             return False
         try:
             length = PyUnicode_GetLength(<object>text)
         except BaseException:
-            texts_drop_strs(b, i)
+            texts_free(b, i)
             raise
         kind = str_kind(text)
         b.ends[i] = <size_t>(length * kind)
@@ -56,21 +56,6 @@ cdef bint texts_take_strs(BatchTexts *b, list batch, int prefix, Py_ssize_t *tot
     return True
 
 
-cdef void texts_drop_strs(BatchTexts *b, Py_ssize_t n) noexcept:
-    """Gives back the first n texts taken by texts_take_strs (those not
-    given back with their unit), and its arrays."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        Py_XDECREF(b.strs[i])
-    free(b.strs)
-    free(b.ends)
-    free(b.unit_end)
-    b.strs = NULL
-    b.ends = NULL
-    b.unit_end = NULL
-    b.str_ids_bound = 0
-
-
 cdef void texts_give_back(BatchTexts *b, Py_ssize_t u) noexcept:
     """Gives back the strs of unit u, which no thread reads any more."""
     cdef Py_ssize_t t
@@ -80,19 +65,27 @@ cdef void texts_give_back(BatchTexts *b, Py_ssize_t u) noexcept:
             b.strs[t] = NULL
 
 
-cdef void texts_free(BatchTexts *b) noexcept:
+cdef void texts_free(BatchTexts *b, Py_ssize_t taken) noexcept:
+    """Gives back, when the texts are strs, the first `taken` of them
+    (texts_take_strs's; those given back with their unit are NULL), and
+    every array: b then holds nothing."""
+    cdef Py_ssize_t i
     if b.strs != NULL:
-        texts_drop_strs(b, b.n_texts)
+        for i in range(taken):
+            Py_XDECREF(b.strs[i])
+    free(b.strs)
     free(b.items)
     free(b.counts)
     free(b.first_item)
     free(b.unit_end)
     free(b.ends)
+    b.strs = NULL
     b.items = NULL
     b.counts = NULL
     b.first_item = NULL
     b.unit_end = NULL
     b.ends = NULL
+    b.str_ids_bound = 0
 
 
 cdef Py_ssize_t texts_size(const BatchTexts *b, Py_ssize_t t) noexcept:
