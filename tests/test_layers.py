@@ -149,14 +149,9 @@ def test_no_module_imports_private_names_of_another():
     assert KNOWN_PRIVATE_IMPORTS <= set(private)  # none stale
 
 
-# Private attributes read across modules that other work removes: (the
-# reading file, the attribute), each with who reads what.
-KNOWN_PRIVATE_ATTRIBUTES = {
-    # The compiled core's test hooks reach into a tokenizer's core, and the
-    # batch scheduler's policy (issue 50, the compiled core's part).
-    ("_testing.pyx", "_core"),
-    ("core/batch.pyx", "_cuts_long_texts"),
-}
+# Private attributes read across modules: none (kept as a set, each entry
+# naming who reads what and why, should one ever be unavoidable).
+KNOWN_PRIVATE_ATTRIBUTES: Set[Tuple[str, str]] = set()
 
 
 def _defined(tree: ast.AST) -> Set[str]:

@@ -192,7 +192,7 @@ cdef class BatchJob:
             self.seeds = seeds
             self.seed_ptr = &seed_view[0] if seed_view.shape[0] else NULL
         if alpha == 0.0 and texts_take_strs(&self.texts, batch, prefix, &total, &longest):
-            # (_batch._cuts_long_texts' rule, on the share batch_slices gives.)
+            # (The rule of _cuts_long_texts in _batch.py, on the share batch_slices gives.)
             if cut_parts > 0 and longest > 2 * share_of(total, cut_parts, min_share):
                 texts_free(&self.texts, self.texts.n_texts)
                 self.batch = None
