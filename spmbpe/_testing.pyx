@@ -13,7 +13,7 @@ through the declarations of its .pxd and the kernels it exports.
 
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
-from spmbpe._core cimport SpmCore, Workspace, check_rc, encode_span, pool_clear_cache
+from spmbpe._core cimport SpmCore, Workspace, check_rc, encode_span, fine_cut_at, next_fine_cut, pool_clear_cache
 from spmbpe._csrc cimport (
     SPM_CACHE_MAX_SLOTS,
     spm_cache_clear,
@@ -157,6 +157,42 @@ def chunk_bounds(SpmCore core not None, str text, bint prefix):
     finally:
         w.want_bounds = False
         core.release(w)
+
+
+def fine_cuts(SpmCore core not None, str text not None, Py_ssize_t open_end):
+    """The points (byte offsets in the UTF-8 of `text`, taken as one chunk
+    whose opening "▁"s end at byte `open_end`) where the chunk is cut
+    further, found twice: (fine_cut_at at each character's start, as
+    next_fine_cut's table and loop find them), for tests to compare."""
+    cdef Py_ssize_t n, p, length
+    cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
+    cdef list each = [], found = []
+    if not core.t.rules.cut_chars:
+        raise ValueError("the core does not cut chunks between characters")
+    if not 0 <= open_end <= n or (open_end < n and (<unsigned char>src[open_end] & 0xC0) == 0x80):
+        raise ValueError("open_end must be a character's start in the text")
+    p = open_end
+    while p < n:
+        if fine_cut_at(&core.t, src, 0, open_end, p, n):
+            each.append(p)
+        length = 1
+        while p + length < n and (<unsigned char>src[p + length] & 0xC0) == 0x80:
+            length += 1
+        p += length
+    if open_end < n:
+        if fine_cut_at(&core.t, src, 0, open_end, open_end, n):
+            found.append(open_end)
+        length = 1
+        while open_end + length < n and (<unsigned char>src[open_end + length] & 0xC0) == 0x80:
+            length += 1
+        p = next_fine_cut(&core.t, src, 0, open_end, open_end + length, n, n)
+        while p < n:
+            found.append(p)
+            length = 1
+            while p + length < n and (<unsigned char>src[p + length] & 0xC0) == 0x80:
+                length += 1
+            p = next_fine_cut(&core.t, src, 0, open_end, p + length, n, n)
+    return each, found
 
 
 def str_to_utf8(str text not None, Py_ssize_t start, Py_ssize_t end):

@@ -607,3 +607,53 @@ def test_points_a_piece_holding_x_marker_lies_across_are_not_cut():
     assert crossing.chunked
     assert _testing.chunk_bounds(crossing, "a> </b c", True) == [len("a> </b"), len("a> </b c")]
     assert _testing.chunk_bounds(crossing, "a> <b c", True) == [len("a>"), len("a> <b"), len("a> <b c")]
+
+
+@functools.lru_cache(maxsize=None)
+def _fine_cut_cores():
+    """Every chunked core that cuts between characters: _BOUND_PAIRS' and
+    the trained models' (.model and tokenizer.json) that do, whose ASCII
+    pairs and isolated bytes vary."""
+    import gzip
+    import tempfile
+
+    cores = [fast._core for fast, _ in _BOUND_PAIRS if fast._core.cut_chars]
+    with tempfile.TemporaryDirectory(prefix="spmbpe-fine-cuts-") as folder:
+        for path in sorted((DATA / "trained").glob("*.gz")):
+            if path.name.endswith((".model.gz", ".tokenizer.json.gz")):
+                target = Path(folder) / path.name[: -len(".gz")]
+                target.write_bytes(gzip.decompress(path.read_bytes()))
+                core = spmbpe.load(target)._core
+                if core.cut_chars:
+                    cores.append(core)
+    return cores
+
+
+def test_fine_cuts_by_the_ascii_table_are_fine_cut_at_s():
+    # next_fine_cut decides a cut between two ASCII characters by one bit of
+    # a table built at load; it must cut exactly where fine_cut_at, at each
+    # character's start, does: random ASCII (code-like and every byte),
+    # with spaces, "▁"s and other characters mixed in, from each opening.
+    import random
+
+    cores = _fine_cut_cores()
+    assert len(cores) >= 6
+    rng = random.Random(20261207)
+    cut = kept = 0
+    alphabets = [
+        "".join(map(chr, range(0x80))),
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789()[]{}.,:;=+-*/<>!?&|'\"#%\n\t",
+        "abc123 .,\u2581é日🦙\n",
+    ]
+    for core in cores:
+        for _ in range(examples(400)):
+            alphabet = rng.choice(alphabets)
+            body = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+            opening = rng.choice(["", " ", "  ", "\u2581", "\u2581 "])
+            text = opening + body
+            each, found = _testing.fine_cuts(core, text, len(opening.encode()))
+            assert found == each, (core, text)
+            assert each == sorted(set(each))
+            cut += len(each)
+            kept += len(text) - len(each)
+    assert cut > 100 and kept > 100

@@ -239,23 +239,54 @@ cdef bint fine_cut_at(const CoreTables *t, const char *s, Py_ssize_t a, Py_ssize
     return fine_cut(t, s, q, p - q, p, char_len(s, p, n), n)
 
 
+cdef Py_ssize_t next_fine_cut(const CoreTables *t, const char *s, Py_ssize_t a, Py_ssize_t open_end,
+                              Py_ssize_t p, Py_ssize_t b, Py_ssize_t n) noexcept nogil:
+    """The first point from p (a character's start after `open_end`) to b
+    where fine_cut_at cuts the chunk that starts at s[a], else b: between
+    two ASCII characters (neither a space, which may be a "▁") by one bit
+    of t.rules.ascii_cut, elsewhere by fine_cut_at itself."""
+    cdef uint8_t u, prev
+    cdef unsigned key
+    while p < b:
+        u = <uint8_t>s[p]
+        prev = <uint8_t>s[p - 1]
+        if (u | prev) < 0x80 and u != 0x20 and prev != 0x20:
+            key = (<unsigned>prev) << 7 | u
+            if (t.rules.ascii_cut[key >> 6] >> (key & 63)) & 1:
+                return p
+            p += 1
+        else:
+            if fine_cut_at(t, s, a, open_end, p, n):
+                return p
+            p += char_len(s, p, b)
+    return b
+
+
 cdef int fine_chunks(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
                      Py_ssize_t n, bint virtual_lead, const spm_cache_view *view) noexcept nogil:
     """encode_chunk for the chunk s[a:b], cut further where fine_cut_at
-    allows: Chinese and Japanese have no spaces, and a word beside
-    punctuation is then the same chunk whatever the punctuation."""
+    allows (next_fine_cut): Chinese and Japanese have no spaces, and a word
+    beside punctuation is then the same chunk whatever the punctuation."""
     cdef Py_ssize_t open_end = opened(t, s, a, b, n), start = a, p
     cdef bint lead = virtual_lead
     cdef int rc
     p = open_end
+    if p >= b:
+        return encode_chunk(t, w, s, start, b, n, lead, view, False)
+    if fine_cut_at(t, s, a, open_end, p, n):
+        rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
+        if rc != OK:
+            return rc
+        lead = False
+        start = p
+    p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
     while p < b:
-        if fine_cut_at(t, s, a, open_end, p, n):
-            rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
-            if rc != OK:
-                return rc
-            lead = False
-            start = p
-        p += char_len(s, p, b)
+        rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
+        if rc != OK:
+            return rc
+        lead = False
+        start = p
+        p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
     return encode_chunk(t, w, s, start, b, n, lead, view, False)
 
 

@@ -40,6 +40,8 @@ ctypedef struct ChunkRules:
     spm_charpairs *char_pairs     # pairs of characters (one not ASCII) inside buildable pieces (owned)
     uint64_t isolated             # bit c: byte c (< 0x40) is never merged with a neighbour
     uint64_t ascii_held[256]      # bit a * 128 + b: a buildable piece holds ASCII "ab"
+    uint64_t ascii_cut[256]       # bit a * 128 + b: fine_cut cuts between ASCII a and b (neither a "▁"):
+                                  # a or b isolated, or "ab" not held (fine_chunks' table)
 
 
 ctypedef struct CoreTables:

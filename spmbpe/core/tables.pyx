@@ -315,6 +315,7 @@ cdef bytes derive_chunk_rules(CoreTables *t, const uint8_t[::1] buildable,
         if seen != NULL:
             mark_ascii(t, seen, low_bytes, sides)
             spm_ascii_pack(t.rules.ascii_held, seen)
+            pack_ascii_cuts(t)
         violators = pack_violators(t, found)
         t.rules.chunked = True
         t.rules.char_pairs = pairs
@@ -345,6 +346,23 @@ cdef bytes pack_violators(CoreTables *t, list found):
     t.rules.violator_bytes = PyBytes_AS_STRING(violators)
     t.rules.n_violations = len(found)
     return violators
+
+
+cdef void pack_ascii_cuts(CoreTables *t) noexcept:
+    """Sets t.rules.ascii_cut from .isolated and .ascii_held: bit a * 128 + b
+    where fine_cut (core/encode.pyx) cuts between the ASCII characters a
+    and b, so that fine_chunks decides a cut in a run of ASCII by one
+    load."""
+    cdef unsigned a, b, key
+    cdef uint64_t isolated = t.rules.isolated
+    cdef bint side_a
+    memset(t.rules.ascii_cut, 0, sizeof(t.rules.ascii_cut))
+    for a in range(0x80):
+        side_a = a < 0x40 and (isolated >> a) & 1
+        for b in range(0x80):
+            key = a << 7 | b
+            if side_a or (b < 0x40 and (isolated >> b) & 1) or not spm_ascii_pair_held(t.rules.ascii_held, a, b):
+                t.rules.ascii_cut[key >> 6] |= (<uint64_t>1) << (key & 63)
 
 
 cdef void mark_ascii(CoreTables *t, uint8_t *seen, uint64_t low_bytes, const uint8_t[::1] sides):
