@@ -162,6 +162,16 @@ static inline void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, s
     k->h = spm_hash_text(s, n, avail, k->code);
 }
 
+/* spm_cache_key_of for a key whose hash h (spm_hash_text's) is known. */
+static inline void spm_cache_key_hashed(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead,
+                                        uint64_t h) {
+    k->s = s;
+    k->len = n;
+    k->avail = avail;
+    k->code = (uint32_t)n | (lead ? SPM_CACHE_LEAD : 0u);
+    k->h = h;
+}
+
 #define SPM_CACHE_MIN_SLOTS (1u << 10)
 #define SPM_CACHE_MAX_SLOTS (1u << 17)
 #define SPM_CACHE_MAX_DATA (3u << 21)  /* 64 bytes a chunk (an entry is about 40 on real text) */
@@ -572,14 +582,19 @@ static inline uint32_t spm_cache_sweep(spm_cache *c) {
  * copied to out + *count.  Returns where the first other chunk starts (n
  * when none), for the kernel to take its general way.  The bytes of
  * s[0:n] are read only within it; `lookups` counts the chunks looked up.
- * The key's words are read once, for the scan, the hash and the compare. */
+ * The key's words are read once, for the scan, the hash and the compare.
+ * When it stops at a chunk it looked up and missed, *missed is set to 1
+ * and *missed_h to the hash of that chunk's key (spm_hash_text's, so that
+ * the kernel neither hashes nor looks it up again), else *missed to 0. */
 #define SPM_WORDS_KEY 32
 
 static inline size_t spm_cache_words(const spm_cache_view *v, const char *s, size_t n, size_t i, int lead,
-                                     int32_t *out, size_t *count, uint64_t *lookups) {
+                                     int32_t *out, size_t *count, uint64_t *lookups, int *missed,
+                                     uint64_t *missed_h) {
     const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, spaces = ones * 0x20;
     size_t k = *count;
     uint64_t found = 0;
+    *missed = 0;
     while (i < n) {
         size_t body = i + (lead ? 0 : 1), p, len, nw;
         uint64_t key[SPM_WORDS_KEY / 8], h;
@@ -651,7 +666,11 @@ static inline size_t spm_cache_words(const spm_cache_view *v, const char *s, siz
         }
         found++;
         e = spm_cache_view_get_key(v, key, nw, code, h);
-        if (e == NULL) break;
+        if (e == NULL) {
+            *missed = 1;
+            *missed_h = h;
+            break;
+        }
         spm_cache_mark(e);
         {
             const int32_t *ids = spm_cache_ids(e);

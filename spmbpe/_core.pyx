@@ -66,6 +66,7 @@ from spmbpe._csrc cimport (
     spm_chunk_key,
     spm_cache_key_of,
     spm_cache_words,
+    spm_cache_key_hashed,
     spm_bigram,
     spm_bigram_key,
     spm_chars,

@@ -118,8 +118,9 @@ cdef extern from "spm_cache.h" nogil:
         uint64_t h
 
     size_t spm_cache_words(const spm_cache_view *v, const char *s, size_t n, size_t i, int lead, int32_t *out,
-                           size_t *count, uint64_t *lookups)
+                           size_t *count, uint64_t *lookups, int *missed, uint64_t *missed_h)
     void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead)
+    void spm_cache_key_hashed(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead, uint64_t h)
     int spm_cache_init(spm_cache *c, uint32_t max_slots, size_t data_cap)
     void spm_cache_free(spm_cache *c)
     void spm_cache_clear(spm_cache *c)

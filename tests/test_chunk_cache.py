@@ -240,3 +240,23 @@ def test_a_long_document_sweeps_the_cache_between_its_blocks(sp, shapes):
     assert tok.encode_ordinary(text) == sp.encode(text)
     assert _held(tok, later) == {w: sp.encode(w) for w in later}
     assert set(_held(tok, first).values()) == {None}
+
+
+def test_a_word_met_twice_is_cached_whole_under_its_own_key():
+    # A word the warm path (spm_cache_words) looked up and missed is merged
+    # with its key's hash taken from that lookup, not hashed or looked up
+    # again; met a second time it is cached whole, and must then be found
+    # by its own key: keys of up to 8, 16 and 32 bytes, after a space,
+    # after indentation, and first in a span (the dummy prefix's "▁").
+    tok, slow = spmbpe.load(MODEL), spmbpe.load(MODEL)
+    _testing.disable_chunking(slow._core)
+    assert tok._core.cut_chars
+    words = ["x.y(z)", "foo.bar(baz)", "self.assertEqual(a,b)", "os.path.join(root,name)"]
+    for word in words:
+        for before, key in (("a ", word), ("a    ", "   " + word), ("", word)):
+            text = before + word
+            _testing.clear_cache(tok._core)
+            assert _testing.cached_ids(tok._core, MARKER + key.encode()) is None
+            for _ in range(3):
+                assert tok.encode_ordinary(text) == slow.encode_ordinary(text), text
+            assert _testing.cached_ids(tok._core, MARKER + key.encode()) == slow._core.encode(key, True), text

@@ -272,22 +272,22 @@ cdef int fine_chunks(const CoreTables *t, Workspace *w, const char *s, Py_ssize_
     cdef int rc
     p = open_end
     if p >= b:
-        return encode_chunk(t, w, s, start, b, n, lead, view, False)
+        return encode_chunk(t, w, s, start, b, n, lead, view, False, NULL)
     if fine_cut_at(t, s, a, open_end, p, n):
-        rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
+        rc = encode_chunk(t, w, s, start, p, n, lead, view, False, NULL)
         if rc != OK:
             return rc
         lead = False
         start = p
     p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
     while p < b:
-        rc = encode_chunk(t, w, s, start, p, n, lead, view, False)
+        rc = encode_chunk(t, w, s, start, p, n, lead, view, False, NULL)
         if rc != OK:
             return rc
         lead = False
         start = p
         p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
-    return encode_chunk(t, w, s, start, b, n, lead, view, False)
+    return encode_chunk(t, w, s, start, b, n, lead, view, False, NULL)
 
 
 cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssize_t n,
@@ -325,7 +325,7 @@ cdef int encode_span(const CoreTables *t, Workspace *w, const char *src, Py_ssiz
         if t.rules.cut_chars and (wide or end - body > FINE_BYTES or (w.want_bounds and words)):
             rc = fine_chunks(t, w, src, i, end, n, lead, seen)
         else:
-            rc = encode_chunk(t, w, src, i, end, n, lead, seen, False)
+            rc = encode_chunk(t, w, src, i, end, n, lead, seen, False, NULL)
         if rc != OK:
             return rc
         lead = False
@@ -344,14 +344,15 @@ cdef int encode_words(const CoreTables *t, Workspace *w, const char *s, Py_ssize
     span without the dummy prefix) takes the general way here."""
     cdef Py_ssize_t i = 0, body, general, end, p
     cdef bint lead = prefix, wide
-    cdef uint64_t lookups = 0
+    cdef uint64_t lookups = 0, missed_h = 0
     cdef size_t count
-    cdef int rc = OK
+    cdef int rc = OK, missed = 0
     if ws_ids_room(w, <size_t>(3 * n + 3)) != OK:
         return ERR_NOMEM
     while True:
         count = w.ids_len
-        i = <Py_ssize_t>spm_cache_words(view, s, <size_t>n, <size_t>i, lead, w.ids, &count, &lookups)
+        i = <Py_ssize_t>spm_cache_words(view, s, <size_t>n, <size_t>i, lead, w.ids, &count, &lookups, &missed,
+                                        &missed_h)
         w.ids_len = count
         if i >= n:
             break
@@ -361,7 +362,10 @@ cdef int encode_words(const CoreTables *t, Workspace *w, const char *s, Py_ssize
         if t.rules.cut_chars and (wide or general - body > FINE_BYTES):
             rc = fine_chunks(t, w, s, i, general, n, lead, view)
         else:
-            rc = encode_chunk(t, w, s, i, general, n, lead, view, t.rules.cut_chars)
+            # (A chunk spm_cache_words missed is that chunk, its key's hash
+            # known and not looked up again.)
+            rc = encode_chunk(t, w, s, i, general, n, lead, view, t.rules.cut_chars,
+                              &missed_h if missed else NULL)
         if rc != OK:
             break
         lead = False
@@ -383,14 +387,17 @@ cdef inline void copy_ids(int32_t *out, const int32_t *ids, size_t n) noexcept n
 
 
 cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize_t a, Py_ssize_t b,
-                      Py_ssize_t n, bint virtual_lead, const spm_cache_view *view, bint word) noexcept nogil:
+                      Py_ssize_t n, bint virtual_lead, const spm_cache_view *view, bint word,
+                      const uint64_t *missed_h) noexcept nogil:
     """Appends the ids of the chunk s[a:b] (after the dummy prefix's "▁"
     when `virtual_lead`): one character as its symbol, a chunk in the cache
     as its cached ids, any other merged (and cached).  A `word` (a chunk
     between spaces, which fine_chunks may cut) missed for the first time is
     encoded by its fine chunks instead, and cached as a whole only when it
     comes again: words seen once would fill the cache and push out the
-    fine chunks that most of them share (code, punctuated text)."""
+    fine chunks that most of them share (code, punctuated text).  When
+    `missed_h`, the chunk was just looked up and missed (spm_cache_words),
+    and *missed_h is its key's hash."""
     cdef spm_chunk_key key
     cdef const spm_cache_entry *hit
     cdef Py_ssize_t length = b - a, skip = 0
@@ -414,10 +421,15 @@ cdef int encode_chunk(const CoreTables *t, Workspace *w, const char *s, Py_ssize
     elif view != NULL and length <= SPM_CACHE_MAX_KEY + 3:
         if not virtual_lead and marker_at(t, s, a, n):
             skip = 1 if s[a] == c' ' else 3
-        spm_cache_key_of(&key, s + a + skip, <size_t>(length - skip), <size_t>(n - a - skip),
-                         virtual_lead or skip > 0)
-        hit = spm_cache_view_get(view, &key)
-        w.cache_lookups += 1
+        if missed_h != NULL:
+            spm_cache_key_hashed(&key, s + a + skip, <size_t>(length - skip), <size_t>(n - a - skip),
+                                 virtual_lead or skip > 0, missed_h[0])
+            hit = NULL
+        else:
+            spm_cache_key_of(&key, s + a + skip, <size_t>(length - skip), <size_t>(n - a - skip),
+                             virtual_lead or skip > 0)
+            hit = spm_cache_view_get(view, &key)
+            w.cache_lookups += 1
         if hit != NULL:
             spm_cache_mark(hit)
             put_cached(w, spm_cache_ids(hit), hit.ids_len)
