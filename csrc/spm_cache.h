@@ -153,16 +153,8 @@ static inline uint64_t spm_hash_text(const char *s, size_t n, size_t avail, uint
     return spm_hash_mix(h);
 }
 
-/* Fills k for the key s[0:n] (`lead`: it leads with "▁"). */
-static inline void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead) {
-    k->s = s;
-    k->len = n;
-    k->avail = avail;
-    k->code = (uint32_t)n | (lead ? SPM_CACHE_LEAD : 0u);
-    k->h = spm_hash_text(s, n, avail, k->code);
-}
-
-/* spm_cache_key_of for a key whose hash h (spm_hash_text's) is known. */
+/* Fills k for the key s[0:n] (`lead`: it leads with "▁") whose hash h
+ * (spm_hash_text's of its code) is known. */
 static inline void spm_cache_key_hashed(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead,
                                         uint64_t h) {
     k->s = s;
@@ -170,6 +162,12 @@ static inline void spm_cache_key_hashed(spm_chunk_key *k, const char *s, size_t 
     k->avail = avail;
     k->code = (uint32_t)n | (lead ? SPM_CACHE_LEAD : 0u);
     k->h = h;
+}
+
+/* Fills k for the key s[0:n], hashing it. */
+static inline void spm_cache_key_of(spm_chunk_key *k, const char *s, size_t n, size_t avail, int lead) {
+    uint32_t code = (uint32_t)n | (lead ? SPM_CACHE_LEAD : 0u);
+    spm_cache_key_hashed(k, s, n, avail, lead, spm_hash_text(s, n, avail, code));
 }
 
 #define SPM_CACHE_MIN_SLOTS (1u << 10)

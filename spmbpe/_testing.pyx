@@ -159,12 +159,20 @@ def chunk_bounds(SpmCore core not None, str text, bint prefix):
         core.release(w)
 
 
+cdef inline Py_ssize_t _after_char(const char *src, Py_ssize_t p, Py_ssize_t n) noexcept:
+    """Where the character at src[p] ends (cut short at n)."""
+    p += 1
+    while p < n and (<unsigned char>src[p] & 0xC0) == 0x80:
+        p += 1
+    return p
+
+
 def fine_cuts(SpmCore core not None, str text not None, Py_ssize_t open_end):
     """The points (byte offsets in the UTF-8 of `text`, taken as one chunk
     whose opening "▁"s end at byte `open_end`) where the chunk is cut
     further, found twice: (fine_cut_at at each character's start, as
     next_fine_cut's table and loop find them), for tests to compare."""
-    cdef Py_ssize_t n, p, length
+    cdef Py_ssize_t n, p
     cdef const char *src = PyUnicode_AsUTF8AndSize(text, &n)
     cdef list each = [], found = []
     if not core.t.rules.cut_chars:
@@ -175,23 +183,13 @@ def fine_cuts(SpmCore core not None, str text not None, Py_ssize_t open_end):
     while p < n:
         if fine_cut_at(&core.t, src, 0, open_end, p, n):
             each.append(p)
-        length = 1
-        while p + length < n and (<unsigned char>src[p + length] & 0xC0) == 0x80:
-            length += 1
-        p += length
-    if open_end < n:
-        if fine_cut_at(&core.t, src, 0, open_end, open_end, n):
-            found.append(open_end)
-        length = 1
-        while open_end + length < n and (<unsigned char>src[open_end + length] & 0xC0) == 0x80:
-            length += 1
-        p = next_fine_cut(&core.t, src, 0, open_end, open_end + length, n, n)
-        while p < n:
-            found.append(p)
-            length = 1
-            while p + length < n and (<unsigned char>src[p + length] & 0xC0) == 0x80:
-                length += 1
-            p = next_fine_cut(&core.t, src, 0, open_end, p + length, n, n)
+        p = _after_char(src, p, n)
+    p = open_end
+    if p < n and not fine_cut_at(&core.t, src, 0, open_end, p, n):
+        p = next_fine_cut(&core.t, src, 0, open_end, _after_char(src, p, n), n, n)
+    while p < n:
+        found.append(p)
+        p = next_fine_cut(&core.t, src, 0, open_end, _after_char(src, p, n), n, n)
     return each, found
 
 

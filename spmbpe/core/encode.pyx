@@ -271,15 +271,8 @@ cdef int fine_chunks(const CoreTables *t, Workspace *w, const char *s, Py_ssize_
     cdef bint lead = virtual_lead
     cdef int rc
     p = open_end
-    if p >= b:
-        return encode_chunk(t, w, s, start, b, n, lead, view, False, NULL)
-    if fine_cut_at(t, s, a, open_end, p, n):
-        rc = encode_chunk(t, w, s, start, p, n, lead, view, False, NULL)
-        if rc != OK:
-            return rc
-        lead = False
-        start = p
-    p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
+    if p < b and not fine_cut_at(t, s, a, open_end, p, n):
+        p = next_fine_cut(t, s, a, open_end, p + char_len(s, p, b), b, n)
     while p < b:
         rc = encode_chunk(t, w, s, start, p, n, lead, view, False, NULL)
         if rc != OK:
